@@ -1,0 +1,14 @@
+"""scrapy-cdp-pool: render Scrapy requests in headless browsers over a pool of
+Chrome DevTools Protocol connections (Lightpanda, Chromium, remote endpoints)."""
+
+from scrapy_cdp_pool.addon import Addon
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.handler import CDPDownloadHandler
+from scrapy_cdp_pool.pool.pool import ConnectionPool
+
+__all__ = [
+    "Addon",
+    "CDPDownloadHandler",
+    "ConnectionPool",
+    "PoolConfig",
+]

@@ -1,0 +1,45 @@
+"""Errors raised by the CDP client.
+
+They stay CDP-level on purpose: :mod:`scrapy_cdp_pool.render.errors` is the one
+place that turns them into Scrapy download exceptions.
+"""
+
+from __future__ import annotations
+
+
+class CDPError(Exception):
+    """Base class of every error raised by :mod:`scrapy_cdp_pool.cdp`."""
+
+
+class CDPProtocolError(CDPError):
+    """The server answered a command with an ``error`` object.
+
+    ``method`` is the CDP method (``"Page.navigate"``), ``code`` and
+    ``message`` are the server's own.
+    """
+
+    def __init__(self, method: str, code: int, message: str) -> None:
+        super().__init__(f"{method} failed: {message} (code {code})")
+        self.method = method
+        self.code = code
+        self.message = message
+
+
+class CDPConnectionClosed(CDPError):
+    """The WebSocket closed (server killed, socket dropped, connection retired)
+    while a command was waiting for its answer, or before it was sent."""
+
+
+class CDPConnectError(CDPError):
+    """The WebSocket could not be opened: refused, unreachable, or the server
+    answered the upgrade with an HTTP error such as Lightpanda's 503 when it
+    already serves ``--cdp-max-connections`` clients."""
+
+
+class CDPTimeoutError(CDPError):
+    """A command got no answer within its timeout (seconds)."""
+
+    def __init__(self, method: str, timeout_s: float) -> None:
+        super().__init__(f"{method} got no answer within {timeout_s:.1f} s")
+        self.method = method
+        self.timeout_s = timeout_s

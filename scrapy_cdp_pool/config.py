@@ -1,0 +1,186 @@
+"""Every ``CDP_POOL_*`` setting, read once into one frozen dataclass.
+
+:meth:`PoolConfig.from_settings` validates each value and raises
+:class:`ValueError` naming the setting, the value and what is allowed, so a bad
+setting stops the crawl at start-up instead of failing each request.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from scrapy.settings import BaseSettings
+
+BROWSERS = ("lightpanda", "chromium")
+WAIT_UNTIL = ("load", "domcontentloaded")
+# CDP ``Network.ResourceType`` values, lower-cased as users write them.
+RESOURCE_TYPES = (
+    "document", "stylesheet", "image", "media", "font", "script", "texttrack", "xhr",
+    "fetch", "prefetch", "eventsource", "websocket", "manifest", "signedexchange",
+    "ping", "cspviolationreport", "preflight", "other",
+)  # fmt: skip
+
+
+def default_connections() -> int:
+    """CPU cores, at least 2: the default of ``CDP_POOL_CONNECTIONS``."""
+    return max(2, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """The plugin's settings, validated. Times are seconds, sizes bytes."""
+
+    render_all: bool = False
+    endpoints: tuple[str, ...] = ()
+    browser: str = "lightpanda"
+    chromium_path: str = "/usr/bin/chromium"
+    chromium_args: tuple[str, ...] = ()
+    lightpanda_path: str | None = None
+    lightpanda_args: tuple[str, ...] = ()
+    connections: int = field(default_factory=default_connections)
+    contexts_per_connection: int = 1
+    server_start_timeout_s: float = 30.0
+    connect_timeout_s: float = 10.0
+    command_timeout_s: float = 30.0
+    navigation_timeout_s: float = 30.0
+    action_timeout_s: float = 10.0
+    context_close_timeout_s: float = 5.0
+    wait_until: str = "load"
+    block_resources: frozenset[str] = frozenset()
+    download_timeout_s: float = 180.0
+    download_maxsize: int = 1024 * 1024 * 1024
+    download_warnsize: int = 32 * 1024 * 1024
+
+    @classmethod
+    def from_settings(cls, settings: BaseSettings) -> PoolConfig:
+        """Read and validate every setting.
+
+        :raises ValueError: naming the setting, the value and what is allowed.
+        """
+        endpoints = tuple(_str_list(settings, "CDP_POOL_ENDPOINTS"))
+        for endpoint in endpoints:
+            parts = urlsplit(endpoint)
+            if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
+                raise ValueError(
+                    f"CDP_POOL_ENDPOINTS: {endpoint!r} is not a CDP endpoint; "
+                    "expected http://host:port or ws://host:port/..."
+                )
+        browser = _choice(settings, "CDP_POOL_BROWSER", BROWSERS, "lightpanda")
+        connections_raw = settings.get("CDP_POOL_CONNECTIONS")
+        connections = (
+            default_connections()
+            if connections_raw is None
+            else _int(settings, "CDP_POOL_CONNECTIONS", minimum=1)
+        )
+        blocked = frozenset(r.lower() for r in _str_list(settings, "CDP_POOL_BLOCK_RESOURCES"))
+        unknown = sorted(blocked - set(RESOURCE_TYPES))
+        if unknown:
+            raise ValueError(
+                f"CDP_POOL_BLOCK_RESOURCES: {unknown!r} are not resource types; "
+                f"allowed: {', '.join(RESOURCE_TYPES)}"
+            )
+        if "document" in blocked:
+            raise ValueError(
+                "CDP_POOL_BLOCK_RESOURCES: 'document' cannot be blocked: "
+                "it is the page itself"
+            )
+        chromium_path = settings.get("CDP_POOL_CHROMIUM_PATH") or "/usr/bin/chromium"
+        if not isinstance(chromium_path, str):
+            raise ValueError(
+                f"CDP_POOL_CHROMIUM_PATH: {chromium_path!r} is not a path to a Chromium binary"
+            )
+        lightpanda_path = settings.get("CDP_POOL_LIGHTPANDA_PATH")
+        if lightpanda_path is not None and not isinstance(lightpanda_path, str):
+            raise ValueError(
+                f"CDP_POOL_LIGHTPANDA_PATH: {lightpanda_path!r} is not a path to a "
+                "lightpanda binary"
+            )
+        return cls(
+            render_all=_bool(settings, "CDP_POOL_RENDER_ALL"),
+            endpoints=endpoints,
+            browser=browser,
+            chromium_path=chromium_path,
+            chromium_args=tuple(_str_list(settings, "CDP_POOL_CHROMIUM_ARGS")),
+            lightpanda_path=lightpanda_path,
+            lightpanda_args=tuple(_str_list(settings, "CDP_POOL_LIGHTPANDA_ARGS")),
+            connections=connections,
+            contexts_per_connection=_int(
+                settings, "CDP_POOL_CONTEXTS_PER_CONNECTION", minimum=1, default=1
+            ),
+            server_start_timeout_s=_seconds(
+                settings, "CDP_POOL_SERVER_START_TIMEOUT_SECONDS", 30.0
+            ),
+            connect_timeout_s=_seconds(settings, "CDP_POOL_CONNECT_TIMEOUT_SECONDS", 10.0),
+            command_timeout_s=_seconds(settings, "CDP_POOL_COMMAND_TIMEOUT_SECONDS", 30.0),
+            navigation_timeout_s=_seconds(
+                settings, "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", 30.0
+            ),
+            action_timeout_s=_seconds(settings, "CDP_POOL_ACTION_TIMEOUT_SECONDS", 10.0),
+            context_close_timeout_s=_seconds(
+                settings, "CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS", 5.0
+            ),
+            wait_until=_choice(settings, "CDP_POOL_WAIT_UNTIL", WAIT_UNTIL, "load"),
+            block_resources=blocked,
+            download_timeout_s=_seconds(settings, "DOWNLOAD_TIMEOUT", 180.0),
+            download_maxsize=_int(settings, "DOWNLOAD_MAXSIZE", minimum=0, default=1 << 30),
+            download_warnsize=_int(
+                settings, "DOWNLOAD_WARNSIZE", minimum=0, default=32 * 1024 * 1024
+            ),
+        )
+
+
+def _bool(settings: BaseSettings, name: str) -> bool:
+    try:
+        return settings.getbool(name, False)
+    except ValueError as e:
+        raise ValueError(
+            f"{name}: {settings.get(name)!r} is not a boolean; use True or False"
+        ) from e
+
+
+def _int(settings: BaseSettings, name: str, *, minimum: int, default: int = 0) -> int:
+    raw: Any = settings.get(name, default)
+    if isinstance(raw, bool) or not isinstance(raw, (int, str)):
+        raise ValueError(f"{name}: {raw!r} is not an integer >= {minimum}")
+    try:
+        value = int(raw)
+    except ValueError as e:
+        raise ValueError(f"{name}: {raw!r} is not an integer >= {minimum}") from e
+    if value < minimum:
+        raise ValueError(f"{name}: {raw!r} is not an integer >= {minimum}")
+    return value
+
+
+def _seconds(settings: BaseSettings, name: str, default: float) -> float:
+    raw: Any = settings.get(name, default)
+    if isinstance(raw, bool):
+        raise ValueError(f"{name}: {raw!r} is not a number of seconds > 0")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name}: {raw!r} is not a number of seconds > 0") from e
+    if not value > 0:
+        raise ValueError(f"{name}: {raw!r} is not a number of seconds > 0")
+    return value
+
+
+def _choice(settings: BaseSettings, name: str, allowed: tuple[str, ...], default: str) -> str:
+    raw = settings.get(name, default)
+    if raw not in allowed:
+        raise ValueError(f"{name}: {raw!r} is not allowed; use one of {', '.join(allowed)}")
+    return str(raw)
+
+
+def _str_list(settings: BaseSettings, name: str) -> list[str]:
+    raw = settings.get(name)
+    if raw is None or raw == "":
+        return []
+    if isinstance(raw, str):
+        # From the command line (-s NAME=a,b), as Scrapy's getlist() reads it.
+        return [part.strip() for part in raw.split(",") if part.strip()]
+    if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
+        raise ValueError(f"{name}: {raw!r} is not a list of strings")
+    return list(raw)

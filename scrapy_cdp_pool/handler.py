@@ -1,0 +1,153 @@
+"""CDPDownloadHandler: rendered requests go to the crawler's CDP pool, the rest
+to the handler that was there before (Scrapy's HTTP handler by default)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.http import Response
+from scrapy.utils.httpobj import urlparse_cached
+from scrapy.utils.misc import build_from_crawler, load_object
+
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.pool.registry import acquire_pool, release_pool
+from scrapy_cdp_pool.render.errors import ActionError, PoolUnavailable, error_kind, to_scrapy_error
+from scrapy_cdp_pool.render.response import build_response
+from scrapy_cdp_pool.render.session import render
+from scrapy_cdp_pool.render.spec import build_spec, default_header_values
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_FALLBACK = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
+
+
+class CDPDownloadHandler:
+    """Download handler for ``http`` and ``https``.
+
+    A request is rendered when ``meta["cdp"]`` is true, when it names a profile
+    (``meta["cdp_profile"]``), or when ``CDP_POOL_RENDER_ALL`` is set and
+    ``meta["cdp"]`` is not ``False``. Others go to the fallback handler of their
+    scheme (``CDP_POOL_FALLBACK_HANDLERS``, set by :class:`~scrapy_cdp_pool.Addon`),
+    built on first use.
+
+    :raises ValueError: at start-up, for an invalid ``CDP_POOL_*`` setting.
+    """
+
+    lazy = False
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.config = PoolConfig.from_settings(crawler.settings)
+        self.stats = crawler.stats
+        fallbacks = crawler.settings.getdict("CDP_POOL_FALLBACK_HANDLERS")
+        self._fallback_paths: dict[str, Any] = {
+            "http": fallbacks.get("http") or DEFAULT_FALLBACK,
+            "https": fallbacks.get("https") or DEFAULT_FALLBACK,
+        }
+        self._fallbacks: dict[str, Any] = {}
+        self._default_headers = default_header_values(
+            crawler.settings.getdict("DEFAULT_REQUEST_HEADERS")
+        )
+        self.pool = acquire_pool(crawler, self.config)
+        self._pool_failed = False
+        crawler.signals.connect(self._record_stats, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def should_render(self, request: Request) -> bool:
+        flag = request.meta.get("cdp")
+        if flag is not None:
+            return bool(flag)
+        return self.config.render_all or bool(request.meta.get("cdp_profile"))
+
+    async def download_request(self, request: Request) -> Response:
+        if not self.should_render(request):
+            return await self._fallback(request).download_request(request)
+        spec = build_spec(request, self.config, self._default_headers)
+        timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
+        started = time.monotonic()
+        try:
+            async with asyncio.timeout(timeout_s):
+                async with self.pool.lease() as lease:
+                    result = await render(lease, spec)
+        except ActionError as e:
+            self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
+            raise
+        except Exception as e:
+            self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
+            if isinstance(e, PoolUnavailable):
+                self._on_pool_unavailable(e)
+            if isinstance(e, TimeoutError) and not str(e):
+                e = TimeoutError(f"no response within download_timeout = {timeout_s:g} s")
+            raise to_scrapy_error(e, str(request)) from e
+        seconds = time.monotonic() - started
+        self.stats.inc_value("cdp_pool/pages" if result.rendered else "cdp_pool/documents_raw")
+        self.stats.max_value("cdp_pool/render_seconds_max", round(seconds, 3))
+        self.stats.max_value("cdp_pool/pages_in_flight_max", self.pool.pages_in_flight_max)
+        for resource_type, count in result.blocked.items():
+            self.stats.inc_value("cdp_pool/resources_blocked", count)
+            self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
+        if self.config.download_warnsize and len(result.body) > self.config.download_warnsize:
+            logger.warning(
+                "Received %d bytes, larger than DOWNLOAD_WARNSIZE (%d bytes), for %s",
+                len(result.body), self.config.download_warnsize, request,
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
+        return build_response(request, result)
+
+    def _fallback(self, request: Request) -> Any:
+        scheme = urlparse_cached(request).scheme
+        handler = self._fallbacks.get(scheme)
+        if handler is None:
+            handler = build_from_crawler(load_object(self._fallback_paths[scheme]), self.crawler)
+            self._fallbacks[scheme] = handler
+        return handler
+
+    def _on_pool_unavailable(self, error: PoolUnavailable) -> None:
+        """The pool cannot work at all (no server, no endpoint): say so once and
+        stop the crawl cleanly instead of failing every request."""
+        if self._pool_failed or self.pool.state.value in ("closing", "closed"):
+            return
+        self._pool_failed = True
+        logger.error(
+            "The CDP pool is unavailable, closing the spider: %s", error,
+            extra={"crawler": self.crawler},
+        )  # fmt: skip
+        engine = self.crawler.engine
+        if engine is not None:
+            asyncio.get_running_loop().create_task(
+                engine.close_spider_async(reason="cdp_pool_unavailable"),
+                name="cdp-pool close spider",
+            )
+
+    async def _record_stats(self) -> None:
+        """At spider close (before the stats are dumped): per-connection pages,
+        contexts opened and closed, reconnects and server restarts."""
+        await self.pool.wait_disposed()
+        rows = self.pool.snapshot()
+        if not rows:
+            return
+        for row in rows:
+            self.stats.set_value(f"cdp_pool/connection/{row['connection']}/pages", row["pages"])
+        for key in ("contexts_opened", "contexts_closed", "reconnects", "retired"):
+            self.stats.set_value(f"cdp_pool/{key}", sum(row[key] for row in rows))
+        if self.pool.server is not None:
+            self.stats.set_value("cdp_pool/server_restarts", self.pool.server.restarts)
+
+    async def close(self) -> None:
+        """Close the fallback handlers and give the pool back (the last of the
+        crawler's handlers closes it)."""
+        for handler in self._fallbacks.values():
+            await handler.close()
+        self._fallbacks.clear()
+        await release_pool(self.crawler)

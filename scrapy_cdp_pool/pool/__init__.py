@@ -1,0 +1,2 @@
+"""The pool of CDP connections, the servers behind them, and what each server
+can do."""

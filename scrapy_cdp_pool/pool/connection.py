@@ -1,0 +1,77 @@
+"""One pooled CDP connection: its WebSocket, its open contexts, its health.
+
+A connection is ``CONNECTING`` until its WebSocket opens, ``READY`` while it
+serves, ``BROKEN`` after it dropped or was retired (the pool reconnects it), and
+``CLOSED`` once the pool closes.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from dataclasses import dataclass, field
+
+from scrapy_cdp_pool.cdp import CDPConnection
+from scrapy_cdp_pool.pool.capabilities import ServerInfo
+
+logger = logging.getLogger(__name__)
+
+
+class ConnectionState(enum.Enum):
+    CONNECTING = "connecting"
+    READY = "ready"
+    BROKEN = "broken"
+    CLOSED = "closed"
+
+
+@dataclass
+class ConnectionCounters:
+    """Counts over the connection's life, across reconnects."""
+
+    pages: int = 0
+    contexts_opened: int = 0
+    contexts_closed: int = 0
+    reconnects: int = 0
+    retired: int = 0
+
+
+@dataclass(eq=False)
+class PooledConnection:
+    """A slot-holder in the pool.
+
+    ``open_contexts`` counts the browser contexts leased on this connection
+    (from the lease until the context is disposed); it never exceeds
+    ``capacity``.
+    """
+
+    index: int
+    endpoint_index: int
+    capacity: int
+    state: ConnectionState = ConnectionState.CONNECTING
+    cdp: CDPConnection | None = None
+    info: ServerInfo | None = None
+    open_contexts: int = 0
+    open_pages: int = 0
+    counters: ConnectionCounters = field(default_factory=ConnectionCounters)
+
+    @property
+    def has_room(self) -> bool:
+        return self.state is ConnectionState.READY and self.open_contexts < self.capacity
+
+    @property
+    def name(self) -> str:
+        return f"#{self.index}"
+
+    def attach(self, cdp: CDPConnection, info: ServerInfo) -> None:
+        self.cdp = cdp
+        self.info = info
+        self.state = ConnectionState.READY
+
+    async def retire(self, reason: str) -> None:
+        """Close the WebSocket (the server then ends every page on it, even one
+        stuck in JavaScript); the pool replaces the connection."""
+        if self.cdp is None or self.cdp.closed:
+            return
+        self.counters.retired += 1
+        logger.warning("Retiring CDP connection %s: %s", self.name, reason)
+        await self.cdp.close()

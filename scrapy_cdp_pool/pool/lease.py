@@ -1,0 +1,72 @@
+"""ContextLease: one slot on one pooled connection, and the fresh browser context
+opened in it for one request.
+
+The context is disposed when the lease ends, whatever happened. If disposing
+does not answer within ``CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS`` (a page stuck
+in JavaScript), the connection is retired: closing the WebSocket makes the
+server end the page, and the pool reconnects.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPError
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.pool.capabilities import ServerInfo
+from scrapy_cdp_pool.pool.connection import PooledConnection
+
+logger = logging.getLogger(__name__)
+
+
+class ContextLease:
+    """A leased slot. :meth:`new_context` opens the request's browser context."""
+
+    def __init__(self, connection: PooledConnection, config: PoolConfig) -> None:
+        self.connection = connection
+        self.config = config
+        self.context_id: str | None = None
+        self.page_open = False
+        cdp = connection.cdp
+        info = connection.info
+        if cdp is None or info is None:  # _pick() hands out READY connections only
+            raise CDPConnectionClosed(f"connection {connection.name} is not connected")
+        self.cdp: CDPConnection = cdp
+        self.info: ServerInfo = info
+
+    async def new_context(self, options: dict[str, Any] | None = None) -> str:
+        """Create a browser context (``Target.createBrowserContext`` with
+        ``options``, e.g. ``proxyServer``) and return its id."""
+        result = await self.cdp.send("Target.createBrowserContext", options or {})
+        self.context_id = result["browserContextId"]
+        self.connection.counters.contexts_opened += 1
+        return self.context_id
+
+    def page_opened(self) -> None:
+        self.page_open = True
+        self.connection.open_pages += 1
+        self.connection.counters.pages += 1
+
+    async def dispose(self) -> None:
+        """Dispose the context (its pages close with it). Never raises."""
+        if self.page_open:
+            self.page_open = False
+            self.connection.open_pages -= 1
+        context_id, self.context_id = self.context_id, None
+        if context_id is None:
+            return
+        if self.cdp.closed:
+            self.connection.counters.contexts_closed += 1  # gone with the connection
+            return
+        try:
+            await self.cdp.send(
+                "Target.disposeBrowserContext",
+                {"browserContextId": context_id},
+                timeout_s=self.config.context_close_timeout_s,
+            )
+        except CDPConnectionClosed:
+            pass
+        except CDPError as e:
+            await self.connection.retire(f"disposing browser context {context_id} failed: {e}")
+        self.connection.counters.contexts_closed += 1

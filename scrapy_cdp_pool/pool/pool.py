@@ -1,0 +1,320 @@
+"""ConnectionPool: CDP connections spread over endpoints, browser contexts leased
+FIFO to the connection with the fewest open.
+
+Lifecycle: ``NEW`` → ``STARTING`` (embedded server started, endpoints discovered,
+connections opened) → ``READY`` → ``CLOSING`` → ``CLOSED``. A connection that
+drops is reconnected in the background with backoff (restarting the embedded
+server first if it died); a lease waits for a free slot in arrival order and
+never fails for lack of one: its caller's deadline bounds the wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import enum
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from scrapy_cdp_pool.cdp import CDPConnection, CDPError
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
+from scrapy_cdp_pool.pool.connection import ConnectionState, PooledConnection
+from scrapy_cdp_pool.pool.lease import ContextLease
+from scrapy_cdp_pool.pool.servers import EmbeddedServer, ServerStartError, embedded_server
+from scrapy_cdp_pool.render.errors import PoolUnavailable
+
+logger = logging.getLogger(__name__)
+
+_RECONNECT_BACKOFF_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+
+
+class PoolState(enum.Enum):
+    NEW = "new"
+    STARTING = "starting"
+    READY = "ready"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+class ConnectionPool:
+    """The crawler's pool of CDP connections (shared by its http and https
+    download handlers).
+
+    ``config.connections`` connections are opened per endpoint. With no
+    ``CDP_POOL_ENDPOINTS`` the pool starts its own server (``CDP_POOL_BROWSER``).
+    """
+
+    def __init__(self, config: PoolConfig) -> None:
+        self.config = config
+        self.state = PoolState.NEW
+        self.server: EmbeddedServer | None = None
+        self.endpoints: list[str] = list(config.endpoints)
+        self.infos: list[ServerInfo | None] = []
+        self.connections: list[PooledConnection] = []
+        self.pages_in_flight = 0
+        self.pages_in_flight_max = 0
+        self._waiters: collections.deque[asyncio.Future[PooledConnection]] = collections.deque()
+        self._start_task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._disposals: set[asyncio.Task[None]] = set()
+
+    # Lifecycle ---------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start once; concurrent callers wait for the same start.
+
+        :raises PoolUnavailable: the embedded server did not start, or no
+            connection could be opened to any endpoint (the message says why).
+        """
+        if self.state in (PoolState.CLOSING, PoolState.CLOSED):
+            raise PoolUnavailable("the CDP pool is closed")
+        if self._start_task is None:
+            self._start_task = asyncio.ensure_future(self._start())
+        await asyncio.shield(self._start_task)
+
+    async def _start(self) -> None:
+        self.state = PoolState.STARTING
+        if not self.endpoints:
+            self.server = embedded_server(self.config)
+            try:
+                self.endpoints = [await self.server.ensure_running()]
+            except ServerStartError as e:
+                raise PoolUnavailable(f"cannot start the embedded {self.server.kind} server: {e}") from e
+        infos = await asyncio.gather(
+            *(self._discover(i) for i in range(len(self.endpoints))), return_exceptions=True
+        )
+        self.infos = [None if isinstance(info, BaseException) else info for info in infos]
+        for endpoint, info in zip(self.endpoints, infos):
+            if isinstance(info, BaseException):
+                logger.error("CDP endpoint %s does not answer: %s", endpoint, info)
+        if not any(self.infos):
+            raise PoolUnavailable(
+                "no CDP endpoint answers: "
+                + "; ".join(f"{e}: {i}" for e, i in zip(self.endpoints, infos))
+            )
+        index = 0
+        for endpoint_index, info in enumerate(self.infos):
+            capacity = self.config.contexts_per_connection
+            if info is not None and info.max_contexts_per_connection is not None:
+                if capacity > info.max_contexts_per_connection:
+                    logger.warning(
+                        "CDP_POOL_CONTEXTS_PER_CONNECTION=%d lowered to %d: %s allows "
+                        "no more browser contexts per connection",
+                        capacity, info.max_contexts_per_connection, info.label,
+                    )  # fmt: skip
+                capacity = min(capacity, info.max_contexts_per_connection)
+            for _ in range(self.config.connections):
+                self.connections.append(PooledConnection(index, endpoint_index, capacity))
+                index += 1
+        results = await asyncio.gather(
+            *(self._connect(c) for c in self.connections), return_exceptions=True
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if len(errors) == len(results):
+            raise PoolUnavailable(f"no CDP connection could be opened: {errors[0]}")
+        for connection, result in zip(self.connections, results):
+            if isinstance(result, BaseException):
+                self._schedule_reconnect(connection)
+        self.state = PoolState.READY
+        logger.info(
+            "CDP pool ready: %s; endpoints %s; %d connection(s) x %d context(s)",
+            ", ".join(sorted({i.label for i in self.infos if i})),
+            ", ".join(self.endpoints),
+            len(self.connections),
+            max((c.capacity for c in self.connections), default=0),
+        )
+        self._wake()
+
+    async def _discover(self, endpoint_index: int) -> ServerInfo:
+        return await discover(self.endpoints[endpoint_index], self.config.connect_timeout_s)
+
+    async def _connect(self, connection: PooledConnection) -> None:
+        connection.state = ConnectionState.CONNECTING
+        info = self.infos[connection.endpoint_index]
+        if self.server is not None and connection.endpoint_index == 0:
+            endpoint = await self.server.ensure_running()
+            if endpoint != self.endpoints[0] or info is None:
+                self.endpoints[0] = endpoint
+                info = self.infos[0] = await self._discover(0)
+        elif info is None:
+            info = self.infos[connection.endpoint_index] = await self._discover(
+                connection.endpoint_index
+            )
+        cdp = await CDPConnection.open(
+            info.ws_url,
+            open_timeout_s=self.config.connect_timeout_s,
+            command_timeout_s=self.config.command_timeout_s,
+        )
+        if self.state in (PoolState.CLOSING, PoolState.CLOSED):
+            await cdp.close()
+            return
+        connection.attach(cdp, info)
+        cdp.on_close(lambda: self._on_connection_closed(connection, cdp))
+
+    def _on_connection_closed(self, connection: PooledConnection, cdp: CDPConnection) -> None:
+        if connection.cdp is not cdp or self.state in (PoolState.CLOSING, PoolState.CLOSED):
+            return
+        connection.state = ConnectionState.BROKEN
+        # Contexts on a dropped connection are gone with it.
+        logger.warning("CDP connection %s %s", connection.name, cdp.close_reason)
+        self._schedule_reconnect(connection)
+
+    def _schedule_reconnect(self, connection: PooledConnection) -> None:
+        connection.state = ConnectionState.BROKEN
+        self._spawn(self._reconnect(connection), f"cdp-pool reconnect {connection.name}")
+
+    async def _reconnect(self, connection: PooledConnection) -> None:
+        attempt = 0
+        while self.state not in (PoolState.CLOSING, PoolState.CLOSED):
+            try:
+                await self._connect(connection)
+            except (CDPError, OSError, ServerStartError) as e:
+                delay = _RECONNECT_BACKOFF_S[min(attempt, len(_RECONNECT_BACKOFF_S) - 1)]
+                attempt += 1
+                logger.debug("Reconnecting %s failed (%r); next try in %.2f s",
+                             connection.name, e, delay)  # fmt: skip
+                await asyncio.sleep(delay)
+                continue
+            connection.counters.reconnects += 1
+            logger.info("CDP connection %s reconnected", connection.name)
+            self._wake()
+            return
+
+    async def close(self) -> None:
+        """Fail waiting leases, close every connection, stop the embedded
+        server. Idempotent."""
+        if self.state is PoolState.CLOSED:
+            return
+        self.state = PoolState.CLOSING
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_exception(PoolUnavailable("the CDP pool is closing"))
+        if self._start_task is not None and not self._start_task.done():
+            self._start_task.cancel()
+        # Disposals are bounded by CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS.
+        await asyncio.gather(*self._disposals, return_exceptions=True)
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for connection in self.connections:
+            if connection.cdp is not None:
+                await connection.cdp.close()
+            connection.state = ConnectionState.CLOSED
+        if self.server is not None:
+            await self.server.stop()
+        self.state = PoolState.CLOSED
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        task = asyncio.get_running_loop().create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # Leasing -------------------------------------------------------------
+
+    @asynccontextmanager
+    async def lease(self) -> AsyncIterator[ContextLease]:
+        """A slot on the connection with the fewest open contexts, waited for
+        in FIFO order. The slot is freed once the lease's context is disposed
+        (in the background if the caller leaves early).
+
+        :raises PoolUnavailable: the pool could not start or is closing.
+        """
+        await self.start()
+        connection = await self._acquire()
+        lease = ContextLease(connection, self.config)
+        self.pages_in_flight += 1
+        self.pages_in_flight_max = max(self.pages_in_flight_max, self.pages_in_flight)
+        try:
+            yield lease
+        finally:
+            self.pages_in_flight -= 1
+            task = asyncio.get_running_loop().create_task(
+                self._dispose(lease), name=f"cdp-pool dispose {connection.name}"
+            )
+            self._disposals.add(task)
+            task.add_done_callback(self._disposals.discard)
+
+    async def wait_disposed(self) -> None:
+        """Wait until every finished lease's context is disposed (each bounded
+        by ``CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS``)."""
+        await asyncio.gather(*self._disposals, return_exceptions=True)
+
+    async def _dispose(self, lease: ContextLease) -> None:
+        try:
+            await lease.dispose()
+        finally:
+            lease.connection.open_contexts -= 1
+            self._wake()
+
+    async def _acquire(self) -> PooledConnection:
+        if not self._waiters:
+            connection = self._pick()
+            if connection is not None:
+                connection.open_contexts += 1
+                return connection
+        waiter: asyncio.Future[PooledConnection] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                waiter.result().open_contexts -= 1  # handed a slot as we were cancelled
+                self._wake()
+            else:
+                try:
+                    self._waiters.remove(waiter)
+                except ValueError:
+                    pass
+            raise
+
+    def _pick(self) -> PooledConnection | None:
+        best: PooledConnection | None = None
+        for connection in self.connections:
+            if connection.has_room and (
+                best is None
+                or (connection.open_contexts, connection.counters.pages)
+                < (best.open_contexts, best.counters.pages)
+            ):
+                best = connection
+        return best
+
+    def _wake(self) -> None:
+        while self._waiters:
+            connection = self._pick()
+            if connection is None:
+                return
+            waiter = self._waiters.popleft()
+            if waiter.done():
+                continue
+            connection.open_contexts += 1
+            waiter.set_result(connection)
+
+    # Introspection -------------------------------------------------------
+
+    @property
+    def waiting(self) -> int:
+        """Leases waiting for a free slot."""
+        return sum(1 for w in self._waiters if not w.done())
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """Per connection: index, endpoint, state, open contexts and pages,
+        and life-time counters (pages, contexts opened/closed, reconnects)."""
+        return [
+            {
+                "connection": c.index,
+                "endpoint": self.endpoints[c.endpoint_index] if self.endpoints else None,
+                "state": c.state.value,
+                "open_contexts": c.open_contexts,
+                "open_pages": c.open_pages,
+                "pages": c.counters.pages,
+                "contexts_opened": c.counters.contexts_opened,
+                "contexts_closed": c.counters.contexts_closed,
+                "reconnects": c.counters.reconnects,
+                "retired": c.counters.retired,
+            }
+            for c in self.connections
+        ]

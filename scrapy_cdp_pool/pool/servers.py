@@ -1,0 +1,306 @@
+"""Embedded CDP servers: the Lightpanda binary of the ``lightpanda`` wheel, or a
+local Chromium. Start, wait until ready (with a deadline), stop, restart.
+
+Both listen on 127.0.0.1 only. Each runs in its own process group, so the whole
+tree (Chromium is a dozen processes) is stopped with its leader, and on Linux
+the leader is sent SIGTERM if the crawler process dies first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+from scrapy_cdp_pool.config import PoolConfig
+
+logger = logging.getLogger(__name__)
+
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--mute-audio",
+    "--hide-scrollbars",
+)
+_DEVTOOLS_LINE = re.compile(rb"DevTools listening on (ws://\S+)")
+
+
+class ServerStartError(RuntimeError):
+    """The embedded server did not start or did not get ready in time."""
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+    os.setsid()
+    if sys.platform == "linux":
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (bind to 0, read, release)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class EmbeddedServer(ABC):
+    """A CDP server process this crawler owns.
+
+    :attr:`endpoint` is the ``http://127.0.0.1:<port>`` root (Lightpanda) or the
+    ``ws://`` browser URL (Chromium) of the running process; it changes when the
+    server is restarted.
+    """
+
+    kind: str
+
+    def __init__(self, config: PoolConfig) -> None:
+        self.config = config
+        self.endpoint: str | None = None
+        self.restarts = 0
+        self._proc: asyncio.subprocess.Process | None = None
+        self._lock = asyncio.Lock()
+        self._stopping = False
+
+    @property
+    def pid(self) -> int | None:
+        """PID of the server's leader process, while it runs."""
+        return self._proc.pid if self.running and self._proc else None
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    async def ensure_running(self) -> str:
+        """Start the server if it is not running (first start, or it died) and
+        return its endpoint.
+
+        :raises ServerStartError: the binary is missing, exits, or is not ready
+            within ``CDP_POOL_SERVER_START_TIMEOUT_SECONDS``.
+        """
+        async with self._lock:
+            if self.running and self.endpoint:
+                return self.endpoint
+            if self._proc is not None:
+                self.restarts += 1
+                logger.warning(
+                    "The embedded %s server (pid %s) exited with code %s; restarting it",
+                    self.kind, self._proc.pid, self._proc.returncode,
+                )  # fmt: skip
+                await self._cleanup()
+            self._stopping = False
+            try:
+                async with asyncio.timeout(self.config.server_start_timeout_s):
+                    self.endpoint = await self._start()
+            except TimeoutError as e:
+                await self._kill()
+                raise ServerStartError(
+                    f"the embedded {self.kind} server was not ready within "
+                    f"{self.config.server_start_timeout_s:.0f} s "
+                    "(CDP_POOL_SERVER_START_TIMEOUT_SECONDS)"
+                ) from e
+            except BaseException:
+                await self._kill()
+                raise
+            return self.endpoint
+
+    async def stop(self) -> None:
+        """Stop the server and its process tree (SIGTERM, then SIGKILL after
+        5 s). Idempotent."""
+        async with self._lock:
+            self._stopping = True
+            await self._kill()
+            await self._cleanup()
+
+    async def _spawn(self, argv: list[str]) -> asyncio.subprocess.Process:
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                preexec_fn=_die_with_parent,
+            )
+        except OSError as e:
+            raise ServerStartError(f"cannot start {argv[0]}: {e}") from e
+        self._drain = asyncio.get_running_loop().create_task(
+            self._drain_stderr(self._proc), name=f"cdp-pool {self.kind} stderr"
+        )
+        return self._proc
+
+    async def _drain_stderr(self, proc: asyncio.subprocess.Process) -> None:
+        """Read the server's stderr so it never blocks on a full pipe; keep the
+        last lines for error messages."""
+        assert proc.stderr is not None
+        self._stderr_tail: list[bytes] = []
+        async for line in proc.stderr:
+            self._on_stderr_line(line)
+            self._stderr_tail = [*self._stderr_tail[-19:], line]
+
+    def _on_stderr_line(self, line: bytes) -> None:
+        """Hook for servers that announce readiness on stderr."""
+
+    def stderr_tail(self) -> str:
+        lines = getattr(self, "_stderr_tail", [])
+        return b"".join(lines).decode("utf-8", "replace").strip()[-2000:]
+
+    async def _kill(self) -> None:
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            async with asyncio.timeout(5):
+                await proc.wait()
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
+
+    async def _cleanup(self) -> None:
+        """Reap the process group's leftovers and drop per-run state."""
+        proc, self._proc = self._proc, None
+        self.endpoint = None
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)  # children left behind by a crash
+        drain = getattr(self, "_drain", None)
+        if drain is not None:
+            drain.cancel()
+            await asyncio.gather(drain, return_exceptions=True)
+
+    @abstractmethod
+    async def _start(self) -> str:
+        """Spawn the process, wait until it serves CDP, return the endpoint."""
+
+
+class LightpandaServer(EmbeddedServer):
+    """``lightpanda serve`` from the ``lightpanda`` wheel (or
+    ``CDP_POOL_LIGHTPANDA_PATH``), with ``--cdp-max-connections`` at least the
+    pool's connections (Lightpanda answers HTTP 503 past it)."""
+
+    kind = "lightpanda"
+
+    def binary(self) -> str:
+        if self.config.lightpanda_path:
+            return self.config.lightpanda_path
+        from lightpanda.client import find_binary  # the wheel's own lookup
+
+        return str(find_binary())
+
+    async def _start(self) -> str:
+        binary = self.binary()
+        if not Path(binary).is_file():
+            raise ServerStartError(
+                f"CDP_POOL_LIGHTPANDA_PATH: {binary!r} is not a file "
+                "(pip install lightpanda ships the binary)"
+            )
+        port = free_port()
+        max_connections = max(16, self.config.connections * 2)
+        argv = [
+            binary, "serve", "--host", "127.0.0.1", "--port", str(port),
+            "--cdp-max-connections", str(max_connections),
+            "--log-level", "error",
+            *self.config.lightpanda_args,
+        ]  # fmt: skip
+        proc = await self._spawn(argv)
+        endpoint = f"http://127.0.0.1:{port}"
+        delay = 0.01
+        while True:  # no readiness line to read: connect until it accepts
+            if proc.returncode is not None:
+                raise ServerStartError(
+                    f"lightpanda exited with code {proc.returncode} at start: "
+                    f"{self.stderr_tail()}"
+                )
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.2)
+                continue
+            writer.close()
+            with contextlib.suppress(OSError):
+                await writer.wait_closed()
+            logger.debug("lightpanda pid %s serves CDP at %s", proc.pid, endpoint)
+            return endpoint
+
+
+class ChromiumServer(EmbeddedServer):
+    """A local Chromium (``CDP_POOL_CHROMIUM_PATH``) with
+    ``--remote-debugging-port=0``, headless flags and a temporary
+    ``--user-data-dir`` removed at stop; ready when it prints its
+    ``DevTools listening on ws://...`` line."""
+
+    kind = "chromium"
+
+    def __init__(self, config: PoolConfig) -> None:
+        super().__init__(config)
+        self._user_data_dir: str | None = None
+        self._ws_url: asyncio.Future[str] | None = None
+
+    def _on_stderr_line(self, line: bytes) -> None:
+        match = _DEVTOOLS_LINE.search(line)
+        if match and self._ws_url is not None and not self._ws_url.done():
+            self._ws_url.set_result(match.group(1).decode())
+
+    async def _start(self) -> str:
+        path = self.config.chromium_path
+        if not (Path(path).is_file() and os.access(path, os.X_OK)):
+            raise ServerStartError(
+                f"CDP_POOL_CHROMIUM_PATH: {path!r} is not an executable "
+                "(on Debian: apt-get install chromium)"
+            )
+        self._user_data_dir = tempfile.mkdtemp(prefix="cdp-pool-chromium-")
+        self._ws_url = asyncio.get_running_loop().create_future()
+        argv = [
+            path, *CHROMIUM_FLAGS, *self.config.chromium_args,
+            "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
+            f"--user-data-dir={self._user_data_dir}", "about:blank",
+        ]  # fmt: skip
+        proc = await self._spawn(argv)
+        exited = asyncio.ensure_future(proc.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {self._ws_url, exited}, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            exited.cancel()
+        if self._ws_url.done():
+            ws_url = self._ws_url.result()
+            logger.debug("chromium pid %s serves CDP at %s", proc.pid, ws_url)
+            return ws_url
+        raise ServerStartError(
+            f"chromium exited with code {proc.returncode} at start: {self.stderr_tail()}"
+        )
+
+    async def _cleanup(self) -> None:
+        await super()._cleanup()
+        if self._ws_url is not None and not self._ws_url.done():
+            self._ws_url.cancel()
+        if self._user_data_dir:
+            shutil.rmtree(self._user_data_dir, ignore_errors=True)
+            self._user_data_dir = None
+
+
+def embedded_server(config: PoolConfig) -> EmbeddedServer:
+    """The server ``CDP_POOL_BROWSER`` names."""
+    if config.browser == "chromium":
+        return ChromiumServer(config)
+    return LightpandaServer(config)

@@ -1,0 +1,119 @@
+"""The main frame's document as the browser sees it, kept from CDP events.
+
+:class:`DocumentTracker` is fed every event of one page session. It answers:
+which main-document response is the current one (status, headers, URL), which
+redirects led to it, whether a navigation is still pending, whether its load
+events fired, and whether the page crashed. It sends no command itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class DocumentResponse:
+    """One main-frame document response: final hop, not a redirect.
+
+    ``headers`` keeps repeated headers (several ``Set-Cookie``) as separate
+    pairs. ``body`` is set only for a document returned as raw bytes (JSON,
+    PDF, image, attachment, 204), ``None`` for one rendered as HTML.
+    """
+
+    url: str
+    status: int
+    headers: list[tuple[str, str]]
+    network_id: str | None
+    body: bytes | None = None
+    received_at: float = 0.0
+
+
+@dataclass
+class DocumentTracker:
+    main_frame_id: str
+    document: DocumentResponse | None = None
+    redirects: list[tuple[str, int]] = field(default_factory=list)
+    navigation_pending: bool = False
+    dom_content_loaded: bool = False
+    loaded: bool = False
+    crashed: str | None = None
+    failure: str | None = None
+    blocked: dict[str, int] = field(default_factory=dict)
+    set_cookies: dict[str, list[str]] = field(default_factory=dict)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def on_event(self, method: str, params: dict[str, Any]) -> None:
+        """Update from one CDP event (Page, Network, Inspector, Target domains)."""
+        if method == "Page.loadEventFired":
+            if self.document is not None and not self.navigation_pending:
+                self.loaded = True
+                self.dom_content_loaded = True
+        elif method == "Page.domContentEventFired":
+            if self.document is not None and not self.navigation_pending:
+                self.dom_content_loaded = True
+        elif method in ("Page.frameStartedNavigating", "Page.frameRequestedNavigation"):
+            if params.get("frameId") == self.main_frame_id and not str(
+                params.get("navigationType", "")
+            ).startswith("same"):
+                self.navigation_pending = True
+        elif method == "Network.responseReceivedExtraInfo":
+            raw = _header(params.get("headers", {}), "set-cookie")
+            if raw:
+                self.set_cookies[params.get("requestId", "")] = raw.split("\n")
+        elif method == "Network.loadingFailed":
+            if params.get("type") == "Document" and self.navigation_pending:
+                self.navigation_pending = False
+                if self.document is None:
+                    self.failure = str(params.get("errorText", "navigation failed"))
+        elif method == "Inspector.targetCrashed" or method == "Target.targetCrashed":
+            self.crashed = "the page crashed"
+        elif method == "Target.detachedFromTarget":
+            self.crashed = "the page was closed (detached from its target)"
+        else:
+            return
+        self.changed.set()
+
+    def on_redirect(self, url: str, status: int) -> None:
+        self.redirects.append((url, status))
+        self.changed.set()
+
+    def on_document(self, document: DocumentResponse) -> None:
+        """A new main-frame document response arrived: it replaces the last one
+        and its load events are awaited again."""
+        self.document = document
+        self.navigation_pending = False
+        self.dom_content_loaded = False
+        self.loaded = document.body is not None
+        self.changed.set()
+
+    def on_failure(self, reason: str) -> None:
+        self.failure = reason
+        self.changed.set()
+
+    def settled(self, wait_until: str) -> bool:
+        """True when the page is ready to read: a raw document was captured, or
+        the current document reached ``wait_until`` with no navigation pending."""
+        if self.document is None or self.navigation_pending:
+            return False
+        if self.document.body is not None:
+            return True
+        return self.loaded if wait_until == "load" else self.dom_content_loaded
+
+    def set_cookie_values(self) -> list[str]:
+        """``Set-Cookie`` values of the current document, from its headers or,
+        on Chromium, which hides them there, from its extra-info event."""
+        if self.document is None:
+            return []
+        values = [v for k, v in self.document.headers if k.lower() == "set-cookie"]
+        if values or self.document.network_id is None:
+            return values
+        return self.set_cookies.get(self.document.network_id, [])
+
+
+def _header(headers: dict[str, Any], name: str) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == name:
+            return str(value)
+    return None

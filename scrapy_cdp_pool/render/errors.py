@@ -1,0 +1,100 @@
+"""The one place where browser and CDP errors become Scrapy download exceptions.
+
+Scrapy's ``RetryMiddleware`` retries the exceptions in ``RETRY_EXCEPTIONS``
+(timeouts, refused connections, failed downloads): a navigation timeout, a
+refused endpoint, a crashed page and a closed connection map onto those, so they
+are retried with no extra setting. Bad input (an unknown action) and a page
+script error are not retried.
+"""
+
+from __future__ import annotations
+
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+)
+
+from scrapy_cdp_pool.cdp import (
+    CDPConnectError,
+    CDPConnectionClosed,
+    CDPError,
+    CDPTimeoutError,
+)
+
+
+class RenderError(Exception):
+    """Base class of the render errors below."""
+
+
+class NavigationFailed(RenderError):
+    """The browser could not load the URL; ``reason`` is its error text
+    (``net::ERR_CONNECTION_REFUSED`` on Chromium)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"{url}: navigation failed: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+class PageCrashed(RenderError):
+    """The page's renderer crashed or its target went away."""
+
+
+class PageScriptError(RenderError):
+    """JavaScript run for an action threw, or an element was not found."""
+
+
+class ActionError(RenderError):
+    """An action of ``meta["cdp_actions"]`` failed; the message names it."""
+
+
+class ResponseTooLarge(RenderError):
+    """The document is larger than ``DOWNLOAD_MAXSIZE`` (bytes)."""
+
+    def __init__(self, url: str, size: int, limit: int, *, expected: bool) -> None:
+        prefix = "Expected to receive" if expected else "Received"
+        super().__init__(
+            f"{prefix} {size} bytes which is larger than download max size ({limit}) for {url}"
+        )
+
+
+class PoolUnavailable(RenderError):
+    """The pool cannot serve: its server did not start, no endpoint answers,
+    or it is closing."""
+
+
+_TIMEOUT_TEXT = ("ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT")
+_REFUSED_TEXT = ("ERR_CONNECTION_REFUSED", "ERR_ADDRESS_UNREACHABLE", "ERR_CONNECTION_RESET")
+_DNS_TEXT = ("ERR_NAME_NOT_RESOLVED", "ERR_NAME_RESOLUTION_FAILED")
+
+
+def to_scrapy_error(error: BaseException, request_text: str) -> BaseException:
+    """The Scrapy download exception for ``error`` (to raise ``from error``),
+    or ``error`` itself when it is not a download failure (bad input)."""
+    message = f"{request_text}: {error}"
+    if isinstance(error, (TimeoutError, CDPTimeoutError)):
+        return DownloadTimeoutError(message)
+    if isinstance(error, ResponseTooLarge):
+        return DownloadCancelledError(message)
+    if isinstance(error, (CDPConnectError, PoolUnavailable)):
+        return DownloadConnectionRefusedError(message)
+    if isinstance(error, NavigationFailed):
+        reason = error.reason
+        if any(text in reason for text in _TIMEOUT_TEXT):
+            return DownloadTimeoutError(message)
+        if any(text in reason for text in _DNS_TEXT):
+            return CannotResolveHostError(message)
+        if any(text in reason for text in _REFUSED_TEXT):
+            return DownloadConnectionRefusedError(message)
+        return DownloadFailedError(message)
+    if isinstance(error, (CDPConnectionClosed, PageCrashed, CDPError)):
+        return DownloadFailedError(message)
+    return error
+
+
+def error_kind(error: BaseException) -> str:
+    """A short stats key for ``error`` (``cdp_pool/errors/<kind>``)."""
+    return type(error).__name__

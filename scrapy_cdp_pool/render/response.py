@@ -1,0 +1,48 @@
+"""A Scrapy response from what the browser saw."""
+
+from __future__ import annotations
+
+from scrapy import Request
+from scrapy.http import Headers, HtmlResponse, Response
+from scrapy.responsetypes import responsetypes
+
+from scrapy_cdp_pool.render.session import RenderResult
+
+# Describe the bytes on the wire, not the rendered DOM we return.
+_WIRE_HEADERS = frozenset({"content-length", "content-encoding", "transfer-encoding"})
+
+
+def build_response(request: Request, result: RenderResult) -> Response:
+    """The response for ``request``.
+
+    A rendered page is an :class:`~scrapy.http.HtmlResponse` of the DOM in UTF-8
+    (``Content-Type`` says so); a raw document keeps its bytes and gets the
+    class Scrapy picks from its headers and URL (``JsonResponse`` for JSON).
+    Redirect hops go to ``meta["redirect_urls"]`` and
+    ``meta["redirect_reasons"]`` as Scrapy's redirect middleware writes them,
+    action results to ``meta["cdp_results"]``.
+    """
+    headers = Headers()
+    for name, value in result.headers:
+        if result.rendered and name.lower() in _WIRE_HEADERS | {"content-type"}:
+            continue
+        headers.appendlist(name, value)
+    if result.redirects:
+        request.meta["redirect_urls"] = [url for url, _ in result.redirects]
+        request.meta["redirect_reasons"] = [status for _, status in result.redirects]
+    request.meta["cdp_results"] = result.results
+    request.meta["download_latency"] = result.latency_s
+    if result.rendered:
+        headers[b"Content-Type"] = b"text/html; charset=utf-8"
+        return HtmlResponse(
+            url=result.url,
+            status=result.status,
+            headers=headers,
+            body=result.body,
+            encoding="utf-8",
+            request=request,
+        )
+    response_class = responsetypes.from_args(headers=headers, url=result.url, body=result.body)
+    return response_class(
+        url=result.url, status=result.status, headers=headers, body=result.body, request=request
+    )

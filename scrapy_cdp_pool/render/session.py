@@ -1,0 +1,93 @@
+"""One request in one fresh browser context: open a page, navigate, run the
+actions, read what the browser shows. The caller's lease disposes the context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from scrapy_cdp_pool.pool.lease import ContextLease
+from scrapy_cdp_pool.render.actions import run_action
+from scrapy_cdp_pool.render.errors import ActionError, PageScriptError, ResponseTooLarge
+from scrapy_cdp_pool.render.page import Page
+from scrapy_cdp_pool.render.spec import RenderSpec
+
+
+@dataclass
+class RenderResult:
+    """What the browser saw.
+
+    ``body`` is the rendered DOM as UTF-8 when ``rendered`` is true, else the
+    main document's original bytes. ``headers`` are ``(name, value)`` pairs of
+    the final main-document response, ``Set-Cookie`` values kept separate.
+    ``redirects`` are the ``(url, status)`` hops before it. ``latency_s`` is
+    seconds from navigation start to the final document's headers.
+    """
+
+    url: str
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+    rendered: bool
+    redirects: list[tuple[str, int]] = field(default_factory=list)
+    results: list[Any] = field(default_factory=list)
+    blocked: dict[str, int] = field(default_factory=dict)
+    latency_s: float = 0.0
+
+
+async def render(
+    lease: ContextLease, spec: RenderSpec, context_options: dict[str, Any] | None = None
+) -> RenderResult:
+    """Render ``spec`` in a fresh context on ``lease``'s connection.
+
+    :raises ActionError: an action failed (names the action); not retried.
+    :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
+        CDPError: see :mod:`scrapy_cdp_pool.render.errors`.
+    """
+    context_id = await lease.new_context(context_options)
+    page = await Page.attach(
+        lease.cdp, context_id, spec, network_events=not lease.info.set_cookie_in_fetch_headers
+    )
+    lease.page_opened()
+    try:
+        await page.navigate(spec.navigation_timeout_s)
+        results: list[Any] = []
+        for index, action in enumerate(spec.actions):
+            if page.tracker.document is not None and page.tracker.document.body is not None:
+                raise ActionError(
+                    f"{spec.url}: action #{index} {action.describe()}: the page is not HTML"
+                )
+            try:
+                results.append(await run_action(page, action, spec.action_timeout_s))
+            except (PageScriptError, ValueError) as e:
+                raise ActionError(f"{spec.url}: action #{index} {action.describe()}: {e}") from e
+            except TimeoutError as e:
+                raise TimeoutError(
+                    f"{spec.url}: action #{index} {action.describe()} timed out"
+                ) from e
+        tracker = page.tracker
+        document = tracker.document
+        assert document is not None  # navigate() returns with a document or raises
+        if document.body is not None:
+            body, rendered = document.body, False
+        else:
+            html = await page.read_html(spec.action_timeout_s)
+            body, rendered = html.encode("utf-8"), True
+            if spec.maxsize and len(body) > spec.maxsize:
+                raise ResponseTooLarge(spec.url, len(body), spec.maxsize, expected=False)
+        headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
+        headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
+        return RenderResult(
+            url=document.url,
+            status=document.status,
+            headers=headers,
+            body=body,
+            rendered=rendered,
+            redirects=list(tracker.redirects),
+            results=results,
+            blocked=dict(tracker.blocked),
+            latency_s=document.received_at - page.started_at,
+        )
+    finally:
+        page.detach()

@@ -1,0 +1,125 @@
+"""What one rendered request asks of the browser, taken from a Scrapy request.
+
+Only plain data goes in: a :class:`RenderSpec` is built from ``request.url``,
+method, headers, body and meta, so a request stays serializable for JOBDIR and
+distributed queues.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from scrapy import Request
+
+from scrapy_cdp_pool.config import WAIT_UNTIL, PoolConfig
+from scrapy_cdp_pool.render.actions import Action, parse_actions
+
+# Headers the browser owns: sent by it, or (Cookie) passed as context cookies.
+_BROWSER_HEADERS = frozenset(
+    {b"user-agent", b"cookie", b"accept-encoding", b"connection", b"host", b"content-length"}
+)
+
+
+@dataclass(frozen=True)
+class RenderSpec:
+    """One navigation: the request to send and how to wait for the page.
+
+    ``headers`` are the request headers to add to the navigation request (not
+    to sub-resources); ``cookies`` are ``(name, value)`` pairs set in the fresh
+    context for ``url`` before navigating. Times are seconds.
+    """
+
+    url: str
+    method: str = "GET"
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    cookies: tuple[tuple[str, str], ...] = ()
+    actions: tuple[Action, ...] = ()
+    wait_until: str = "load"
+    navigation_timeout_s: float = 30.0
+    action_timeout_s: float = 10.0
+    block_resources: frozenset[str] = field(default_factory=frozenset)
+    maxsize: int = 0
+    warnsize: int = 0
+
+    @property
+    def overrides_request(self) -> bool:
+        """Whether the navigation request must be intercepted and rewritten
+        (method, body or headers a plain ``Page.navigate`` cannot send)."""
+        return self.method != "GET" or bool(self.body) or bool(self.headers)
+
+
+def default_header_values(default_headers: dict[str, Any]) -> frozenset[tuple[bytes, bytes]]:
+    """``DEFAULT_REQUEST_HEADERS`` as lower-cased ``(name, value)`` byte pairs:
+    headers left at Scrapy's defaults are not forced on the browser."""
+    pairs = set()
+    for name, value in default_headers.items():
+        raw_name = name.encode() if isinstance(name, str) else bytes(name)
+        raw_value = value.encode() if isinstance(value, str) else bytes(value)
+        pairs.add((raw_name.lower(), raw_value))
+    return frozenset(pairs)
+
+
+def build_spec(
+    request: Request, config: PoolConfig, default_headers: frozenset[tuple[bytes, bytes]]
+) -> RenderSpec:
+    """The :class:`RenderSpec` for ``request``.
+
+    :raises ValueError: a ``cdp_*`` meta key has a bad value (the message names
+        the request and the key).
+    """
+    meta = request.meta
+    headers: list[tuple[str, str]] = []
+    for raw_name, values in request.headers.items():
+        name = bytes(raw_name)
+        if name.lower() in _BROWSER_HEADERS:
+            continue
+        for value in values:
+            if (name.lower(), bytes(value)) in default_headers:
+                continue
+            headers.append((name.decode("latin-1"), bytes(value).decode("latin-1")))
+    wait_until = meta.get("cdp_wait_until", config.wait_until)
+    if wait_until not in WAIT_UNTIL:
+        raise ValueError(
+            f"{request}: meta['cdp_wait_until'] = {wait_until!r}; "
+            f"use one of {', '.join(WAIT_UNTIL)}"
+        )
+    navigation_timeout = meta.get("cdp_navigation_timeout", config.navigation_timeout_s)
+    if isinstance(navigation_timeout, bool) or not isinstance(
+        navigation_timeout, (int, float)
+    ) or navigation_timeout <= 0:
+        raise ValueError(
+            f"{request}: meta['cdp_navigation_timeout'] = {navigation_timeout!r}; "
+            "expected seconds > 0"
+        )
+    try:
+        actions = parse_actions(meta.get("cdp_actions") or ())
+    except ValueError as e:
+        raise ValueError(f"{request}: meta['cdp_actions']: {e}") from e
+    return RenderSpec(
+        url=request.url,
+        method=request.method.upper(),
+        headers=tuple(headers),
+        body=request.body,
+        cookies=_cookie_pairs(request),
+        actions=actions,
+        wait_until=wait_until,
+        navigation_timeout_s=float(navigation_timeout),
+        action_timeout_s=config.action_timeout_s,
+        block_resources=config.block_resources,
+        maxsize=int(meta.get("download_maxsize", config.download_maxsize)),
+        warnsize=int(meta.get("download_warnsize", config.download_warnsize)),
+    )
+
+
+def _cookie_pairs(request: Request) -> tuple[tuple[str, str], ...]:
+    """The ``Cookie`` header Scrapy's cookie middleware set, as ``(name, value)``
+    pairs, values kept byte for byte."""
+    pairs: list[tuple[str, str]] = []
+    for raw in request.headers.getlist(b"Cookie"):
+        for part in bytes(raw).decode("latin-1").split(";"):
+            name, sep, value = part.strip().partition("=")
+            if sep and name:
+                pairs.append((name, value))
+    return tuple(pairs)

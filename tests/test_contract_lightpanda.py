@@ -1,0 +1,15 @@
+"""The handler contract on the embedded Lightpanda (the default backend)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.contract import HandlerContract
+
+
+class TestEmbeddedLightpanda(HandlerContract):
+    # Lightpanda does not fetch <img> unless started with --load-resources image.
+    loads_images = False
+
+    def backend_settings(self) -> dict[str, Any]:
+        return {"CDP_POOL_BROWSER": "lightpanda"}
