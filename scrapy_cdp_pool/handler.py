@@ -21,8 +21,9 @@ from scrapy_cdp_pool.render.session import render
 from scrapy_cdp_pool.render.spec import build_spec, default_header_values
 
 if TYPE_CHECKING:
+    from typing import Self
+
     from scrapy.crawler import Crawler
-    from typing_extensions import Self
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +73,8 @@ class CDPDownloadHandler:
 
     async def download_request(self, request: Request) -> Response:
         if not self.should_render(request):
-            return await self._fallback(request).download_request(request)
+            response: Response = await self._fallback(request).download_request(request)
+            return response
         spec = build_spec(request, self.config, self._default_headers)
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
         started = time.monotonic()

@@ -4,12 +4,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.servers import LightpandaProcess, TestSite
+from tests.servers import LightpandaProcess, SiteServer
 
 
 @pytest.fixture(scope="session")
-def site() -> Iterator[TestSite]:
-    server = TestSite()
+def site() -> Iterator[SiteServer]:
+    server = SiteServer()
     yield server
     server.stop()
 

@@ -15,7 +15,7 @@ import scrapy
 from scrapy.http import FormRequest, HtmlResponse, JsonResponse
 
 from tests.crawl import crawl
-from tests.servers import TestSite
+from tests.servers import SiteServer
 
 
 def token() -> str:
@@ -37,8 +37,10 @@ class HandlerContract:
         return await crawl(requests, {**self.backend_settings(), **settings})
 
     @pytest_twisted.ensureDeferred
-    async def test_js_rendered_content(self, site: TestSite) -> None:
-        spider, crawler = await self.crawl([scrapy.Request(site.url("/js?n=3"), meta={"cdp": True})])
+    async def test_js_rendered_content(self, site: SiteServer) -> None:
+        spider, crawler = await self.crawl(
+            [scrapy.Request(site.url("/js?n=3"), meta={"cdp": True})]
+        )
         assert not spider.failures
         response = spider.responses[0]
         assert isinstance(response, HtmlResponse)
@@ -51,7 +53,7 @@ class HandlerContract:
         assert stats["cdp_pool/contexts_opened"] == stats["cdp_pool/contexts_closed"] == 1
 
     @pytest_twisted.ensureDeferred
-    async def test_redirect_chain_with_cookie_on_a_hop(self, site: TestSite) -> None:
+    async def test_redirect_chain_with_cookie_on_a_hop(self, site: SiteServer) -> None:
         spider, _ = await self.crawl(
             [scrapy.Request(site.url("/redirect/start"), meta={"cdp": True})]
         )
@@ -66,7 +68,7 @@ class HandlerContract:
 
     @pytest.mark.parametrize("status", [404, 500])
     @pytest_twisted.ensureDeferred
-    async def test_error_status_with_headers(self, site: TestSite, status: int) -> None:
+    async def test_error_status_with_headers(self, site: SiteServer, status: int) -> None:
         spider, _ = await self.crawl(
             [scrapy.Request(site.url(f"/status/{status}"), meta={"cdp": True})]
         )
@@ -77,7 +79,7 @@ class HandlerContract:
 
     @pytest_twisted.ensureDeferred
     async def test_set_cookies_reach_scrapy_jar_and_request_cookies_reach_server(
-        self, site: TestSite
+        self, site: SiteServer
     ) -> None:
         def then(spider: Any, response: Any) -> Any:
             yield scrapy.Request(site.url("/echo?after=" + token()), meta={"cdp": True})
@@ -94,7 +96,7 @@ class HandlerContract:
         assert cookies == {"a": "1", "b": "2", "c": "3"}
 
     @pytest_twisted.ensureDeferred
-    async def test_form_post_and_binary_post_are_byte_exact(self, site: TestSite) -> None:
+    async def test_form_post_and_binary_post_are_byte_exact(self, site: SiteServer) -> None:
         binary = bytes(range(256)) + b"\x00\xff"
         spider, _ = await self.crawl([
             FormRequest(site.url("/echo?form"), formdata={"q": "café", "n": "1"},
@@ -116,7 +118,7 @@ class HandlerContract:
         assert headers["x-custom"] == "yes"
 
     @pytest_twisted.ensureDeferred
-    async def test_json_document_keeps_its_bytes(self, site: TestSite) -> None:
+    async def test_json_document_keeps_its_bytes(self, site: SiteServer) -> None:
         spider, crawler = await self.crawl([scrapy.Request(site.url("/json"), meta={"cdp": True})])
         response = spider.responses[0]
         assert isinstance(response, JsonResponse)
@@ -124,7 +126,7 @@ class HandlerContract:
         assert crawler.stats.get_value("cdp_pool/documents_raw") == 1
 
     @pytest_twisted.ensureDeferred
-    async def test_attachment_pdf_returns_the_pdf_bytes(self, site: TestSite) -> None:
+    async def test_attachment_pdf_returns_the_pdf_bytes(self, site: SiteServer) -> None:
         spider, _ = await self.crawl([
             scrapy.Request(site.url("/pdf?rendered"), meta={"cdp": True}),
             scrapy.Request(site.url("/pdf?plain"), meta={"cdp": False}),
@@ -137,16 +139,14 @@ class HandlerContract:
         assert rendered.headers[b"Content-Type"] == b"application/pdf"
 
     @pytest_twisted.ensureDeferred
-    async def test_204_has_no_body(self, site: TestSite) -> None:
+    async def test_204_has_no_body(self, site: SiteServer) -> None:
         spider, _ = await self.crawl([scrapy.Request(site.url("/204"), meta={"cdp": True})])
         assert not spider.failures
         assert spider.responses[0].status == 204
         assert spider.responses[0].body == b""
 
     @pytest_twisted.ensureDeferred
-    async def test_image_that_never_answers_does_not_block_the_page(
-        self, site: TestSite
-    ) -> None:
+    async def test_image_that_never_answers_does_not_block_the_page(self, site: SiteServer) -> None:
         spider, _ = await self.crawl(
             [scrapy.Request(site.url("/hanging-image?" + token()), meta={"cdp": True})],
             CDP_POOL_NAVIGATION_TIMEOUT_SECONDS=2,
@@ -156,7 +156,7 @@ class HandlerContract:
         assert spider.responses[0].css("#ready::text").get() == "ready"
 
     @pytest_twisted.ensureDeferred
-    async def test_page_that_navigates_itself_away(self, site: TestSite) -> None:
+    async def test_page_that_navigates_itself_away(self, site: SiteServer) -> None:
         spider, _ = await self.crawl(
             [scrapy.Request(site.url("/self-navigate"), meta={"cdp": True})]
         )
@@ -165,7 +165,7 @@ class HandlerContract:
         assert response.css("p.item::text").getall() == ["item-1", "item-2"]
 
     @pytest_twisted.ensureDeferred
-    async def test_click_that_navigates_to_a_404(self, site: TestSite) -> None:
+    async def test_click_that_navigates_to_a_404(self, site: SiteServer) -> None:
         spider, _ = await self.crawl([
             scrapy.Request(site.url("/click-to-404"),
                            meta={"cdp": True, "cdp_actions": [["click", "#go"]]}),
@@ -177,13 +177,13 @@ class HandlerContract:
         assert response.headers[b"X-Test-Status"] == b"404"
 
     @pytest_twisted.ensureDeferred
-    async def test_latin1_page_text(self, site: TestSite) -> None:
+    async def test_latin1_page_text(self, site: SiteServer) -> None:
         spider, _ = await self.crawl([scrapy.Request(site.url("/latin1"), meta={"cdp": True})])
         response = spider.responses[0]
         assert response.css("#t::text").get() == "café naïve"
 
     @pytest_twisted.ensureDeferred
-    async def test_actions_results_in_order(self, site: TestSite) -> None:
+    async def test_actions_results_in_order(self, site: SiteServer) -> None:
         actions: list[Any] = [
             ["wait_for_selector", "p.item", {"timeout": 5}],
             ["evaluate", "document.querySelectorAll('p.item').length"],
@@ -202,7 +202,7 @@ class HandlerContract:
             assert results[4].startswith(b"\x89PNG")
 
     @pytest_twisted.ensureDeferred
-    async def test_bad_action_fails_only_its_request(self, site: TestSite) -> None:
+    async def test_bad_action_fails_only_its_request(self, site: SiteServer) -> None:
         spider, _ = await self.crawl([
             scrapy.Request(site.url("/js?bad"), meta={"cdp": True, "cdp_actions": [["fly", 1]]}),
             scrapy.Request(site.url("/js?missing"),
@@ -215,7 +215,7 @@ class HandlerContract:
         assert any("click" in m and "#nope" in m for m in messages), messages
 
     @pytest_twisted.ensureDeferred
-    async def test_non_rendered_requests_never_touch_the_pool(self, site: TestSite) -> None:
+    async def test_non_rendered_requests_never_touch_the_pool(self, site: SiteServer) -> None:
         key = token()
         spider, crawler = await self.crawl([scrapy.Request(site.url(f"/js?plain={key}"))])
         assert spider.responses[0].css("p.item").getall() == []  # not rendered
@@ -224,7 +224,7 @@ class HandlerContract:
         assert site.stats()["hits_by_url"][f"/js?plain={key}"] == 1
 
     @pytest_twisted.ensureDeferred
-    async def test_pages_in_flight_never_exceed_slots(self, site: TestSite) -> None:
+    async def test_pages_in_flight_never_exceed_slots(self, site: SiteServer) -> None:
         key = token()
         requests = [
             scrapy.Request(site.url(f"/inflight?key={key}&ms=150&i={i}"), meta={"cdp": True})
@@ -240,11 +240,10 @@ class HandlerContract:
         assert crawler.stats.get_value("cdp_pool/pages_in_flight_max") <= 2
 
     @pytest_twisted.ensureDeferred
-    async def test_download_maxsize_cancels_the_page(self, site: TestSite) -> None:
+    async def test_download_maxsize_cancels_the_page(self, site: SiteServer) -> None:
         spider, _ = await self.crawl([
             scrapy.Request(site.url("/js?n=200"), meta={"cdp": True, "download_maxsize": 500}),
             scrapy.Request(site.url("/js?n=1"), meta={"cdp": True}),
         ])  # fmt: skip
         assert [r.url for r in spider.responses] == [site.url("/js?n=1")]
         assert "larger than download max size" in str(spider.failures[0].value)
-

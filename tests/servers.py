@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 START_DEADLINE_S = 20.0
 
 
-class TestSite:
+class SiteServer:
     """The test site in a subprocess; ``url(path)`` builds absolute URLs."""
 
     def __init__(self) -> None:
@@ -51,6 +51,8 @@ class TestSite:
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 class LightpandaProcess:

@@ -42,7 +42,9 @@ def _http_root(endpoint: str) -> str:
 
 
 def _get_json(url: str, timeout_s: float) -> dict[str, Any]:
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    if not url.startswith(("http://", "https://")):
+        raise ValueError(f"{url} is not an http(s) URL")
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})  # noqa: S310
     with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
         data = json.loads(response.read())
     if not isinstance(data, dict):
@@ -61,9 +63,7 @@ def info_from_version(endpoint: str, version: dict[str, Any]) -> ServerInfo:
         ws_parts = urlsplit(ws_url)
         ws_scheme = "wss" if parts.scheme == "https" else "ws"
         ws_url = urlunsplit((ws_scheme, parts.netloc, ws_parts.path or "/", "", ""))
-    if "Lightpanda-Version" in version or str(version.get("Browser", "")).startswith(
-        "Lightpanda"
-    ):
+    if "Lightpanda-Version" in version or str(version.get("Browser", "")).startswith("Lightpanda"):
         return ServerInfo(
             kind="lightpanda",
             version=str(version.get("Lightpanda-Version", version.get("Browser", ""))),

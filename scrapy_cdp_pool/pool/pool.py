@@ -60,6 +60,7 @@ class ConnectionPool:
         self._start_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._disposals: set[asyncio.Task[None]] = set()
+        self._holds: set[str] = set()
 
     # Lifecycle ---------------------------------------------------------
 
@@ -82,30 +83,33 @@ class ConnectionPool:
             try:
                 self.endpoints = [await self.server.ensure_running()]
             except ServerStartError as e:
-                raise PoolUnavailable(f"cannot start the embedded {self.server.kind} server: {e}") from e
+                raise PoolUnavailable(
+                    f"cannot start the embedded {self.server.kind} server: {e}"
+                ) from e
         infos = await asyncio.gather(
             *(self._discover(i) for i in range(len(self.endpoints))), return_exceptions=True
         )
         self.infos = [None if isinstance(info, BaseException) else info for info in infos]
-        for endpoint, info in zip(self.endpoints, infos):
+        for endpoint, info in zip(self.endpoints, infos, strict=True):
             if isinstance(info, BaseException):
                 logger.error("CDP endpoint %s does not answer: %s", endpoint, info)
         if not any(self.infos):
             raise PoolUnavailable(
                 "no CDP endpoint answers: "
-                + "; ".join(f"{e}: {i}" for e, i in zip(self.endpoints, infos))
+                + "; ".join(f"{e}: {i}" for e, i in zip(self.endpoints, infos, strict=True))
             )
         index = 0
-        for endpoint_index, info in enumerate(self.infos):
+        for endpoint_index, known in enumerate(self.infos):
             capacity = self.config.contexts_per_connection
-            if info is not None and info.max_contexts_per_connection is not None:
-                if capacity > info.max_contexts_per_connection:
+            limit = known.max_contexts_per_connection if known is not None else None
+            if known is not None and limit is not None:
+                if capacity > limit:
                     logger.warning(
                         "CDP_POOL_CONTEXTS_PER_CONNECTION=%d lowered to %d: %s allows "
                         "no more browser contexts per connection",
-                        capacity, info.max_contexts_per_connection, info.label,
+                        capacity, limit, known.label,
                     )  # fmt: skip
-                capacity = min(capacity, info.max_contexts_per_connection)
+                capacity = min(capacity, limit)
             for _ in range(self.config.connections):
                 self.connections.append(PooledConnection(index, endpoint_index, capacity))
                 index += 1
@@ -115,7 +119,7 @@ class ConnectionPool:
         errors = [r for r in results if isinstance(r, BaseException)]
         if len(errors) == len(results):
             raise PoolUnavailable(f"no CDP connection could be opened: {errors[0]}")
-        for connection, result in zip(self.connections, results):
+        for connection, result in zip(self.connections, results, strict=True):
             if isinstance(result, BaseException):
                 self._schedule_reconnect(connection)
         self.state = PoolState.READY
@@ -271,7 +275,24 @@ class ConnectionPool:
                     pass
             raise
 
+    def hold(self, reason: str) -> None:
+        """Stop handing out new slots until :meth:`unhold` with the same
+        ``reason`` (backpressure, e.g. the memory guard); leases already out
+        are not affected and waiting ones keep their FIFO order."""
+        self._holds.add(reason)
+
+    def unhold(self, reason: str) -> None:
+        self._holds.discard(reason)
+        self._wake()
+
+    @property
+    def holds(self) -> frozenset[str]:
+        """The reasons new pages are held back right now."""
+        return frozenset(self._holds)
+
     def _pick(self) -> PooledConnection | None:
+        if self._holds:
+            return None
         best: PooledConnection | None = None
         for connection in self.connections:
             if connection.has_room and (

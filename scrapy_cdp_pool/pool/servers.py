@@ -21,6 +21,7 @@ import sys
 import tempfile
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import Any
 
 from scrapy_cdp_pool.config import PoolConfig
 
@@ -147,13 +148,14 @@ class EmbeddedServer(ABC):
     async def _drain_stderr(self, proc: asyncio.subprocess.Process) -> None:
         """Read the server's stderr so it never blocks on a full pipe; keep the
         last lines for error messages."""
-        assert proc.stderr is not None
         self._stderr_tail: list[bytes] = []
+        if proc.stderr is None:
+            return
         async for line in proc.stderr:
             self._on_stderr_line(line)
             self._stderr_tail = [*self._stderr_tail[-19:], line]
 
-    def _on_stderr_line(self, line: bytes) -> None:
+    def _on_stderr_line(self, line: bytes) -> None:  # noqa: B027 - optional hook
         """Hook for servers that announce readiness on stderr."""
 
     def stderr_tail(self) -> str:
@@ -205,13 +207,20 @@ class LightpandaServer(EmbeddedServer):
 
         return str(find_binary())
 
-    async def _start(self) -> str:
+    def checked_binary(self) -> str:
+        """The binary's path.
+
+        :raises ServerStartError: it is not a file."""
         binary = self.binary()
         if not Path(binary).is_file():
             raise ServerStartError(
                 f"CDP_POOL_LIGHTPANDA_PATH: {binary!r} is not a file "
                 "(pip install lightpanda ships the binary)"
             )
+        return binary
+
+    async def _start(self) -> str:
+        binary = self.checked_binary()
         port = free_port()
         max_connections = max(16, self.config.connections * 2)
         argv = [
@@ -226,8 +235,7 @@ class LightpandaServer(EmbeddedServer):
         while True:  # no readiness line to read: connect until it accepts
             if proc.returncode is not None:
                 raise ServerStartError(
-                    f"lightpanda exited with code {proc.returncode} at start: "
-                    f"{self.stderr_tail()}"
+                    f"lightpanda exited with code {proc.returncode} at start: {self.stderr_tail()}"
                 )
             try:
                 _, writer = await asyncio.open_connection("127.0.0.1", port)
@@ -260,13 +268,20 @@ class ChromiumServer(EmbeddedServer):
         if match and self._ws_url is not None and not self._ws_url.done():
             self._ws_url.set_result(match.group(1).decode())
 
-    async def _start(self) -> str:
+    def checked_binary(self) -> str:
+        """The binary's path.
+
+        :raises ServerStartError: it is not an executable file."""
         path = self.config.chromium_path
         if not (Path(path).is_file() and os.access(path, os.X_OK)):
             raise ServerStartError(
                 f"CDP_POOL_CHROMIUM_PATH: {path!r} is not an executable "
                 "(on Debian: apt-get install chromium)"
             )
+        return path
+
+    async def _start(self) -> str:
+        path = self.checked_binary()
         self._user_data_dir = tempfile.mkdtemp(prefix="cdp-pool-chromium-")
         self._ws_url = asyncio.get_running_loop().create_future()
         argv = [
@@ -275,11 +290,10 @@ class ChromiumServer(EmbeddedServer):
             f"--user-data-dir={self._user_data_dir}", "about:blank",
         ]  # fmt: skip
         proc = await self._spawn(argv)
-        exited = asyncio.ensure_future(proc.wait())
+        exited: asyncio.Future[int] = asyncio.ensure_future(proc.wait())
+        waited: set[asyncio.Future[Any]] = {self._ws_url, exited}
         try:
-            done, _ = await asyncio.wait(
-                {self._ws_url, exited}, return_when=asyncio.FIRST_COMPLETED
-            )
+            await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
         finally:
             exited.cancel()
         if self._ws_url.done():

@@ -162,7 +162,7 @@ def parse_actions(raw: Any) -> tuple[Action, ...]:
                 f"action #{index} {name!r}: takes {required} positional argument(s), "
                 f"got {len(args)}: {args!r}"
             )
-        for position, (value, expected) in enumerate(zip(args, signature.positional)):
+        for position, (value, expected) in enumerate(zip(args, signature.positional, strict=False)):
             if isinstance(value, bool) or not isinstance(value, expected):
                 raise ValueError(
                     f"action #{index} {name!r}: argument {position} {value!r} has the wrong type"

@@ -53,7 +53,11 @@ class DocumentTracker:
         elif method == "Page.domContentEventFired":
             if self.document is not None and not self.navigation_pending:
                 self.dom_content_loaded = True
-        elif method in ("Page.frameStartedNavigating", "Page.frameRequestedNavigation"):
+        elif method in (
+            "Page.frameStartedNavigating",
+            "Page.frameRequestedNavigation",
+            "Page.frameScheduledNavigation",
+        ):
             if params.get("frameId") == self.main_frame_id and not str(
                 params.get("navigationType", "")
             ).startswith("same"):

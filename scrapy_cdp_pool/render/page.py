@@ -103,7 +103,10 @@ class Page:
             patterns.append({"resourceType": "Document", "requestStage": "Request"})
         for resource_type in sorted(spec.block_resources):
             patterns.append({"resourceType": _cdp_resource_type(resource_type)})
-        commands = [page.command("Page.enable"), page.command("Fetch.enable", {"patterns": patterns})]
+        commands = [
+            page.command("Page.enable"),
+            page.command("Fetch.enable", {"patterns": patterns}),
+        ]
         if network_events:
             commands.append(page.command("Network.enable"))
         if spec.cookies:
@@ -183,8 +186,20 @@ class Page:
 
     async def settle(self, timeout_s: float) -> None:
         """After an action: if it started a navigation, wait for the new page.
-        One round trip first lets the browser report a navigation it began."""
-        await self.command("Runtime.evaluate", {"expression": "0"}, timeout_s)
+
+        First let the page's event loop turn once (a ``setTimeout(0)`` promise):
+        Lightpanda schedules a click's navigation on its next turn, Chromium
+        reports it at once; either way the navigation events arrive before the
+        answer, or the answer is an error because the page already went away.
+        """
+        try:
+            await self.command(
+                "Runtime.evaluate",
+                {"expression": "new Promise(r => setTimeout(r, 0))", "awaitPromise": True},
+                timeout_s,
+            )
+        except CDPProtocolError as e:
+            logger.debug("%s: the page navigated during an action: %s", self.spec.url, e)
         if not self.tracker.settled("load"):
             await self.wait_settled("load", timeout_s)
 
@@ -301,7 +316,7 @@ class Page:
             if name.lower() != "cookie"
         }
         lowered = {name.lower(): name for name in headers}
-        for name, value in spec.headers:
+        for name, _ in spec.headers:
             headers.pop(lowered.get(name.lower(), name), None)
         merged = [{"name": k, "value": v} for k, v in headers.items()]
         merged.extend({"name": name, "value": value} for name, value in spec.headers)
@@ -357,7 +372,9 @@ class Page:
 
     async def _abort(self, request_id: str) -> None:
         try:
-            await self.command("Fetch.failRequest", {"requestId": request_id, "errorReason": "Aborted"})
+            await self.command(
+                "Fetch.failRequest", {"requestId": request_id, "errorReason": "Aborted"}
+            )
         except CDPError as e:
             logger.debug("%s: aborting a paused request: %r", self.spec.url, e)
 

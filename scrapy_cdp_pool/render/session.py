@@ -9,7 +9,12 @@ from typing import Any
 
 from scrapy_cdp_pool.pool.lease import ContextLease
 from scrapy_cdp_pool.render.actions import run_action
-from scrapy_cdp_pool.render.errors import ActionError, PageScriptError, ResponseTooLarge
+from scrapy_cdp_pool.render.errors import (
+    ActionError,
+    PageCrashed,
+    PageScriptError,
+    ResponseTooLarge,
+)
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.spec import RenderSpec
 
@@ -68,7 +73,8 @@ async def render(
                 ) from e
         tracker = page.tracker
         document = tracker.document
-        assert document is not None  # navigate() returns with a document or raises
+        if document is None:  # navigate() returns with a document or raises
+            raise PageCrashed(f"{spec.url}: no document")
         if document.body is not None:
             body, rendered = document.body, False
         else:

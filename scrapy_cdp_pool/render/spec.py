@@ -86,9 +86,11 @@ def build_spec(
             f"use one of {', '.join(WAIT_UNTIL)}"
         )
     navigation_timeout = meta.get("cdp_navigation_timeout", config.navigation_timeout_s)
-    if isinstance(navigation_timeout, bool) or not isinstance(
-        navigation_timeout, (int, float)
-    ) or navigation_timeout <= 0:
+    if (
+        isinstance(navigation_timeout, bool)
+        or not isinstance(navigation_timeout, (int, float))
+        or navigation_timeout <= 0
+    ):
         raise ValueError(
             f"{request}: meta['cdp_navigation_timeout'] = {navigation_timeout!r}; "
             "expected seconds > 0"

@@ -15,9 +15,7 @@ from .app import serve
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.site")
-    parser.add_argument(
-        "--port", type=int, default=0, help="TCP port (default: 0, ephemeral)"
-    )
+    parser.add_argument("--port", type=int, default=0, help="TCP port (default: 0, ephemeral)")
     args = parser.parse_args()
     asyncio.run(serve(args.port))
 

@@ -30,10 +30,7 @@ def build_pdf() -> bytes:
             b" /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>"
         ),
         b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content),
-        (
-            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica"
-            b" /Encoding /WinAnsiEncoding >>"
-        ),
+        (b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"),
     ]
     out = bytearray(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []

@@ -65,8 +65,7 @@ async def self_navigate(request: web.Request) -> web.Response:
     """Replaces itself with /js?n=2 while loading."""
     return html_response(
         "Self navigate",
-        '<p id="origin">self-navigate</p>\n'
-        "<script>location.replace('/js?n=2');</script>",
+        "<p id=\"origin\">self-navigate</p>\n<script>location.replace('/js?n=2');</script>",
     )
 
 
@@ -97,6 +96,4 @@ async def slow(request: web.Request) -> web.Response:
 @routes.get("/busy-loop")
 async def busy_loop(request: web.Request) -> web.Response:
     """A page whose inline script never ends (``for(;;){}``)."""
-    return html_response(
-        "Busy loop", '<p id="before">before</p>\n<script>for(;;){}</script>'
-    )
+    return html_response("Busy loop", '<p id="before">before</p>\n<script>for(;;){}</script>')

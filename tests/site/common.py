@@ -51,9 +51,7 @@ def script_json(value: object) -> str:
     return json.dumps(value).replace("</", "<\\/")
 
 
-def int_query(
-    request: web.Request, name: str, default: int, low: int, high: int
-) -> int:
+def int_query(request: web.Request, name: str, default: int, low: int, high: int) -> int:
     """Read an integer query parameter, answering 400 when it is not one.
 
     Values outside ``[low, high]`` are clamped so a typo cannot make a

@@ -81,9 +81,7 @@ async def redirect_mid(request: web.Request) -> web.Response:
 async def redirect_final(request: web.Request) -> web.Response:
     """The end of the chain: shows the Cookie header it received."""
     cookie = escape(request.headers.get("Cookie", ""))
-    return html_response(
-        "Final", f'<h1 id="final">final</h1>\n<p id="cookies">{cookie}</p>'
-    )
+    return html_response("Final", f'<h1 id="final">final</h1>\n<p id="cookies">{cookie}</p>')
 
 
 @routes.get(r"/status/{code:\d{3}}")

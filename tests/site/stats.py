@@ -48,9 +48,7 @@ class Stats:
         """Note the start of an /inflight request for ``key``."""
         self.inflight_now[key] += 1
         self.inflight_now_total += 1
-        self.inflight_max[key] = max(
-            self.inflight_max.get(key, 0), self.inflight_now[key]
-        )
+        self.inflight_max[key] = max(self.inflight_max.get(key, 0), self.inflight_now[key])
         self.inflight_max_total = max(self.inflight_max_total, self.inflight_now_total)
 
     def leave(self, key: str) -> None:

@@ -1,0 +1,90 @@
+"""Settings are read once and refused by name when invalid (no crawler needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from scrapy.settings import Settings
+
+from scrapy_cdp_pool import Addon, PoolConfig
+from scrapy_cdp_pool.config import default_connections
+
+
+def config(**values: Any) -> PoolConfig:
+    return PoolConfig.from_settings(Settings(values))
+
+
+def test_defaults() -> None:
+    cfg = config()
+    assert cfg.browser == "lightpanda"
+    assert cfg.endpoints == ()
+    assert cfg.connections == default_connections() >= 2
+    assert cfg.contexts_per_connection == 1
+    assert cfg.render_all is False
+    assert cfg.download_timeout_s == 180
+
+
+def test_values_are_read() -> None:
+    cfg = config(
+        CDP_POOL_BROWSER="chromium", CDP_POOL_CONNECTIONS="3",
+        CDP_POOL_ENDPOINTS="http://127.0.0.1:9222,ws://10.0.0.1:9222/devtools/browser/x",
+        CDP_POOL_BLOCK_RESOURCES=["Image", "font"], CDP_POOL_RENDER_ALL="True",
+        CDP_POOL_NAVIGATION_TIMEOUT_SECONDS=2.5,
+    )  # fmt: skip
+    assert cfg.browser == "chromium"
+    assert cfg.connections == 3
+    assert cfg.endpoints == ("http://127.0.0.1:9222", "ws://10.0.0.1:9222/devtools/browser/x")
+    assert cfg.block_resources == {"image", "font"}
+    assert cfg.render_all is True
+    assert cfg.navigation_timeout_s == 2.5
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("CDP_POOL_BROWSER", "firefox", "use one of lightpanda, chromium"),
+        ("CDP_POOL_CONNECTIONS", 0, "integer >= 1"),
+        ("CDP_POOL_CONNECTIONS", "many", "integer >= 1"),
+        ("CDP_POOL_CONTEXTS_PER_CONNECTION", -1, "integer >= 1"),
+        ("CDP_POOL_ENDPOINTS", ["localhost:9222"], "is not a CDP endpoint"),
+        ("CDP_POOL_ENDPOINTS", [9222], "list of strings"),
+        ("CDP_POOL_BLOCK_RESOURCES", ["pictures"], "are not resource types"),
+        ("CDP_POOL_BLOCK_RESOURCES", ["document"], "cannot be blocked"),
+        ("CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", 0, "seconds > 0"),
+        ("CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", "soon", "seconds > 0"),
+        ("CDP_POOL_WAIT_UNTIL", "networkidle", "use one of load, domcontentloaded"),
+        ("CDP_POOL_RENDER_ALL", "maybe", "not a boolean"),
+        ("CDP_POOL_CHROMIUM_PATH", 42, "not a path"),
+    ],
+)
+def test_bad_values_are_refused_by_name(name: str, value: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=name) as error:
+        config(**{name: value})
+    assert message in str(error.value)
+    shown = [value] + (list(value) if isinstance(value, list) else [])
+    assert any(repr(v) in str(error.value) for v in shown)
+
+
+def test_addon_refuses_a_bad_setting_at_start_up() -> None:
+    settings = Settings({"CDP_POOL_CONNECTIONS": 0})
+    with pytest.raises(ValueError, match="CDP_POOL_CONNECTIONS"):
+        Addon().update_settings(settings)
+
+
+def test_addon_refuses_a_non_asyncio_reactor() -> None:
+    settings = Settings({"TWISTED_REACTOR": "twisted.internet.epollreactor.EPollReactor"})
+    with pytest.raises(ValueError, match="AsyncioSelectorReactor"):
+        Addon().update_settings(settings)
+
+
+def test_addon_installs_handler_and_keeps_previous_as_fallback() -> None:
+    settings = Settings()
+    settings.set("DOWNLOAD_HANDLERS", {"https": "my.project.Handler"}, "project")
+    Addon().update_settings(settings)
+    handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
+    assert handlers["http"] == handlers["https"] == "scrapy_cdp_pool.handler.CDPDownloadHandler"
+    assert settings.getdict("CDP_POOL_FALLBACK_HANDLERS") == {
+        "http": "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler",
+        "https": "my.project.Handler",
+    }

@@ -1,0 +1,140 @@
+"""The pool's life in real crawls: one pool per crawler, a fallback handler that
+is the previous one, servers stopped at close, a killed server replaced, an
+unreachable endpoint ending the crawl cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+import pytest
+import pytest_twisted
+import scrapy
+from scrapy.http import HtmlResponse, Response
+
+from scrapy_cdp_pool.pool.registry import get_pool
+from scrapy_cdp_pool.pool.servers import free_port
+from tests.crawl import crawl
+from tests.servers import SiteServer, process_tree_alive
+
+SEEN_BY_FALLBACK: list[str] = []
+
+
+class RecordingFallbackHandler:
+    """A project's own HTTP handler: the add-on must keep it for requests
+    that are not rendered."""
+
+    lazy = False
+
+    def __init__(self, crawler: Any) -> None:
+        pass
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> RecordingFallbackHandler:
+        return cls(crawler)
+
+    async def download_request(self, request: scrapy.Request) -> Response:
+        SEEN_BY_FALLBACK.append(request.url)
+        return HtmlResponse(request.url, body=b"<p id=fallback>yes</p>", request=request)
+
+    async def close(self) -> None:
+        pass
+
+
+@pytest_twisted.ensureDeferred
+async def test_previous_handler_serves_requests_that_are_not_rendered(site: SiteServer) -> None:
+    SEEN_BY_FALLBACK.clear()
+    spider, _ = await crawl(
+        [
+            scrapy.Request(site.url("/js?fallback")),
+            scrapy.Request(site.url("/js?r"), meta={"cdp": True}),
+        ],
+        {"DOWNLOAD_HANDLERS": {"http": "tests.test_pool_lifecycle.RecordingFallbackHandler"}},
+    )  # fmt: skip
+    assert SEEN_BY_FALLBACK == [site.url("/js?fallback")]
+    assert spider.by_url("/js?fallback").css("#fallback::text").get() == "yes"
+    assert spider.by_url("/js?r").css("p.item").getall()
+
+
+@pytest_twisted.ensureDeferred
+async def test_render_all_with_per_request_opt_out(site: SiteServer) -> None:
+    spider, crawler = await crawl(
+        [
+            scrapy.Request(site.url("/js?all")),
+            scrapy.Request(site.url("/js?out"), meta={"cdp": False}),
+        ],
+        {"CDP_POOL_RENDER_ALL": True},
+    )  # fmt: skip
+    assert spider.by_url("/js?all").css("p.item").getall()
+    assert not spider.by_url("/js?out").css("p.item").getall()
+    assert crawler.stats.get_value("cdp_pool/pages") == 1
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_embedded_server_is_stopped_at_close(site: SiteServer, browser: str) -> None:
+    seen: dict[str, Any] = {}
+
+    def then(spider: Any, response: Any) -> Any:
+        pool = get_pool(spider.crawler)
+        assert pool is not None
+        assert pool.server is not None
+        seen["pid"] = pool.server.pid
+        seen["user_data_dir"] = getattr(pool.server, "_user_data_dir", None)
+        return []
+
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url("/js"), meta={"cdp": True, "then": then})],
+        {"CDP_POOL_BROWSER": browser},
+    )
+    assert len(spider.responses) == 1
+    assert seen["pid"]
+    assert not process_tree_alive(seen["pid"])
+    if browser == "chromium":
+        assert seen["user_data_dir"]
+        assert not os.path.exists(seen["user_data_dir"])  # noqa: ASYNC240 - a test check
+    assert get_pool(crawler) is None  # released by both handlers
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_killed_server_is_replaced_and_later_requests_succeed(
+    site: SiteServer, browser: str
+) -> None:
+    killed: list[int] = []
+
+    def kill_then_follow(spider: Any, response: Any) -> Any:
+        pool = get_pool(spider.crawler)
+        assert pool is not None
+        assert pool.server is not None
+        assert pool.server.pid
+        killed.append(pool.server.pid)
+        os.kill(pool.server.pid, signal.SIGKILL)
+        return [
+            scrapy.Request(site.url(f"/js?n=2&after={i}"), meta={"cdp": True}) for i in range(4)
+        ]
+
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url("/js?before"), meta={"cdp": True, "then": kill_then_follow})],
+        {"CDP_POOL_BROWSER": browser, "RETRY_ENABLED": True, "RETRY_TIMES": 5},
+    )
+    assert killed
+    after = sorted(r.url for r in spider.responses if "after=" in r.url)
+    assert after == sorted(site.url(f"/js?n=2&after={i}") for i in range(4))
+    assert all(r.css("p.item").getall() for r in spider.responses)
+    assert not spider.failures
+    assert crawler.stats.get_value("cdp_pool/server_restarts") >= 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_unreachable_endpoint_ends_the_crawl_with_a_clear_error(site: SiteServer) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url(f"/js?dead={i}"), meta={"cdp": True}) for i in range(3)],
+        {"CDP_POOL_ENDPOINTS": [dead], "CDP_POOL_CONNECT_TIMEOUT_SECONDS": 2},
+    )
+    assert not spider.responses
+    assert crawler.stats.get_value("finish_reason") == "cdp_pool_unavailable"
+    assert spider.failures
+    assert all(dead in str(f.value) for f in spider.failures), spider.failures
