@@ -28,6 +28,13 @@ from scrapy_cdp_pool.cdp.errors import (
 
 logger = logging.getLogger(__name__)
 
+# websockets logs every frame at DEBUG, and Scrapy leaves loggers at DEBUG (its
+# handler filters by LOG_LEVEL): ~25 log records a page, ~10% of a render's CPU.
+# Frames get their own logger, quiet unless a user sets its level.
+frames_logger = logging.getLogger("scrapy_cdp_pool.cdp.frames")
+if frames_logger.level == logging.NOTSET:
+    frames_logger.setLevel(logging.INFO)
+
 EventHandler = Callable[[str, dict[str, Any]], None]
 """Called as ``handler(method, params)`` for each event of a session, in the
 order the server sent them, from the connection's reader task: it must not
@@ -76,6 +83,7 @@ class CDPConnection:
                 compression=None,
                 ping_interval=None,
                 close_timeout=1,
+                logger=frames_logger,
             )
         except InvalidStatus as e:
             raise CDPConnectError(

@@ -1,0 +1,126 @@
+"""RequestGates: may a request start now? One object per crawler.
+
+A request's gate key is its identity (``meta["cdp_profile"]``, empty for none)
+and its host. The identity gate is closed while another request of that
+identity is in flight. Host gates (pauses after 429/``Retry-After``, per-host
+concurrency and rate) plug in through :meth:`add_host_check`.
+
+Requests are marked in flight when the scheduler hands them out
+(:meth:`on_dequeued`) and released when the download is over, whatever its
+outcome (:meth:`on_finished`, called by :class:`GateReleaseMiddleware`). When a
+gate opens, the engine is asked to pull from the scheduler again.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+from scrapy.utils.httpobj import urlparse_cached
+
+from scrapy_cdp_pool.scheduling.identity_locks import IdentityLocks, LocalIdentityLocks
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+PROFILE_META_KEY = "cdp_profile"
+_TOKEN_META_KEY = "_cdp_gate_token"
+
+HostCheck = Callable[[str], bool]
+"""``check(host) -> bool``: whether a request to ``host`` may start now."""
+
+
+def identity_of(request: Request) -> str:
+    """The request's identity name, ``""`` for none."""
+    value = request.meta.get(PROFILE_META_KEY)
+    return str(value) if value else ""
+
+
+def host_of(request: Request) -> str:
+    return urlparse_cached(request).hostname or ""
+
+
+def gate_key(request: Request) -> str:
+    """``"<identity>|<host>"``: requests with the same key share a gate."""
+    return f"{identity_of(request)}|{host_of(request)}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    identity, _, host = key.partition("|")
+    return identity, host
+
+
+class RequestGates:
+    def __init__(self, crawler: Crawler, locks: IdentityLocks | None = None) -> None:
+        self.crawler = crawler
+        self.locks: IdentityLocks = locks or LocalIdentityLocks()
+        self._host_checks: list[HostCheck] = []
+        self._tokens = 0
+        self._queues: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def register_queue(self, queue: Any) -> None:
+        """Remember a scheduler queue, for :meth:`waiting`."""
+        self._queues.add(queue)
+
+    def waiting(self) -> int:
+        """Requests in the scheduler held back because their gate is closed."""
+        return sum(int(queue.waiting) for queue in list(self._queues))
+
+    def add_host_check(self, check: HostCheck) -> None:
+        self._host_checks.append(check)
+
+    def is_open(self, key: str) -> bool:
+        """Whether the head request of gate ``key`` may start now."""
+        identity, host = split_key(key)
+        if identity and self.locks.is_busy(identity):
+            return False
+        return all(check(host) for check in self._host_checks)
+
+    def on_dequeued(self, request: Request) -> None:
+        """The scheduler handed ``request`` out: mark its identity in flight.
+        The token stays in the request's meta so retries of the same request
+        object are recognised."""
+        identity = identity_of(request)
+        if not identity:
+            return
+        self._tokens += 1
+        token = f"{id(self)}:{self._tokens}"
+        request.meta[_TOKEN_META_KEY] = token
+        if not self.locks.try_acquire(identity, token):
+            logger.error(
+                "Identity %r was busy when %s was dequeued; the queue should have "
+                "held it back", identity, request, extra={"crawler": self.crawler},
+            )  # fmt: skip
+
+    def on_finished(self, request: Request) -> None:
+        """The download of ``request`` is over: release its identity and ask
+        the engine to look at the queue again."""
+        identity = identity_of(request)
+        token = request.meta.pop(_TOKEN_META_KEY, None)
+        if identity and token is not None and self.locks.release(identity, token):
+            self.wake()
+
+    def wake(self, delay_s: float = 0.0) -> None:
+        """Ask the engine to pull from the scheduler (now or in ``delay_s``
+        seconds): a gate opened. Uses the engine's own scheduling loop."""
+        engine: Any = getattr(self.crawler, "engine", None)
+        slot = getattr(engine, "_slot", None)
+        nextcall = getattr(slot, "nextcall", None)
+        if nextcall is not None:
+            nextcall.schedule(delay_s)
+
+
+_gates: weakref.WeakKeyDictionary[Crawler, RequestGates] = weakref.WeakKeyDictionary()
+
+
+def gates_for(crawler: Crawler) -> RequestGates:
+    """The crawler's :class:`RequestGates`, created on first use."""
+    gates = _gates.get(crawler)
+    if gates is None:
+        gates = _gates[crawler] = RequestGates(crawler)
+    return gates

@@ -1,0 +1,148 @@
+"""IdentityAwarePriorityQueue: the scheduler priority queue that hands out the
+best request whose gate is open.
+
+Requests are kept in one :class:`~scrapy.pqueues.ScrapyPriorityQueue` per gate
+key (identity and host), as Scrapy's ``DownloaderAwarePriorityQueue`` keeps one
+per download slot, so memory and JOBDIR disk queues work the same way and a
+request waiting for a busy identity never leaves its queue (nothing is parked in
+memory, nothing is lost on a stop). :meth:`pop` skips keys whose gate is closed:
+a busy identity holds back only its own requests, and no request waits while
+holding a download slot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from collections.abc import Iterable
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scrapy import Request
+from scrapy.pqueues import QueueProtocol, ScrapyPriorityQueue
+
+from scrapy_cdp_pool.scheduling.gates import RequestGates, gate_key, gates_for
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from typing_extensions import Self
+
+
+def _path_safe(text: str) -> str:
+    safe = re.sub(r"[^\w.-]", "_", text)[:40]
+    return f"{safe}-{hashlib.md5(text.encode()).hexdigest()[:8]}"  # noqa: S324 - a name
+
+
+class IdentityAwarePriorityQueue:
+    """Install with ``SCHEDULER_PRIORITY_QUEUE`` (the add-on does).
+
+    Among the gate keys whose gate is open, :meth:`pop` takes the request with
+    the highest priority; ties go to the key served least recently, so
+    identities take turns.
+    """
+
+    @classmethod
+    def from_crawler(
+        cls,
+        crawler: Crawler,
+        downstream_queue_cls: type[QueueProtocol],
+        key: str,
+        startprios: dict[str, Iterable[int]] | None = None,
+        *,
+        start_queue_cls: type[QueueProtocol] | None = None,
+    ) -> Self:
+        return cls(crawler, downstream_queue_cls, key, startprios, start_queue_cls=start_queue_cls)
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        downstream_queue_cls: type[QueueProtocol],
+        key: str,
+        startprios: dict[str, Iterable[int]] | None = None,
+        *,
+        start_queue_cls: type[QueueProtocol] | None = None,
+    ) -> None:
+        if startprios and not isinstance(startprios, dict):
+            raise ValueError(
+                "IdentityAwarePriorityQueue cannot resume a JOBDIR written by another "
+                f"SCHEDULER_PRIORITY_QUEUE (state {type(startprios).__name__}); "
+                "resume with the queue class the crawl started with"
+            )
+        self.crawler = crawler
+        self.gates: RequestGates = gates_for(crawler)
+        self.downstream_queue_cls = downstream_queue_cls
+        self.start_queue_cls = start_queue_cls
+        self.key = key
+        self.pqueues: dict[str, ScrapyPriorityQueue] = {}
+        self._served: dict[str, int] = {}
+        self._turn = itertools.count(1)
+        for gate, prios in (startprios or {}).items():
+            self.pqueues[gate] = self._pqfactory(gate, prios)
+        self.gates.register_queue(self)
+
+    def _pqfactory(self, gate: str, startprios: Iterable[int] = ()) -> ScrapyPriorityQueue:
+        return ScrapyPriorityQueue(
+            self.crawler,
+            self.downstream_queue_cls,
+            f"{self.key}/{_path_safe(gate)}" if self.key else "",
+            startprios,
+            start_queue_cls=self.start_queue_cls,
+        )
+
+    def push(self, request: Request) -> None:
+        gate = gate_key(request)
+        queue = self.pqueues.get(gate)
+        if queue is None:
+            queue = self.pqueues[gate] = self._pqfactory(gate)
+        queue.push(request)
+
+    def _best(self) -> str | None:
+        best: str | None = None
+        best_rank: tuple[int, int] | None = None
+        for gate, queue in self.pqueues.items():
+            if queue.curprio is None or not self.gates.is_open(gate):
+                continue
+            rank = (queue.curprio, self._served.get(gate, 0))
+            if best_rank is None or rank < best_rank:
+                best, best_rank = gate, rank
+        return best
+
+    def pop(self) -> Request | None:
+        gate = self._best()
+        if gate is None:
+            return None
+        queue = self.pqueues[gate]
+        request = queue.pop()
+        self._served[gate] = next(self._turn)
+        if len(queue) == 0:
+            del self.pqueues[gate]
+            self._served.pop(gate, None)
+            queue.close()
+            if self.key:
+                with suppress(OSError):
+                    Path(self.key, _path_safe(gate)).rmdir()
+        if request is not None:
+            self.gates.on_dequeued(request)
+        return request
+
+    def peek(self) -> Request | None:
+        gate = self._best()
+        return self.pqueues[gate].peek() if gate is not None else None
+
+    def close(self) -> dict[str, list[int]]:
+        state = {gate: queue.close() for gate, queue in self.pqueues.items()}
+        self.pqueues.clear()
+        return state
+
+    def __len__(self) -> int:
+        return sum(len(queue) for queue in self.pqueues.values())
+
+    @property
+    def waiting(self) -> int:
+        """Requests held back because their gate is closed (a busy identity,
+        a paused host)."""
+        return sum(
+            len(queue) for gate, queue in self.pqueues.items() if not self.gates.is_open(gate)
+        )
