@@ -29,6 +29,10 @@ class ServerInfo:
     ws_url: str
     max_contexts_per_connection: int | None
     set_cookie_in_fetch_headers: bool
+    #: capabilities it lacks (see render/context_options.py for the names)
+    unsupported: frozenset[str] = frozenset()
+    #: the User-Agent it sends by default
+    default_user_agent: str = ""
 
     @property
     def label(self) -> str:
@@ -70,6 +74,11 @@ def info_from_version(endpoint: str, version: dict[str, Any]) -> ServerInfo:
             ws_url=ws_url,
             max_contexts_per_connection=1,
             set_cookie_in_fetch_headers=True,
+            # Measured on 1.0.2: a user agent containing "Mozilla" is replaced by
+            # its own, time-zone overrides do nothing, one context per connection
+            # (no per-context proxy), no geolocation API.
+            unsupported=frozenset({"user_agent_mozilla", "timezone", "proxy", "geolocation"}),
+            default_user_agent=str(version.get("User-Agent", "")),
         )
     return ServerInfo(
         kind="chromium",
@@ -77,6 +86,7 @@ def info_from_version(endpoint: str, version: dict[str, Any]) -> ServerInfo:
         ws_url=ws_url,
         max_contexts_per_connection=None,
         set_cookie_in_fetch_headers=False,
+        default_user_agent=str(version.get("User-Agent", "")),
     )
 
 

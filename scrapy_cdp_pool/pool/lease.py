@@ -35,13 +35,23 @@ class ContextLease:
         self.cdp: CDPConnection = cdp
         self.info: ServerInfo = info
 
-    async def new_context(self, options: dict[str, Any] | None = None) -> str:
+    async def new_context(
+        self,
+        options: dict[str, Any] | None = None,
+        cookies: list[dict[str, Any]] | None = None,
+    ) -> str:
         """Create a browser context (``Target.createBrowserContext`` with
-        ``options``, e.g. ``proxyServer``) and return its id."""
+        ``options``, e.g. ``proxyServer``), set ``cookies`` in it
+        (``Storage.setCookies`` parameters) and return its id."""
         result = await self.cdp.send("Target.createBrowserContext", options or {})
-        self.context_id = result["browserContextId"]
+        context_id: str = result["browserContextId"]
+        self.context_id = context_id
         self.connection.counters.contexts_opened += 1
-        return self.context_id
+        if cookies:
+            await self.cdp.send(
+                "Storage.setCookies", {"browserContextId": context_id, "cookies": cookies}
+            )
+        return context_id
 
     def page_opened(self) -> None:
         self.page_open = True

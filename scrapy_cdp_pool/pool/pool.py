@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import enum
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from scrapy_cdp_pool.cdp import CDPConnection, CDPError
@@ -29,6 +31,17 @@ from scrapy_cdp_pool.render.errors import PoolUnavailable
 logger = logging.getLogger(__name__)
 
 _RECONNECT_BACKOFF_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+
+
+class CapabilityUnavailable(PoolUnavailable):
+    """No endpoint of the pool can honour what a request needs (e.g. a time
+    zone on a pool of Lightpanda servers)."""
+
+
+@dataclass(eq=False)
+class _Waiter:
+    future: asyncio.Future[PooledConnection]
+    requires: frozenset[str]
 
 
 class PoolState(enum.Enum):
@@ -56,7 +69,7 @@ class ConnectionPool:
         self.connections: list[PooledConnection] = []
         self.pages_in_flight = 0
         self.pages_in_flight_max = 0
-        self._waiters: collections.deque[asyncio.Future[PooledConnection]] = collections.deque()
+        self._waiters: collections.deque[_Waiter] = collections.deque()
         self._start_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._disposals: set[asyncio.Task[None]] = set()
@@ -195,8 +208,8 @@ class ConnectionPool:
         self.state = PoolState.CLOSING
         while self._waiters:
             waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_exception(PoolUnavailable("the CDP pool is closing"))
+            if not waiter.future.done():
+                waiter.future.set_exception(PoolUnavailable("the CDP pool is closing"))
         if self._start_task is not None and not self._start_task.done():
             self._start_task.cancel()
         # Disposals are bounded by CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS.
@@ -220,15 +233,19 @@ class ConnectionPool:
     # Leasing -------------------------------------------------------------
 
     @asynccontextmanager
-    async def lease(self) -> AsyncIterator[ContextLease]:
-        """A slot on the connection with the fewest open contexts, waited for
-        in FIFO order. The slot is freed once the lease's context is disposed
-        (in the background if the caller leaves early).
+    async def lease(self, requires: frozenset[str] = frozenset()) -> AsyncIterator[ContextLease]:
+        """A slot on the connection with the fewest open contexts, among the
+        endpoints that have the capabilities in ``requires``, waited for in FIFO
+        order. The slot is freed once the lease's context is disposed (in the
+        background if the caller leaves early).
 
+        :raises CapabilityUnavailable: no endpoint has those capabilities.
         :raises PoolUnavailable: the pool could not start or is closing.
         """
         await self.start()
-        connection = await self._acquire()
+        if requires:
+            self.check_capabilities(requires)
+        connection = await self._acquire(requires)
         lease = ContextLease(connection, self.config)
         self.pages_in_flight += 1
         self.pages_in_flight_max = max(self.pages_in_flight_max, self.pages_in_flight)
@@ -254,25 +271,36 @@ class ConnectionPool:
             lease.connection.open_contexts -= 1
             self._wake()
 
-    async def _acquire(self) -> PooledConnection:
+    def check_capabilities(self, requires: frozenset[str]) -> None:
+        """Raise :class:`CapabilityUnavailable` unless an endpoint of the pool
+        has every capability in ``requires``."""
+        known = [info for info in self.infos if info is not None]
+        if known and not any(not (requires & info.unsupported) for info in known):
+            missing = sorted(set().union(*(requires & info.unsupported for info in known)))
+            raise CapabilityUnavailable(
+                f"no endpoint can honour {', '.join(missing)} "
+                f"(endpoints: {', '.join(info.label for info in known)})"
+            )
+
+    async def _acquire(self, requires: frozenset[str] = frozenset()) -> PooledConnection:
         if not self._waiters:
-            connection = self._pick()
+            connection = self._pick(requires)
             if connection is not None:
                 connection.open_contexts += 1
                 return connection
-        waiter: asyncio.Future[PooledConnection] = asyncio.get_running_loop().create_future()
+        waiter = _Waiter(asyncio.get_running_loop().create_future(), requires)
         self._waiters.append(waiter)
+        self._wake()
         try:
-            return await waiter
+            return await waiter.future
         except asyncio.CancelledError:
-            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
-                waiter.result().open_contexts -= 1  # handed a slot as we were cancelled
+            future = waiter.future
+            if future.done() and not future.cancelled() and future.exception() is None:
+                future.result().open_contexts -= 1  # handed a slot as we were cancelled
                 self._wake()
             else:
-                try:
+                with contextlib.suppress(ValueError):
                     self._waiters.remove(waiter)
-                except ValueError:
-                    pass
             raise
 
     def hold(self, reason: str) -> None:
@@ -290,11 +318,13 @@ class ConnectionPool:
         """The reasons new pages are held back right now."""
         return frozenset(self._holds)
 
-    def _pick(self) -> PooledConnection | None:
+    def _pick(self, requires: frozenset[str] = frozenset()) -> PooledConnection | None:
         if self._holds:
             return None
         best: PooledConnection | None = None
         for connection in self.connections:
+            if requires and (connection.info is None or requires & connection.info.unsupported):
+                continue
             if connection.has_room and (
                 best is None
                 or (connection.open_contexts, connection.counters.pages)
@@ -304,22 +334,27 @@ class ConnectionPool:
         return best
 
     def _wake(self) -> None:
-        while self._waiters:
-            connection = self._pick()
-            if connection is None:
-                return
-            waiter = self._waiters.popleft()
-            if waiter.done():
+        """Hand free slots to waiters in arrival order; a waiter whose
+        capabilities no free connection has does not hold back later ones."""
+        for waiter in list(self._waiters):
+            if waiter.future.done():
+                self._waiters.remove(waiter)
                 continue
+            connection = self._pick(waiter.requires)
+            if connection is None:
+                if self._holds or not any(c.has_room for c in self.connections):
+                    return
+                continue
+            self._waiters.remove(waiter)
             connection.open_contexts += 1
-            waiter.set_result(connection)
+            waiter.future.set_result(connection)
 
     # Introspection -------------------------------------------------------
 
     @property
     def waiting(self) -> int:
         """Leases waiting for a free slot."""
-        return sum(1 for w in self._waiters if not w.done())
+        return sum(1 for w in self._waiters if not w.future.done())
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Per connection: index, endpoint, state, open contexts and pages,

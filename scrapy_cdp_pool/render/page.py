@@ -84,10 +84,17 @@ class Page:
 
     @classmethod
     async def attach(
-        cls, cdp: CDPConnection, context_id: str, spec: RenderSpec, *, network_events: bool
+        cls,
+        cdp: CDPConnection,
+        context_id: str,
+        spec: RenderSpec,
+        *,
+        network_events: bool,
+        default_user_agent: str = "",
     ) -> Page:
-        """Create a blank target in ``context_id``, attach to it and enable the
-        domains a render needs, pipelined in one round trip.
+        """Create a blank target in ``context_id``, attach to it, enable the
+        domains a render needs and apply the identity's options (user agent,
+        locale, headers...), pipelined in one round trip.
 
         ``network_events``: enable the Network domain (Chromium reports
         ``Set-Cookie`` only in its events).
@@ -103,12 +110,16 @@ class Page:
             patterns.append({"resourceType": "Document", "requestStage": "Request"})
         for resource_type in sorted(spec.block_resources):
             patterns.append({"resourceType": _cdp_resource_type(resource_type)})
-        commands = [
-            page.command("Page.enable"),
-            page.command("Fetch.enable", {"patterns": patterns}),
-        ]
-        if network_events:
+        context = spec.context
+        fetch: dict[str, Any] = {"patterns": patterns}
+        if context is not None and context.proxy_username:
+            fetch["handleAuthRequests"] = True
+        commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
+        if network_events or (context is not None and context.needs_network_domain):
             commands.append(page.command("Network.enable"))
+        if context is not None:
+            for method, params in context.page_commands(default_user_agent):
+                commands.append(page.command(method, params))
         if spec.cookies:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
             commands.append(page.command("Network.setCookies", {"cookies": cookies}))
@@ -274,6 +285,10 @@ class Page:
             task = asyncio.get_running_loop().create_task(self._on_paused(params))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+        elif method == "Fetch.authRequired":
+            task = asyncio.get_running_loop().create_task(self._on_auth(params))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
         else:
             self.tracker.on_event(method, params)
 
@@ -305,6 +320,39 @@ class Page:
             self.too_large = e
             self.tracker.on_failure(str(e))
             await self._abort(request_id)
+
+    async def _on_auth(self, params: dict[str, Any]) -> None:
+        """Answer a proxy's authentication challenge with the identity's
+        credentials (never a server's: those are cancelled)."""
+        context = self.spec.context
+        challenge = params.get("authChallenge", {})
+        response: dict[str, Any] = {"response": "CancelAuth"}
+        if context is not None and context.proxy_username and challenge.get("source") == "Proxy":
+            response = {
+                "response": "ProvideCredentials",
+                "username": context.proxy_username,
+                "password": context.proxy_password or "",
+            }
+        try:
+            await self.command(
+                "Fetch.continueWithAuth",
+                {"requestId": params["requestId"], "authChallengeResponse": response},
+            )
+        except CDPError as e:
+            logger.debug("%s: answering an auth challenge: %r", self.spec.url, e)
+
+    async def read_local_storage(self, timeout_s: float) -> tuple[str, list[dict[str, str]]]:
+        """The current document's origin and its localStorage items, as
+        Playwright's ``storageState`` lists them."""
+        value = await self.evaluate(
+            "(() => { let items = []; try { items = Object.entries(localStorage)"
+            ".map(([name, value]) => ({name, value})); } catch (e) {}"
+            " return {origin: location.origin, items}; })()",
+            timeout_s,
+        )
+        if not isinstance(value, dict):
+            return "", []
+        return str(value.get("origin") or ""), list(value.get("items") or [])
 
     def _overrides(self, params: dict[str, Any]) -> dict[str, Any]:
         spec = self.spec

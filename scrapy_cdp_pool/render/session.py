@@ -9,6 +9,7 @@ from typing import Any
 
 from scrapy_cdp_pool.pool.lease import ContextLease
 from scrapy_cdp_pool.render.actions import run_action
+from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
 from scrapy_cdp_pool.render.errors import (
     ActionError,
     PageCrashed,
@@ -39,20 +40,29 @@ class RenderResult:
     results: list[Any] = field(default_factory=list)
     blocked: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
+    #: Playwright ``storageState`` of the context at the end, when the spec's
+    #: context options ask to save it
+    storage_state: dict[str, Any] | None = None
 
 
-async def render(
-    lease: ContextLease, spec: RenderSpec, context_options: dict[str, Any] | None = None
-) -> RenderResult:
+async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
     """Render ``spec`` in a fresh context on ``lease``'s connection.
 
     :raises ActionError: an action failed (names the action); not retried.
     :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
         CDPError: see :mod:`scrapy_cdp_pool.render.errors`.
     """
-    context_id = await lease.new_context(context_options)
+    options = spec.context
+    context_id = await lease.new_context(
+        options.context_params() if options else None,
+        options.storage_cookies() if options else None,
+    )
     page = await Page.attach(
-        lease.cdp, context_id, spec, network_events=not lease.info.set_cookie_in_fetch_headers
+        lease.cdp,
+        context_id,
+        spec,
+        network_events=not lease.info.set_cookie_in_fetch_headers,
+        default_user_agent=lease.info.default_user_agent,
     )
     lease.page_opened()
     try:
@@ -82,6 +92,9 @@ async def render(
             body, rendered = html.encode("utf-8"), True
             if spec.maxsize and len(body) > spec.maxsize:
                 raise ResponseTooLarge(spec.url, len(body), spec.maxsize, expected=False)
+        storage_state = None
+        if options is not None and options.save_state:
+            storage_state = await _storage_state(lease, page, options, spec.action_timeout_s)
         headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
         headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
         return RenderResult(
@@ -94,6 +107,34 @@ async def render(
             results=results,
             blocked=dict(tracker.blocked),
             latency_s=document.received_at - page.started_at,
+            storage_state=storage_state,
         )
     finally:
         page.detach()
+
+
+async def _storage_state(
+    lease: ContextLease, page: Page, options: ContextOptions, timeout_s: float
+) -> dict[str, Any]:
+    """The context's cookies and the page origin's localStorage, merged into the
+    profile's other origins, as a Playwright ``storageState``. The page is
+    closed first: Lightpanda exports a context's storage only then."""
+    origin: str = ""
+    items: list[dict[str, str]] = []
+    if page.tracker.document is not None and page.tracker.document.body is None:
+        origin, items = await page.read_local_storage(timeout_s)
+    await lease.cdp.send("Target.closeTarget", {"targetId": page.target_id}, timeout_s=timeout_s)
+    result = await lease.cdp.send(
+        "Storage.getCookies", {"browserContextId": lease.context_id}, timeout_s=timeout_s
+    )
+    origins = [
+        {"origin": o, "localStorage": [{"name": k, "value": v} for k, v in kv]}
+        for o, kv in options.local_storage
+        if o != origin
+    ]
+    if origin and origin != "null":
+        origins.append({"origin": origin, "localStorage": items})
+    return {
+        "cookies": [playwright_cookie(c) for c in result.get("cookies", [])],
+        "origins": origins,
+    }

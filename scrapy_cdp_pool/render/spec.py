@@ -14,6 +14,7 @@ from scrapy import Request
 
 from scrapy_cdp_pool.config import WAIT_UNTIL, PoolConfig
 from scrapy_cdp_pool.render.actions import Action, parse_actions
+from scrapy_cdp_pool.render.context_options import ContextOptions
 
 # Headers the browser owns: sent by it, or (Cookie) passed as context cookies.
 _BROWSER_HEADERS = frozenset(
@@ -42,6 +43,7 @@ class RenderSpec:
     block_resources: frozenset[str] = field(default_factory=frozenset)
     maxsize: int = 0
     warnsize: int = 0
+    context: ContextOptions | None = None
 
     @property
     def overrides_request(self) -> bool:
@@ -62,7 +64,10 @@ def default_header_values(default_headers: dict[str, Any]) -> frozenset[tuple[by
 
 
 def build_spec(
-    request: Request, config: PoolConfig, default_headers: frozenset[tuple[bytes, bytes]]
+    request: Request,
+    config: PoolConfig,
+    default_headers: frozenset[tuple[bytes, bytes]],
+    context: ContextOptions | None = None,
 ) -> RenderSpec:
     """The :class:`RenderSpec` for ``request``.
 
@@ -112,6 +117,7 @@ def build_spec(
         block_resources=config.block_resources,
         maxsize=int(meta.get("download_maxsize", config.download_maxsize)),
         warnsize=int(meta.get("download_warnsize", config.download_warnsize)),
+        context=context,
     )
 
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PROFILE_META_KEY = "cdp_profile"
-_TOKEN_META_KEY = "_cdp_gate_token"
+_TOKEN_META_KEY = "_cdp_gate_token"  # noqa: S105 - a meta key, not a secret
 
 HostCheck = Callable[[str], bool]
 """``check(host) -> bool``: whether a request to ``host`` may start now."""

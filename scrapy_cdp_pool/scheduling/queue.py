@@ -26,8 +26,9 @@ from scrapy.pqueues import QueueProtocol, ScrapyPriorityQueue
 from scrapy_cdp_pool.scheduling.gates import RequestGates, gate_key, gates_for
 
 if TYPE_CHECKING:
+    from typing import Self
+
     from scrapy.crawler import Crawler
-    from typing_extensions import Self
 
 
 def _path_safe(text: str) -> str:

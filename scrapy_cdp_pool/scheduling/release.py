@@ -16,8 +16,9 @@ from scrapy.http import Response
 from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for
 
 if TYPE_CHECKING:
+    from typing import Self
+
     from scrapy.crawler import Crawler
-    from typing_extensions import Self
 
 
 class GateReleaseMiddleware:
@@ -34,4 +35,3 @@ class GateReleaseMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         self.gates.on_finished(request)
-        return None
