@@ -16,8 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
+from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
 from scrapy_cdp_pool.cdp.errors import (
     CDPConnectError,
@@ -25,6 +24,7 @@ from scrapy_cdp_pool.cdp.errors import (
     CDPProtocolError,
     CDPTimeoutError,
 )
+from scrapy_cdp_pool.cdp.transport import WebSocketStream, open_stream
 
 logger = logging.getLogger(__name__)
 
@@ -51,19 +51,16 @@ class CDPConnection:
     by creating the ``send`` tasks before awaiting any of them.
     """
 
-    def __init__(self, ws: ClientConnection, url: str, command_timeout_s: float) -> None:
+    def __init__(self, url: str, command_timeout_s: float) -> None:
         self.url = url
         self.command_timeout_s = command_timeout_s
-        self._ws = ws
+        self._stream: WebSocketStream | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
         self._handlers: dict[str, EventHandler] = {}
         self._close_callbacks: list[Callable[[], None]] = []
         self._closed = asyncio.Event()
         self._close_reason = "not closed"
-        self._reader = asyncio.get_running_loop().create_task(
-            self._read(), name=f"cdp-reader {url}"
-        )
 
     @classmethod
     async def open(
@@ -75,23 +72,22 @@ class CDPConnection:
             ``open_timeout_s`` seconds, or the upgrade answered with an HTTP
             error (Lightpanda answers 503 past ``--cdp-max-connections``).
         """
+        connection = cls(url, command_timeout_s)
         try:
-            ws = await connect(
+            connection._stream = await open_stream(
                 url,
-                open_timeout=open_timeout_s,
-                max_size=None,
-                compression=None,
-                ping_interval=None,
-                close_timeout=1,
+                connection._on_message,
+                connection._mark_closed,
+                timeout_s=open_timeout_s,
                 logger=frames_logger,
             )
         except InvalidStatus as e:
             raise CDPConnectError(
                 f"{url} refused the WebSocket upgrade with HTTP {e.response.status_code}"
             ) from e
-        except (OSError, TimeoutError, WebSocketException) as e:
+        except (OSError, TimeoutError, InvalidURI, WebSocketException) as e:
             raise CDPConnectError(f"cannot connect to {url}: {e!r}") from e
-        return cls(ws, url, command_timeout_s)
+        return connection
 
     @property
     def closed(self) -> bool:
@@ -134,7 +130,7 @@ class CDPConnection:
             (default: the connection's ``command_timeout_s``).
         :raises CDPConnectionClosed: the connection closed first.
         """
-        if self.closed:
+        if self.closed or self._stream is None:
             raise CDPConnectionClosed(f"{method}: connection closed ({self._close_reason})")
         msg_id = next(self._ids)
         message: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
@@ -144,12 +140,12 @@ class CDPConnection:
         self._pending[msg_id] = (method, future)
         timeout = self.command_timeout_s if timeout_s is None else timeout_s
         try:
-            await self._ws.send(json.dumps(message))
+            self._stream.send_text(json.dumps(message).encode())
             async with asyncio.timeout(timeout):
                 return await future
         except TimeoutError as e:
             raise CDPTimeoutError(method, timeout) from e
-        except ConnectionClosed as e:
+        except ConnectionError as e:
             raise CDPConnectionClosed(f"{method}: connection closed ({e})") from e
         finally:
             self._pending.pop(msg_id, None)
@@ -158,23 +154,19 @@ class CDPConnection:
         """Close the WebSocket; commands waiting for an answer fail with
         :class:`CDPConnectionClosed`. Idempotent."""
         self._mark_closed("closed by client")
-        try:
-            await self._ws.close()
-        except (OSError, WebSocketException) as e:  # already broken: nothing to close
-            logger.debug("closing %s: %r", self.url, e)
-        await asyncio.gather(self._reader, return_exceptions=True)
+        if self._stream is not None:
+            self._stream.close()
 
-    async def _read(self) -> None:
-        reason = "closed by server"
+    def _on_message(self, raw: bytes) -> None:
         try:
-            async for raw in self._ws:
-                self._dispatch(json.loads(raw))
-        except ConnectionClosed as e:
-            reason = f"closed: {e}"
-        except (OSError, ValueError) as e:
-            reason = f"broken: {e!r}"
-        finally:
-            self._mark_closed(reason)
+            message = json.loads(raw)
+        except ValueError as e:
+            logger.warning("%s sent a message that is not JSON (%r); closing", self.url, e)
+            self._mark_closed(f"broken: {e!r}")
+            if self._stream is not None:
+                self._stream.abort()
+            return
+        self._dispatch(message)
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         msg_id = message.get("id")
