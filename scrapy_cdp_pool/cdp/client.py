@@ -61,6 +61,8 @@ class CDPConnection:
         self._close_callbacks: list[Callable[[], None]] = []
         self._closed = asyncio.Event()
         self._close_reason = "not closed"
+        self.auto_attach = False
+        self._attached: dict[str, str] = {}
 
     @classmethod
     async def open(
@@ -107,6 +109,23 @@ class CDPConnection:
             callback()
         else:
             self._close_callbacks.append(callback)
+
+    async def enable_auto_attach(self) -> None:
+        """Have the server attach a flat session to each page it creates
+        (``Target.setAutoAttach``), which saves the ``Target.attachToTarget``
+        round trip per page: see :meth:`take_attached_session`. Only for
+        servers where a connection sees its own pages only (Lightpanda): on
+        Chromium every connection would attach to every page of the browser."""
+        await self.send(
+            "Target.setAutoAttach",
+            {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True},
+        )
+        self.auto_attach = True
+
+    def take_attached_session(self, target_id: str) -> str | None:
+        """The session the server auto-attached to ``target_id``, if it did.
+        The server sends that event before its answer to ``createTarget``."""
+        return self._attached.pop(target_id, None)
 
     def subscribe(self, session_id: str | None, handler: EventHandler) -> None:
         """Route the events of ``session_id`` (``None``: browser-level events)
@@ -186,6 +205,11 @@ class CDPConnection:
         method = message.get("method", "")
         params = message.get("params", {})
         session_id = message.get("sessionId")
+        if method == "Target.attachedToTarget" and self.auto_attach and session_id is None:
+            target_id = params.get("targetInfo", {}).get("targetId")
+            if target_id and params.get("sessionId"):
+                self._attached[target_id] = params["sessionId"]
+            return
         if session_id is None and method == "Target.detachedFromTarget":
             session_id = params.get("sessionId")  # tell the session it is gone
         handler = self._handlers.get(session_id or _BROWSER)

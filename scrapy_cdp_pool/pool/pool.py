@@ -168,6 +168,8 @@ class ConnectionPool:
         if self.state in (PoolState.CLOSING, PoolState.CLOSED):
             await cdp.close()
             return
+        if info.kind == "lightpanda":
+            await cdp.enable_auto_attach()
         connection.attach(cdp, info)
         cdp.on_close(lambda: self._on_connection_closed(connection, cdp))
 

@@ -103,8 +103,13 @@ class Page:
             "Target.createTarget", {"url": "about:blank", "browserContextId": context_id}
         )
         target_id = target["targetId"]
-        attached = await cdp.send("Target.attachToTarget", {"targetId": target_id, "flatten": True})
-        page = cls(cdp, target_id, attached["sessionId"], spec)
+        session_id = cdp.take_attached_session(target_id) if cdp.auto_attach else None
+        if session_id is None:
+            attached = await cdp.send(
+                "Target.attachToTarget", {"targetId": target_id, "flatten": True}
+            )
+            session_id = attached["sessionId"]
+        page = cls(cdp, target_id, session_id, spec)
         patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
         if spec.overrides_request:
             patterns.append({"resourceType": "Document", "requestStage": "Request"})
