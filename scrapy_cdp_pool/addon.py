@@ -4,9 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+
+from scrapy_cdp_pool.config import PoolConfig
 
 HANDLER = "scrapy_cdp_pool.handler.CDPDownloadHandler"
+PRIORITY_QUEUE = "scrapy_cdp_pool.scheduling.queue.IdentityAwarePriorityQueue"
+GATE_RELEASE_MIDDLEWARE = "scrapy_cdp_pool.scheduling.release.GateReleaseMiddleware"
+PROFILE_MIDDLEWARE = "scrapy_cdp_pool.identity.middleware.ProfileMiddleware"
+EXTENSION = "scrapy_cdp_pool.telemetry.EngineStatusExtension"
+SCRAPY_RETRY_MIDDLEWARE = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
+RESILIENCE_COMPONENTS = (
+    ("DOWNLOADER_MIDDLEWARES", SCRAPY_RETRY_MIDDLEWARE, None),
+    ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.RequestChecksMiddleware", 530),
+    ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.FailureRecorderMiddleware", 540),
+    ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.RetryPolicyMiddleware", 550),
+    ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.HostPauseMiddleware", 960),
+    ("EXTENSIONS", "scrapy_cdp_pool.resilience.HostLimits", 0),
+)
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
 
@@ -15,13 +30,16 @@ class Addon:
     ``https`` and keeps the handlers that were there before as the fallback for
     requests that are not rendered (``CDP_POOL_FALLBACK_HANDLERS``).
 
-    :raises ValueError: ``TWISTED_REACTOR`` is not the asyncio reactor, which
-        the pool needs (it runs on the asyncio event loop).
+    :raises ValueError: at start-up, when ``TWISTED_REACTOR`` is not the asyncio
+        reactor (the pool runs on the asyncio event loop), or a ``CDP_POOL_*``
+        setting is invalid (the message names it). Scrapy only logs a download
+        handler's own start-up errors, so they are raised here, loudly.
     """
 
     def update_settings(self, settings: BaseSettings) -> None:
+        PoolConfig.from_settings(settings)
         reactor = settings.get("TWISTED_REACTOR")
-        if reactor != ASYNCIO_REACTOR:
+        if settings.getbool("TWISTED_REACTOR_ENABLED", True) and reactor != ASYNCIO_REACTOR:
             raise ValueError(
                 f"scrapy_cdp_pool needs TWISTED_REACTOR = {ASYNCIO_REACTOR!r} "
                 f"(Scrapy's default); it is set to {reactor!r}"
@@ -35,14 +53,38 @@ class Addon:
         settings.set("CDP_POOL_FALLBACK_HANDLERS", fallbacks, "addon")
         download_handlers = settings["DOWNLOAD_HANDLERS"]
         if isinstance(download_handlers, BaseSettings):
-            download_handlers.set("http", HANDLER, "addon")
-            download_handlers.set("https", HANDLER, "addon")
+            for scheme in ("http", "https"):
+                # A handler the project set itself becomes the fallback: the
+                # add-on's own wins at the project's priority.
+                priority = max(
+                    download_handlers.getpriority(scheme) or 0, SETTINGS_PRIORITIES["addon"]
+                )
+                download_handlers.set(scheme, HANDLER, priority)
         else:
             settings.set(
                 "DOWNLOAD_HANDLERS",
                 {**(download_handlers or {}), "http": HANDLER, "https": HANDLER},
                 "addon",
             )
+        settings.set("SCHEDULER_PRIORITY_QUEUE", PRIORITY_QUEUE, "addon")
+        _add_component(settings, "DOWNLOADER_MIDDLEWARES", GATE_RELEASE_MIDDLEWARE, 950)
+        _add_component(settings, "DOWNLOADER_MIDDLEWARES", PROFILE_MIDDLEWARE, 970)
+        for setting, component, order in RESILIENCE_COMPONENTS:
+            _add_component(settings, setting, component, order)
+        extensions = settings["EXTENSIONS"]
+        if isinstance(extensions, BaseSettings):
+            extensions.set(EXTENSION, 500, "addon")
+        else:
+            settings.set("EXTENSIONS", {EXTENSION: 500, **(extensions or {})}, "addon")
+
+
+def _add_component(settings: BaseSettings, name: str, path: str, order: int | None) -> None:
+    components = settings[name]
+    if isinstance(components, BaseSettings):
+        if components.get(path) is None:
+            components.set(path, order, "addon")
+    else:
+        settings.set(name, {path: order, **(components or {})}, "addon")
 
 
 def _path(obj: Any) -> str:

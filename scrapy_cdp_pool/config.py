@@ -8,11 +8,15 @@ setting stops the crawl at start-up instead of failing each request.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy.settings import BaseSettings
+from scrapy.utils.misc import load_object
+
+from scrapy_cdp_pool.identity.signed_out import SignedOutRule, parse_signed_out
 
 BROWSERS = ("lightpanda", "chromium")
 WAIT_UNTIL = ("load", "domcontentloaded")
@@ -53,6 +57,19 @@ class PoolConfig:
     download_timeout_s: float = 180.0
     download_maxsize: int = 1024 * 1024 * 1024
     download_warnsize: int = 32 * 1024 * 1024
+    status_interval_s: float = 30.0
+    status_file: str | None = None
+    server_memory_limit_mb: float | None = None
+    retry_backoff_base_s: float = 1.0
+    retry_backoff_max_s: float = 60.0
+    host_concurrency: int | None = None
+    host_rate: float | None = None
+    failures_file: str | None = None
+    profiles_dir: str | None = None
+    profile_save_state: bool = False
+    signed_out: SignedOutRule | None = None
+    sign_in: str | Callable[..., Any] | None = None
+    profile_max_failures: int = 5
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> PoolConfig:
@@ -98,6 +115,13 @@ class PoolConfig:
                 f"CDP_POOL_LIGHTPANDA_PATH: {lightpanda_path!r} is not a path to a "
                 "lightpanda binary"
             )
+        backoff_base = _seconds(settings, "CDP_POOL_RETRY_BACKOFF_BASE_SECONDS", 1.0)
+        backoff_max = _seconds(settings, "CDP_POOL_RETRY_BACKOFF_MAX_SECONDS", 60.0)
+        if backoff_max < backoff_base:
+            raise ValueError(
+                f"CDP_POOL_RETRY_BACKOFF_MAX_SECONDS: {backoff_max!r} is not a number of "
+                f"seconds >= CDP_POOL_RETRY_BACKOFF_BASE_SECONDS ({backoff_base!r})"
+            )
         return cls(
             render_all=_bool(settings, "CDP_POOL_RENDER_ALL"),
             endpoints=endpoints,
@@ -128,6 +152,21 @@ class PoolConfig:
             download_maxsize=_int(settings, "DOWNLOAD_MAXSIZE", minimum=0, default=1 << 30),
             download_warnsize=_int(
                 settings, "DOWNLOAD_WARNSIZE", minimum=0, default=32 * 1024 * 1024
+            ),
+            status_interval_s=_seconds(settings, "CDP_POOL_STATUS_INTERVAL_SECONDS", 30.0),
+            status_file=_optional_path(settings, "CDP_POOL_STATUS_FILE"),
+            server_memory_limit_mb=_optional_megabytes(settings, "CDP_POOL_SERVER_MEMORY_LIMIT_MB"),
+            retry_backoff_base_s=backoff_base,
+            retry_backoff_max_s=backoff_max,
+            host_concurrency=_optional_limit(settings, "CDP_POOL_HOST_CONCURRENCY", integer=True),
+            host_rate=_optional_limit(settings, "CDP_POOL_HOST_RATE", integer=False),
+            failures_file=_optional_path(settings, "CDP_POOL_FAILURES_FILE"),
+            profiles_dir=_optional_path(settings, "CDP_POOL_PROFILES_DIR"),
+            profile_save_state=_bool(settings, "CDP_POOL_PROFILE_SAVE_STATE"),
+            signed_out=_signed_out(settings, "CDP_POOL_SIGNED_OUT"),
+            sign_in=_callable(settings, "CDP_POOL_SIGN_IN"),
+            profile_max_failures=_int(
+                settings, "CDP_POOL_PROFILE_MAX_FAILURES", minimum=1, default=5
             ),
         )
 
@@ -165,6 +204,80 @@ def _seconds(settings: BaseSettings, name: str, default: float) -> float:
     if not value > 0:
         raise ValueError(f"{name}: {raw!r} is not a number of seconds > 0")
     return value
+
+
+def _optional_path(settings: BaseSettings, name: str) -> str | None:
+    raw: Any = settings.get(name)
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, os.PathLike):
+        raw = os.fspath(raw)
+    if not isinstance(raw, str):
+        raise ValueError(f"{name}: {raw!r} is not a file path; use a string, or None for none")
+    return raw
+
+
+def _optional_megabytes(settings: BaseSettings, name: str) -> float | None:
+    raw: Any = settings.get(name)
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, bool):
+        raise ValueError(f"{name}: {raw!r} is not a number of megabytes > 0, or None for no limit")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError) as e:
+        raise ValueError(
+            f"{name}: {raw!r} is not a number of megabytes > 0, or None for no limit"
+        ) from e
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{name}: {raw!r} is not a number of megabytes > 0, or None for no limit")
+    return value
+
+
+def _optional_limit(settings: BaseSettings, name: str, *, integer: bool) -> Any:
+    """An integer >= 1 (``integer``) or a number > 0, or None for no limit."""
+    raw: Any = settings.get(name)
+    if raw is None or raw == "":
+        return None
+    allowed = "an integer >= 1" if integer else "a number > 0"
+    message = f"{name}: {raw!r} is not {allowed}, or None for no limit"
+    if isinstance(raw, bool):
+        raise ValueError(message)
+    try:
+        value = int(raw) if integer else float(raw)
+    except (TypeError, ValueError) as e:
+        raise ValueError(message) from e
+    if integer and isinstance(raw, float) and raw != value:
+        raise ValueError(message)
+    if not value > 0 or value == float("inf"):
+        raise ValueError(message)
+    return value
+
+
+def _signed_out(settings: BaseSettings, name: str) -> SignedOutRule | None:
+    try:
+        return parse_signed_out(settings.get(name))
+    except ValueError as e:
+        raise ValueError(f"{name}: {e}") from e
+
+
+def _callable(settings: BaseSettings, name: str) -> str | Callable[..., Any] | None:
+    """A callable, or the import path of one (checked by importing it)."""
+    raw: Any = settings.get(name)
+    if raw is None or raw == "":
+        return None
+    if callable(raw):
+        return raw  # type: ignore[no-any-return]
+    allowed = "a callable or its import path, like 'myproject.auth.sign_in'"
+    if not isinstance(raw, str):
+        raise ValueError(f"{name}: {raw!r} is not {allowed}")
+    try:
+        obj = load_object(raw)
+    except (ImportError, AttributeError, NameError, ValueError) as e:
+        raise ValueError(f"{name}: {raw!r} cannot be imported ({e}); use {allowed}") from e
+    if not callable(obj):
+        raise ValueError(f"{name}: {raw!r} is not {allowed}")
+    return raw
 
 
 def _choice(settings: BaseSettings, name: str, allowed: tuple[str, ...], default: str) -> str:

@@ -56,6 +56,13 @@ def test_values_are_read() -> None:
         ("CDP_POOL_WAIT_UNTIL", "networkidle", "use one of load, domcontentloaded"),
         ("CDP_POOL_RENDER_ALL", "maybe", "not a boolean"),
         ("CDP_POOL_CHROMIUM_PATH", 42, "not a path"),
+        ("CDP_POOL_RETRY_BACKOFF_BASE_SECONDS", -1, "seconds > 0"),
+        ("CDP_POOL_RETRY_BACKOFF_MAX_SECONDS", 0.5, "seconds >= CDP_POOL_RETRY_BACKOFF_BASE"),
+        ("CDP_POOL_HOST_CONCURRENCY", 0, "integer >= 1, or None"),
+        ("CDP_POOL_HOST_CONCURRENCY", 2.5, "integer >= 1, or None"),
+        ("CDP_POOL_HOST_RATE", "fast", "number > 0, or None"),
+        ("CDP_POOL_HOST_RATE", -3, "number > 0, or None"),
+        ("CDP_POOL_FAILURES_FILE", 7, "not a file path"),
     ],
 )
 def test_bad_values_are_refused_by_name(name: str, value: Any, message: str) -> None:

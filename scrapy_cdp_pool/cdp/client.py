@@ -42,6 +42,10 @@ block (put the event on a queue or set a flag)."""
 
 _BROWSER = ""  # key of browser-level (session-less) event handlers
 
+CONNECTION_CLOSED_EVENT = "CDPConnection.closed"
+"""A pseudo-event every subscribed handler gets once when the connection
+closes, with params ``{"reason": str}``."""
+
 
 class CDPConnection:
     """A WebSocket to a CDP server (Lightpanda ``serve`` or Chromium).
@@ -225,6 +229,10 @@ class CDPConnection:
         for method, future in list(self._pending.values()):
             if not future.done():
                 future.set_exception(CDPConnectionClosed(f"{method}: {error}"))
+        # Sessions waiting for events (a page waiting for its load event) learn
+        # it at once instead of at their deadline.
+        for handler in list(self._handlers.values()):
+            handler(CONNECTION_CLOSED_EVENT, {"reason": reason})
         callbacks, self._close_callbacks = self._close_callbacks, []
         for callback in callbacks:
             callback()

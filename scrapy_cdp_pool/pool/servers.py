@@ -193,10 +193,20 @@ class EmbeddedServer(ABC):
         """Spawn the process, wait until it serves CDP, return the endpoint."""
 
 
+def watchdog_ms(config: PoolConfig) -> int:
+    """Lightpanda's ``--watchdog-ms``: half of ``DOWNLOAD_TIMEOUT``, at most its
+    own default of 30 s, at least 0.5 s. The watchdog ends a page stuck in
+    JavaScript (and closes its connection); a CDP timeout alone stops waiting
+    but leaves the server's thread spinning."""
+    return int(1000 * max(0.5, min(30.0, config.download_timeout_s / 2)))
+
+
 class LightpandaServer(EmbeddedServer):
     """``lightpanda serve`` from the ``lightpanda`` wheel (or
     ``CDP_POOL_LIGHTPANDA_PATH``), with ``--cdp-max-connections`` at least the
-    pool's connections (Lightpanda answers HTTP 503 past it)."""
+    pool's connections (Lightpanda answers HTTP 503 past it), and
+    ``--watchdog-ms`` below ``DOWNLOAD_TIMEOUT`` (:func:`watchdog_ms`) unless
+    ``CDP_POOL_LIGHTPANDA_ARGS`` sets it."""
 
     kind = "lightpanda"
 
@@ -223,10 +233,13 @@ class LightpandaServer(EmbeddedServer):
         binary = self.checked_binary()
         port = free_port()
         max_connections = max(16, self.config.connections * 2)
+        watchdog = ["--watchdog-ms", str(watchdog_ms(self.config))]
+        if any(arg.startswith("--watchdog-ms") for arg in self.config.lightpanda_args):
+            watchdog = []
         argv = [
             binary, "serve", "--host", "127.0.0.1", "--port", str(port),
             "--cdp-max-connections", str(max_connections),
-            "--log-level", "error",
+            "--log-level", "error", *watchdog,
             *self.config.lightpanda_args,
         ]  # fmt: skip
         proc = await self._spawn(argv)

@@ -75,6 +75,8 @@ class DocumentTracker:
             self.crashed = "the page crashed"
         elif method == "Target.detachedFromTarget":
             self.crashed = "the page was closed (detached from its target)"
+        elif method == "CDPConnection.closed":
+            self.crashed = f"the CDP connection closed ({params.get('reason', '')})"
         else:
             return
         self.changed.set()

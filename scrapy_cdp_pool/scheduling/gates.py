@@ -3,7 +3,10 @@
 A request's gate key is its identity (``meta["cdp_profile"]``, empty for none)
 and its host. The identity gate is closed while another request of that
 identity is in flight. Host gates (pauses after 429/``Retry-After``, per-host
-concurrency and rate) plug in through :meth:`add_host_check`.
+concurrency and rate) plug in through :meth:`add_host_check`, and see requests
+start and end through :meth:`add_dequeue_hook` and :meth:`add_finish_hook`. A
+request whose ``meta["cdp_not_before"]`` (epoch seconds) is in the future has a
+gate of its own, closed until then (retry backoff).
 
 Requests are marked in flight when the scheduler hands them out
 (:meth:`on_dequeued`) and released when the download is over, whatever its
@@ -14,11 +17,14 @@ gate opens, the engine is asked to pull from the scheduler again.
 from __future__ import annotations
 
 import logging
+import math
+import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
+from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 
 from scrapy_cdp_pool.scheduling.identity_locks import IdentityLocks, LocalIdentityLocks
@@ -29,10 +35,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PROFILE_META_KEY = "cdp_profile"
+NOT_BEFORE_META_KEY = "cdp_not_before"
 _TOKEN_META_KEY = "_cdp_gate_token"  # noqa: S105 - a meta key, not a secret
 
 HostCheck = Callable[[str], bool]
 """``check(host) -> bool``: whether a request to ``host`` may start now."""
+DequeueHook = Callable[[Request, float], None]
+"""``hook(request, now)``: ``request`` was handed out at ``time.monotonic()`` ``now``."""
+FinishHook = Callable[[Request], None]
 
 
 def identity_of(request: Request) -> str:
@@ -46,13 +56,28 @@ def host_of(request: Request) -> str:
 
 
 def gate_key(request: Request) -> str:
-    """``"<identity>|<host>"``: requests with the same key share a gate."""
-    return f"{identity_of(request)}|{host_of(request)}"
+    """``"<identity>|<host>"``: requests with the same key share a gate. A
+    request not to start before a future time gets ``"|@<epoch seconds>"``
+    added (rounded up to 0.1 s)."""
+    key = f"{identity_of(request)}|{host_of(request)}"
+    not_before = request.meta.get(NOT_BEFORE_META_KEY)
+    if isinstance(not_before, (int, float)) and not_before > time.time():
+        key += f"|@{math.ceil(not_before * 10) / 10:.1f}"
+    return key
 
 
 def split_key(key: str) -> tuple[str, str]:
     identity, _, host = key.partition("|")
-    return identity, host
+    return identity, host.partition("|@")[0]
+
+
+def not_before_of(key: str) -> float | None:
+    """The epoch time before which gate ``key`` stays closed, if any."""
+    _, marker, when = key.rpartition("|@")
+    try:
+        return float(when) if marker else None
+    except ValueError:  # "|@" in an identity name, not a time
+        return None
 
 
 class RequestGates:
@@ -60,6 +85,9 @@ class RequestGates:
         self.crawler = crawler
         self.locks: IdentityLocks = locks or LocalIdentityLocks()
         self._host_checks: list[HostCheck] = []
+        self._dequeue_hooks: list[DequeueHook] = []
+        self._finish_hooks: list[FinishHook] = []
+        self._wakes: dict[float, Any] = {}
         self._tokens = 0
         self._queues: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -74,8 +102,20 @@ class RequestGates:
     def add_host_check(self, check: HostCheck) -> None:
         self._host_checks.append(check)
 
+    def add_dequeue_hook(self, hook: DequeueHook) -> None:
+        self._dequeue_hooks.append(hook)
+
+    def add_finish_hook(self, hook: FinishHook) -> None:
+        self._finish_hooks.append(hook)
+
     def is_open(self, key: str) -> bool:
         """Whether the head request of gate ``key`` may start now."""
+        not_before = not_before_of(key)
+        if not_before is not None:
+            remaining = not_before - time.time()  # epoch: meta outlives the process
+            if remaining > 0:
+                self.wake(remaining)
+                return False
         identity, host = split_key(key)
         if identity and self.locks.is_busy(identity):
             return False
@@ -85,6 +125,9 @@ class RequestGates:
         """The scheduler handed ``request`` out: mark its identity in flight.
         The token stays in the request's meta so retries of the same request
         object are recognised."""
+        now = time.monotonic()
+        for hook in self._dequeue_hooks:
+            hook(request, now)
         identity = identity_of(request)
         if not identity:
             return
@@ -100,19 +143,33 @@ class RequestGates:
     def on_finished(self, request: Request) -> None:
         """The download of ``request`` is over: release its identity and ask
         the engine to look at the queue again."""
+        for hook in self._finish_hooks:
+            hook(request)
         identity = identity_of(request)
         token = request.meta.pop(_TOKEN_META_KEY, None)
-        if identity and token is not None and self.locks.release(identity, token):
+        released = identity and token is not None and self.locks.release(identity, token)
+        if released or self._finish_hooks:
             self.wake()
 
     def wake(self, delay_s: float = 0.0) -> None:
         """Ask the engine to pull from the scheduler (now or in ``delay_s``
-        seconds): a gate opened. Uses the engine's own scheduling loop."""
+        seconds): a gate opened. Uses the engine's own scheduling loop; a
+        delayed wake has its own timer (one per due time), as the engine's
+        ``nextcall`` ignores new calls while one is pending."""
+        if delay_s > 0:
+            due = round(time.monotonic() + delay_s, 3)
+            if due not in self._wakes:
+                self._wakes[due] = call_later(delay_s, self._timed_wake, due)
+            return
         engine: Any = getattr(self.crawler, "engine", None)
         slot = getattr(engine, "_slot", None)
         nextcall = getattr(slot, "nextcall", None)
         if nextcall is not None:
-            nextcall.schedule(delay_s)
+            nextcall.schedule()
+
+    def _timed_wake(self, due: float) -> None:
+        self._wakes.pop(due, None)
+        self.wake()
 
 
 _gates: weakref.WeakKeyDictionary[Crawler, RequestGates] = weakref.WeakKeyDictionary()

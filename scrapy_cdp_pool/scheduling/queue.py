@@ -25,6 +25,9 @@ from scrapy.pqueues import QueueProtocol, ScrapyPriorityQueue
 
 from scrapy_cdp_pool.scheduling.gates import RequestGates, gate_key, gates_for
 
+UNSERIALIZABLE_META_KEY = "_cdp_unserializable"
+"""Set on a request the JOBDIR disk queue refused, with the serializer's error."""
+
 if TYPE_CHECKING:
     from typing import Self
 
@@ -97,7 +100,12 @@ class IdentityAwarePriorityQueue:
         queue = self.pqueues.get(gate)
         if queue is None:
             queue = self.pqueues[gate] = self._pqfactory(gate)
-        queue.push(request)
+        try:
+            queue.push(request)
+        except ValueError as e:
+            if self.key:  # JOBDIR: the scheduler keeps it in memory; fail it by name
+                request.meta[UNSERIALIZABLE_META_KEY] = str(e)
+            raise
 
     def _best(self) -> str | None:
         best: str | None = None

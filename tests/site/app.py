@@ -8,6 +8,8 @@ Routes live in small modules grouped by purpose:
   /latin1, /slow, /busy-loop
 - ``shop``: /products, /product/<id>
 - ``stats``: /inflight, /stats, /stats/reset (and hit counting for all)
+- ``faults``: /flaky, /rate-limited, /fault-records
+- ``sessions``: /login, /account, /refresh, /whoami, /local-storage, /session-inflight
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import signal
 
 from aiohttp import web
 
-from . import assets, browser, protocol, shop, stats
+from . import assets, browser, faults, protocol, sessions, shop, stats
 from .common import PARKED, cancel_parked
 
 HOST = "127.0.0.1"
@@ -30,8 +32,9 @@ def make_app() -> web.Application:
     app[browser.NEVER] = asyncio.Event()
     app[PARKED] = set()
     app.on_shutdown.append(cancel_parked)
-    for module in (protocol, assets, browser, shop, stats):
+    for module in (protocol, assets, browser, shop, stats, sessions):
         app.router.add_routes(module.routes)
+    app.router.add_routes(faults.routes)
     return app
 
 

@@ -1,0 +1,92 @@
+"""FailureRecorderMiddleware: every request that finally fails, with its reason.
+
+Installed by the add-on at order 540, just below the retry policy (550): in the
+response direction it sees what is left once retries are decided, that is the
+exception a request gave up with, or a final response with an error status
+(``>= 400``). Reasons are the exception's class name
+(``DownloadTimeoutError``) or ``http_<status>`` (``http_404``).
+``IgnoreRequest`` (offsite, robots.txt, a dropped request) is not a failure.
+
+Stats: ``cdp_pool/failures`` and ``cdp_pool/failures/<reason>``. With
+``CDP_POOL_FAILURES_FILE`` set, one JSON object per line is appended to that
+file for each failure: ``time`` (UTC, ISO 8601), ``spider``, ``url``,
+``method``, ``reason``, ``status`` (``null`` for an exception), ``retry_times``
+and ``message``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import IO, TYPE_CHECKING, Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response
+from scrapy.utils.response import response_status_message
+
+from scrapy_cdp_pool.config import PoolConfig
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+class FailureRecorderMiddleware:
+    def __init__(self, crawler: Crawler, path: str | None) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.path = path
+        self._file: IO[str] | None = None
+        if path is not None:
+            try:
+                # Line-buffered: each failure is on disk when it is recorded.
+                self._file = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+            except OSError as e:
+                raise ValueError(f"CDP_POOL_FAILURES_FILE: cannot open {path!r}: {e}") from e
+            crawler.signals.connect(self.close, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler, PoolConfig.from_settings(crawler.settings).failures_file)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if response.status >= 400:
+            self.record(
+                request,
+                f"http_{response.status}",
+                response_status_message(response.status),
+                response.status,
+            )
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        if not isinstance(exception, IgnoreRequest):
+            self.record(request, type(exception).__name__, str(exception), None)
+
+    def record(self, request: Request, reason: str, message: str, status: int | None) -> None:
+        self.stats.inc_value("cdp_pool/failures")
+        self.stats.inc_value(f"cdp_pool/failures/{reason}")
+        if self._file is None:
+            return
+        spider = self.crawler.spider
+        line: dict[str, Any] = {
+            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
+            "spider": spider.name if spider is not None else None,
+            "url": request.url,
+            "method": request.method,
+            "reason": reason,
+            "status": status,
+            "retry_times": request.meta.get("retry_times", 0),
+            "message": message,
+        }
+        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -1,0 +1,107 @@
+"""HostLimits: ``CDP_POOL_HOST_CONCURRENCY`` and ``CDP_POOL_HOST_RATE``, enforced
+exactly where requests start: the scheduler queue.
+
+Scrapy's own per-domain concurrency is not enforced by its asyncio downloader
+when ``DOWNLOAD_DELAY`` is 0, so the limits are host gates of the queue
+(:class:`~scrapy_cdp_pool.scheduling.gates.RequestGates`). A request counts as
+in flight from the moment the queue hands it out to the end of its download,
+whatever the outcome; starts of one host are spaced at least
+``1 / CDP_POOL_HOST_RATE`` seconds apart. Every request goes through the queue,
+rendered or not, so the limits hold for both.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from scrapy import Request
+from scrapy.exceptions import NotConfigured
+
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for, host_of
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+_SLOT_META_KEY = "_cdp_host_slot"
+
+
+class HostLimits:
+    """An extension (the add-on installs it); ``NotConfigured`` when neither
+    limit is set. Stat: ``cdp_pool/host_in_flight_max``, the most requests in
+    flight to one host."""
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        gates: RequestGates,
+        concurrency: int | None,
+        rate: float | None,
+    ) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.gates = gates
+        self.concurrency = concurrency
+        self.interval_s = 1.0 / rate if rate else 0.0
+        self.in_flight: Counter[str] = Counter()
+        self._slots: dict[str, str] = {}  # token in the request's meta -> host
+        self._last_start: dict[str, float] = {}  # host -> time.monotonic()
+        self._tokens = itertools.count(1)
+        gates.add_host_check(self.is_open)
+        gates.add_dequeue_hook(self.on_dequeued)
+        gates.add_finish_hook(self.on_finished)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        config = PoolConfig.from_settings(crawler.settings)
+        if config.host_concurrency is None and config.host_rate is None:
+            raise NotConfigured  # no per-host limit: nothing to install
+        return cls(crawler, gates_for(crawler), config.host_concurrency, config.host_rate)
+
+    def is_open(self, host: str) -> bool:
+        """Host gate: room under the concurrency limit, and the host's last
+        start at least one interval ago."""
+        if self.concurrency is not None and self.in_flight[host] >= self.concurrency:
+            return False  # reopened by on_finished
+        if self.interval_s:
+            last = self._last_start.get(host)
+            if last is not None:
+                remaining = last + self.interval_s - time.monotonic()
+                if remaining > 0:
+                    self.gates.wake(remaining)
+                    return False
+                del self._last_start[host]
+        return True
+
+    def on_dequeued(self, request: Request, now: float) -> None:
+        stale = self._slots.pop(request.meta.get(_SLOT_META_KEY, ""), None)
+        if stale is not None:
+            # A copy of a request that never finished (a middleware replaced
+            # it in process_request): give its slot back.
+            self._release(stale)
+        host = host_of(request)
+        token = f"{id(self)}:{next(self._tokens)}"
+        request.meta[_SLOT_META_KEY] = token
+        self._slots[token] = host
+        self.in_flight[host] += 1
+        self.stats.max_value("cdp_pool/host_in_flight_max", self.in_flight[host])
+        if self.interval_s:
+            self._last_start[host] = now
+
+    def on_finished(self, request: Request) -> None:
+        host = self._slots.pop(request.meta.pop(_SLOT_META_KEY, ""), None)
+        if host is not None:
+            self._release(host)
+
+    def _release(self, host: str) -> None:
+        self.in_flight[host] -= 1
+        if self.in_flight[host] <= 0:
+            del self.in_flight[host]

@@ -1,0 +1,107 @@
+"""HostPauseMiddleware: a 429 (or a 503 with ``Retry-After``) pauses the whole
+host, so that no request to it starts until the time the server asked for.
+
+The pause is a host gate of the scheduler queue
+(:meth:`~scrapy_cdp_pool.scheduling.gates.RequestGates.add_host_check`): every
+request to the host waits in the queue, whichever callback produced it, and
+nothing else waits. ``Retry-After`` is read as seconds or an HTTP-date; a 429
+without it pauses the host for ``CDP_POOL_RETRY_BACKOFF_BASE_SECONDS``, doubled
+for each 429 in a row, up to ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS`` (which also
+caps a longer ``Retry-After``).
+
+Installed by the add-on at order 960: its ``process_response`` sees the raw
+response before the request's gates are released (950) and before the retry
+policy (550) schedules the retry.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from scrapy import Request
+from scrapy.http import Response
+
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.resilience.backoff import parse_retry_after, pause_delay
+from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for, host_of
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+class HostPauseMiddleware:
+    """Stats: ``cdp_pool/host_pauses`` (pauses started or extended) and
+    ``cdp_pool/host_pause_seconds_max`` (longest pause asked for)."""
+
+    def __init__(self, crawler: Crawler, gates: RequestGates, config: PoolConfig) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.gates = gates
+        self.base_s = config.retry_backoff_base_s
+        self.max_s = config.retry_backoff_max_s
+        self._until: dict[str, float] = {}  # host -> time.monotonic() the pause ends
+        self._strikes: dict[str, int] = {}  # host -> 429s in a row without Retry-After
+        gates.add_host_check(self.is_open)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler, gates_for(crawler), PoolConfig.from_settings(crawler.settings))
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        if "cached" in response.flags:
+            return response
+        host = host_of(request)
+        header = response.headers.get(b"Retry-After")
+        if response.status == 429 or (response.status == 503 and header is not None):
+            seconds = parse_retry_after(header)
+            if seconds is None and response.status == 429:
+                strikes = self._strikes[host] = self._strikes.get(host, 0) + 1
+                seconds = pause_delay(strikes, self.base_s, self.max_s)
+            if seconds is not None:
+                self.pause(host, seconds, response.status, header)
+        elif response.status < 500:
+            self._strikes.pop(host, None)
+        return response
+
+    def pause(self, host: str, seconds: float, status: int, header: bytes | None) -> None:
+        """No request to ``host`` starts in the next ``seconds`` (capped at
+        ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS``)."""
+        if seconds > self.max_s:
+            logger.warning(
+                "%s asked for a %.1f s pause (Retry-After: %r); pausing %.1f s, "
+                "CDP_POOL_RETRY_BACKOFF_MAX_SECONDS",
+                host, seconds, header, self.max_s, extra={"crawler": self.crawler},
+            )  # fmt: skip
+            seconds = self.max_s
+        if seconds <= 0:
+            return
+        until = time.monotonic() + seconds
+        if until <= self._until.get(host, 0.0):
+            return
+        self._until[host] = until
+        self.stats.inc_value("cdp_pool/host_pauses")
+        self.stats.max_value("cdp_pool/host_pause_seconds_max", round(seconds, 3))
+        logger.info(
+            "Pausing requests to %s for %.1f s (HTTP %d, Retry-After: %s)",
+            host, seconds, status, header.decode("latin-1") if header else "none",
+            extra={"crawler": self.crawler},
+        )  # fmt: skip
+        self.gates.wake(seconds)
+
+    def is_open(self, host: str) -> bool:
+        """Host gate: ``False`` while ``host`` is paused."""
+        until = self._until.get(host)
+        if until is None:
+            return True
+        remaining = until - time.monotonic()
+        if remaining <= 0:
+            del self._until[host]
+            return True
+        self.gates.wake(remaining)
+        return False

@@ -1,0 +1,73 @@
+"""RequestChecksMiddleware: a request that cannot be what it claims fails by
+name, alone, before it is downloaded; the crawl goes on.
+
+- With ``JOBDIR``, Scrapy keeps a request its disk queue cannot serialize in
+  memory, silently, so it is lost on a restart. The scheduler queue marks such
+  a request (:data:`~scrapy_cdp_pool.scheduling.queue.UNSERIALIZABLE_META_KEY`)
+  and it fails here with :class:`UnserializableRequestError`, naming the meta
+  keys (or the callback) that cannot be stored.
+- ``meta["cdp_not_before"]`` must be a number of epoch seconds.
+"""
+
+from __future__ import annotations
+
+import pickle
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
+
+from scrapy_cdp_pool.scheduling.gates import NOT_BEFORE_META_KEY
+from scrapy_cdp_pool.scheduling.queue import UNSERIALIZABLE_META_KEY
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+
+class UnserializableRequestError(ValueError):
+    """The request cannot be stored in ``JOBDIR``; the message names why."""
+
+
+def unserializable_parts(request: Request, spider: Any) -> list[str]:
+    """What keeps ``request`` out of a disk queue: ``"meta['key']"`` for each
+    meta value pickle refuses, or the callback the spider does not have."""
+    parts: list[str] = []
+    try:
+        request.to_dict(spider=spider)
+    except ValueError as e:
+        parts.append(str(e))
+    for key, value in request.meta.items():
+        if key == UNSERIALIZABLE_META_KEY:
+            continue
+        try:
+            pickle.dumps(value, protocol=4)
+        except (pickle.PicklingError, TypeError, AttributeError, ValueError) as e:
+            parts.append(f"meta[{key!r}] ({type(value).__name__}: {e})")
+    return parts
+
+
+class RequestChecksMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    def process_request(self, request: Request) -> None:
+        error = request.meta.get(UNSERIALIZABLE_META_KEY)
+        if error is not None:
+            parts = unserializable_parts(request, self.crawler.spider) or [str(error)]
+            raise UnserializableRequestError(
+                f"{request} cannot be stored in JOBDIR, so it would be lost on a "
+                f"restart: {'; '.join(parts)}"
+            )
+        not_before = request.meta.get(NOT_BEFORE_META_KEY)
+        if not_before is not None and (
+            isinstance(not_before, bool) or not isinstance(not_before, (int, float))
+        ):
+            raise ValueError(
+                f"{request}: meta[{NOT_BEFORE_META_KEY!r}] = {not_before!r}; "
+                "expected epoch seconds (a number)"
+            )

@@ -1,0 +1,223 @@
+"""Retry policy: Scrapy's retry settings with backoff that blocks nothing, 4xx not
+retried (429 aside), every final failure recorded by reason. Real crawls of the
+fault-injecting routes of the test site (``tests/site/faults.py``); times are
+compared on the site's own clock only."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+import uuid
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+import scrapy
+from scrapy.crawler import Crawler
+from scrapy.settings import Settings
+
+from scrapy_cdp_pool import Addon
+from scrapy_cdp_pool.resilience.backoff import backoff_delay, parse_retry_after, pause_delay
+from scrapy_cdp_pool.resilience.retry import retry_http_codes
+from tests.crawl import crawl
+from tests.servers import SiteServer
+
+BASE = 0.4  # CDP_POOL_RETRY_BACKOFF_BASE_SECONDS in these crawls
+RETRYING: dict[str, Any] = {
+    "RETRY_ENABLED": True,
+    "RETRY_TIMES": 3,
+    "CDP_POOL_RETRY_BACKOFF_BASE_SECONDS": BASE,
+    "CDP_POOL_RETRY_BACKOFF_MAX_SECONDS": 5,
+}
+
+
+def token() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+def records(site: SiteServer, key: str) -> dict[str, Any]:
+    with urllib.request.urlopen(site.url(f"/fault-records?key={key}"), timeout=10) as response:
+        data: dict[str, Any] = json.loads(response.read())
+        return data
+
+
+def assert_contexts_balanced(crawler: Crawler) -> None:
+    stats = crawler.stats.get_stats()
+    assert stats.get("cdp_pool/contexts_opened") == stats.get("cdp_pool/contexts_closed")
+
+
+# Pure parts ------------------------------------------------------------------
+
+
+def test_backoff_doubles_with_jitter_in_the_upper_half_and_is_capped() -> None:
+    for attempt, step in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 10.0), (9, 10.0)]:
+        delays = [backoff_delay(attempt, 1.0, 10.0) for _ in range(200)]
+        assert all(step / 2 <= d <= step for d in delays), (attempt, min(delays), max(delays))
+        assert len(set(delays)) > 1  # jittered
+    assert [pause_delay(n, 0.5, 3.0) for n in (1, 2, 3, 4)] == [0.5, 1.0, 2.0, 3.0]
+
+
+def test_retry_after_seconds_and_http_dates() -> None:
+    now = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
+    assert parse_retry_after(b"2", now) == 2.0
+    assert parse_retry_after(" 120 ", now) == 120.0
+    later = format_datetime(now + timedelta(seconds=30), usegmt=True)
+    assert parse_retry_after(later, now) == 30.0
+    assert parse_retry_after("Tue, 01 Jan 2030 12:00:05 -0000", now) == 5.0
+    assert parse_retry_after("Mon, 31 Dec 2029 00:00:00 GMT", now) == 0.0  # past
+    assert parse_retry_after("soon", now) is None
+    assert parse_retry_after("-1", now) is None
+    assert parse_retry_after(None, now) is None
+
+
+def test_default_retry_codes_drop_408_but_keep_429_and_a_set_value_is_kept() -> None:
+    settings = Settings()
+    Addon().update_settings(settings)
+    codes = retry_http_codes(settings)
+    assert 408 not in codes
+    assert {429, 500, 502, 503, 504} <= codes
+    settings = Settings({"RETRY_HTTP_CODES": [408, 503]})
+    assert retry_http_codes(settings) == {408, 503}
+
+
+def test_addon_swaps_scrapys_retry_middleware_for_the_policy() -> None:
+    settings = Settings()
+    Addon().update_settings(settings)
+    middlewares = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
+    assert middlewares["scrapy.downloadermiddlewares.retry.RetryMiddleware"] is None
+    assert middlewares["scrapy_cdp_pool.resilience.RetryPolicyMiddleware"] == 550
+
+
+# Crawls ----------------------------------------------------------------------
+
+
+@pytest_twisted.ensureDeferred
+async def test_503_twice_then_200_gives_one_item_after_two_spaced_retries(
+    site: SiteServer,
+) -> None:
+    key = token()
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url(f"/flaky?key={key}&fail=2&status=503"), meta={"cdp": True})],
+        RETRYING,
+    )
+    assert not spider.failures
+    assert [r.status for r in spider.responses] == [200]
+    assert spider.responses[0].css("p.item::text").get() == key
+    stats = crawler.stats.get_stats()
+    assert stats["retry/count"] == 2
+    assert stats["retry/reason_count/503 Service Unavailable"] == 2
+    assert stats["cdp_pool/contexts_opened"] == 3  # each try in a fresh context
+    assert_contexts_balanced(crawler)
+    assert "cdp_pool/failures" not in stats
+    # Backoff, on the site's clock: retry n waits at least half its step.
+    arrivals = records(site, key)["arrivals"]
+    assert len(arrivals) == 3
+    assert arrivals[1] - arrivals[0] >= BASE / 2
+    assert arrivals[2] - arrivals[1] >= BASE
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_request_waiting_for_its_retry_blocks_nothing(site: SiteServer) -> None:
+    """While a retry waits out its backoff in the queue, later requests of the
+    same host pass it, even with one request in flight per host."""
+    key, other = token(), token()
+    spider, _ = await crawl(
+        [
+            scrapy.Request(site.url(f"/flaky?key={key}&fail=1&status=500"), priority=1),
+            *(scrapy.Request(site.url(f"/flaky?key={other}{i}&fail=0")) for i in range(3)),
+        ],
+        {
+            **RETRYING,
+            "CDP_POOL_RETRY_BACKOFF_BASE_SECONDS": 4,
+            "CDP_POOL_RETRY_BACKOFF_MAX_SECONDS": 4,
+            "CDP_POOL_HOST_CONCURRENCY": 1,
+        },
+    )
+    assert not spider.failures
+    assert len(spider.responses) == 4
+    waited = records(site, key)["arrivals"]
+    assert waited[1] - waited[0] >= 2
+    others = [records(site, f"{other}{i}")["arrivals"][0] for i in range(3)]
+    assert all(waited[0] < t < waited[1] for t in others)
+
+
+@pytest.mark.parametrize("status", [404, 408])
+@pytest_twisted.ensureDeferred
+async def test_4xx_is_not_retried_and_is_recorded_as_a_failure(
+    site: SiteServer, tmp_path: Path, status: int
+) -> None:
+    failures_file = tmp_path / "failures.jsonl"
+    key = token()
+    url = site.url(f"/flaky?key={key}&fail=5&status={status}")
+    spider, crawler = await crawl(
+        [scrapy.Request(url, meta={"cdp": True})],
+        {**RETRYING, "CDP_POOL_FAILURES_FILE": str(failures_file)},
+    )
+    assert [r.status for r in spider.responses] == [status]
+    assert len(records(site, key)["arrivals"]) == 1
+    stats = crawler.stats.get_stats()
+    assert "retry/count" not in stats
+    assert stats["cdp_pool/failures"] == 1
+    assert stats[f"cdp_pool/failures/http_{status}"] == 1
+    assert_contexts_balanced(crawler)
+    lines = [json.loads(line) for line in failures_file.read_text().splitlines()]
+    assert len(lines) == 1
+    assert lines[0]["url"] == url
+    assert lines[0]["reason"] == f"http_{status}"
+    assert lines[0]["status"] == status
+    assert lines[0]["retry_times"] == 0
+    assert lines[0]["spider"] == "recording"
+
+
+@pytest_twisted.ensureDeferred
+async def test_retries_are_capped_and_the_give_up_is_recorded(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    failures_file = tmp_path / "failures.jsonl"
+    capped, untouched = token(), token()
+    _, crawler = await crawl(
+        [
+            scrapy.Request(
+                site.url(f"/flaky?key={capped}&fail=9&status=500"),
+                meta={"cdp": True, "max_retry_times": 1},
+            ),
+            scrapy.Request(
+                site.url(f"/flaky?key={untouched}&fail=9&status=502"),
+                meta={"cdp": True, "dont_retry": True},
+            ),
+        ],
+        {**RETRYING, "CDP_POOL_FAILURES_FILE": str(failures_file)},
+    )
+    assert len(records(site, capped)["arrivals"]) == 2
+    assert len(records(site, untouched)["arrivals"]) == 1
+    stats = crawler.stats.get_stats()
+    assert stats["retry/max_reached"] == 1
+    assert stats["cdp_pool/failures/http_500"] == 1
+    assert stats["cdp_pool/failures/http_502"] == 1
+    reasons = sorted(
+        (line["reason"], line["retry_times"])
+        for line in map(json.loads, failures_file.read_text().splitlines())
+    )
+    assert reasons == [("http_500", 1), ("http_502", 0)]
+    assert_contexts_balanced(crawler)
+
+
+@pytest_twisted.ensureDeferred
+async def test_429_without_retry_after_pauses_the_host_exponentially(site: SiteServer) -> None:
+    key = token()
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url(f"/flaky?key={key}&fail=2&status=429"), meta={"cdp": True})],
+        RETRYING,
+    )
+    assert [r.status for r in spider.responses] == [200]
+    arrivals = records(site, key)["arrivals"]
+    assert len(arrivals) == 3
+    assert arrivals[1] - arrivals[0] >= BASE  # host paused base, then 2 x base
+    assert arrivals[2] - arrivals[1] >= 2 * BASE
+    stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/host_pauses"] == 2
+    assert stats["cdp_pool/host_pause_seconds_max"] == pytest.approx(2 * BASE)
+    assert_contexts_balanced(crawler)
