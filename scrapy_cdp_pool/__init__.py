@@ -4,11 +4,17 @@ Chrome DevTools Protocol connections (Lightpanda, Chromium, remote endpoints).""
 from scrapy_cdp_pool.addon import Addon
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.handler import CDPDownloadHandler
+from scrapy_cdp_pool.identity.middleware import ProfileMiddleware
 from scrapy_cdp_pool.pool.pool import ConnectionPool
+from scrapy_cdp_pool.scheduling.queue import IdentityAwarePriorityQueue
+from scrapy_cdp_pool.telemetry import EngineStatusExtension
 
 __all__ = [
     "Addon",
     "CDPDownloadHandler",
     "ConnectionPool",
+    "EngineStatusExtension",
+    "IdentityAwarePriorityQueue",
     "PoolConfig",
+    "ProfileMiddleware",
 ]

@@ -14,6 +14,8 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.identity.registry import identities_for
+from scrapy_cdp_pool.pool.pool import CapabilityUnavailable
 from scrapy_cdp_pool.pool.registry import acquire_pool, release_pool
 from scrapy_cdp_pool.render.errors import ActionError, PoolUnavailable, error_kind, to_scrapy_error
 from scrapy_cdp_pool.render.response import build_response
@@ -58,6 +60,7 @@ class CDPDownloadHandler:
             crawler.settings.getdict("DEFAULT_REQUEST_HEADERS")
         )
         self.pool = acquire_pool(crawler, self.config)
+        self.identities = identities_for(crawler, self.config)
         self._pool_failed = False
         crawler.signals.connect(self._record_stats, signal=signals.spider_closed)
 
@@ -75,16 +78,21 @@ class CDPDownloadHandler:
         if not self.should_render(request):
             response: Response = await self._fallback(request).download_request(request)
             return response
-        spec = build_spec(request, self.config, self._default_headers)
+        context = self.identities.context_for(request)  # a profile's, or None
+        spec = build_spec(request, self.config, self._default_headers, context=context)
+        requires = context.requirements() if context is not None else frozenset()
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
         started = time.monotonic()
         try:
             async with asyncio.timeout(timeout_s):
-                async with self.pool.lease() as lease:
+                async with self.pool.lease(requires=requires) as lease:
                     result = await render(lease, spec)
         except ActionError as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             raise
+        except CapabilityUnavailable as e:  # this profile only, not the whole pool
+            self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
+            raise self.identities.unsupported(request, e) from e
         except Exception as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             if isinstance(e, PoolUnavailable):
@@ -93,6 +101,8 @@ class CDPDownloadHandler:
                 e = TimeoutError(f"no response within download_timeout = {timeout_s:g} s")
             raise to_scrapy_error(e, str(request)) from e
         seconds = time.monotonic() - started
+        if context is not None and result.storage_state is not None:
+            await self.identities.save_state(request, result.storage_state)
         self.stats.inc_value("cdp_pool/pages" if result.rendered else "cdp_pool/documents_raw")
         self.stats.max_value("cdp_pool/render_seconds_max", round(seconds, 3))
         self.stats.max_value("cdp_pool/pages_in_flight_max", self.pool.pages_in_flight_max)

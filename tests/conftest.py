@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.servers import LightpandaProcess, SiteServer
+from tests.servers import ChromiumProcess, LightpandaProcess, SiteServer
 
 
 @pytest.fixture(scope="session")
@@ -17,5 +17,12 @@ def site() -> Iterator[SiteServer]:
 @pytest.fixture(scope="session")
 def lightpanda_endpoint() -> Iterator[str]:
     server = LightpandaProcess()
+    yield server.endpoint
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium_endpoint() -> Iterator[str]:
+    server = ChromiumProcess()
     yield server.endpoint
     server.stop()

@@ -1,14 +1,20 @@
 """Real servers the tests start on 127.0.0.1 and stop themselves: the test
 site (``python -m tests.site``) and a Lightpanda CDP server used as a remote
-endpoint. Each is read from its own output or port, with a deadline."""
+endpoint, and a Chromium one. Each is read from its own output or port, with a
+deadline."""
 
 from __future__ import annotations
 
 import json
 import os
+import queue
+import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -86,6 +92,53 @@ class LightpandaProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+class ChromiumProcess:
+    """Headless ``/usr/bin/chromium`` with ``--remote-debugging-port=0``, as a
+    remote CDP endpoint: its ``ws://`` URL is read from the "DevTools listening
+    on" line of its stderr, with a deadline; stopped by PID (its process group)."""
+
+    def __init__(self, path: str = "/usr/bin/chromium") -> None:
+        from scrapy_cdp_pool.pool.servers import CHROMIUM_FLAGS
+
+        self.user_data_dir = tempfile.mkdtemp(prefix="tests-chromium-")
+        self.proc = subprocess.Popen(
+            [path, *CHROMIUM_FLAGS, "--remote-debugging-address=127.0.0.1",
+             "--remote-debugging-port=0", f"--user-data-dir={self.user_data_dir}", "about:blank"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True, start_new_session=True,
+        )  # fmt: skip
+        # A thread reads stderr to its end (Chromium never blocks on a full
+        # pipe) and hands over the DevTools URL; we wait for it with a deadline.
+        urls: queue.Queue[str] = queue.Queue()
+        self._reader = threading.Thread(target=self._read_stderr, args=(urls,), daemon=True)
+        self._reader.start()
+        try:
+            self.endpoint = urls.get(timeout=START_DEADLINE_S)
+        except queue.Empty:
+            self.stop()
+            raise RuntimeError("chromium did not print its DevTools URL in time") from None
+
+    def _read_stderr(self, urls: queue.Queue[str]) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            match = re.search(r"DevTools listening on (ws://\S+)", line)
+            if match:
+                urls.put(match.group(1))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._reader.join(timeout=5)  # it ends at the pipe's end
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        shutil.rmtree(self.user_data_dir, ignore_errors=True)
 
 
 def _readline_with_deadline(proc: subprocess.Popen[str], deadline_s: float) -> str:

@@ -1,0 +1,2 @@
+"""Stored identities (profiles): files, context options, health, the
+downloader middleware that signs them back in, and the ``profile`` command."""

@@ -1,0 +1,73 @@
+"""Playwright pages for code you write yourself (sign-in hooks, ``profile
+create``), on the same CDP servers the pool uses.
+
+Playwright connects over CDP (``chromium.connect_over_cdp``) to a running
+server, opens one context with a profile's storage state and identity, gives
+the page to the caller, and reads the context's storage state at the end.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from scrapy_cdp_pool.identity.options import describe_requirements
+from scrapy_cdp_pool.render.errors import PoolUnavailable
+
+if TYPE_CHECKING:
+    from playwright.async_api import BrowserContext, Page
+
+    from scrapy_cdp_pool.pool.pool import ConnectionPool
+
+
+@asynccontextmanager
+async def playwright_page(
+    endpoint: str, context_args: dict[str, Any], timeout_s: float
+) -> AsyncIterator[tuple[BrowserContext, Page]]:
+    """A new context (``Browser.new_context(**context_args)``) and page on
+    the CDP server at ``endpoint``; both closed at the end, the server left
+    running. ``timeout_s`` is Playwright's default timeout for each step."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.connect_over_cdp(endpoint, timeout=timeout_s * 1000)
+        try:
+            context = await browser.new_context(**context_args)
+            context.set_default_timeout(timeout_s * 1000)
+            try:
+                page = await context.new_page()
+                yield context, page
+            finally:
+                await context.close()
+        finally:
+            await browser.close()
+
+
+async def run_hook(hook: Callable[..., Any], *args: Any) -> None:
+    """Call ``hook(*args)`` and await what it returns when it is awaitable."""
+    result = hook(*args)
+    if inspect.isawaitable(result):
+        await result
+
+
+def endpoint_for(pool: ConnectionPool, requirements: frozenset[str]) -> str:
+    """The first endpoint of the (started) ``pool`` that honours
+    ``requirements``.
+
+    :raises PoolUnavailable: none does, or the pool has no known endpoint.
+    """
+    labels = []
+    for endpoint, info in zip(pool.endpoints, pool.infos, strict=False):
+        if info is None:
+            continue
+        if not requirements & info.unsupported:
+            return endpoint
+        labels.append(info.label)
+    if not labels:
+        raise PoolUnavailable("the CDP pool has no endpoint that answers")
+    raise PoolUnavailable(
+        f"no endpoint can honour {describe_requirements(requirements)} "
+        f"(endpoints: {', '.join(labels)})"
+    )

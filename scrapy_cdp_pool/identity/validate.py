@@ -1,0 +1,195 @@
+"""Shape and type checks of profile files, with problems that name the key and
+never show a value (cookies, tokens and passwords stay out of messages).
+
+``storage_state_problems`` checks a Playwright ``storageState`` (what
+``BrowserContext.storage_state()`` writes); ``identity_problems`` checks an
+identity file (``NAME.identity.json``), whose keys are :data:`IDENTITY_KEYS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from scrapy_cdp_pool.identity.signed_out import parse_signed_out
+
+SAME_SITE = ("Strict", "Lax", "None")
+STATE_KEYS = ("cookies", "origins")
+IDENTITY_KEYS = (
+    "userAgent", "viewport", "locale", "timezoneId", "extraHTTPHeaders", "geolocation",
+    "proxy", "deviceScaleFactor", "isMobile", "signedOut",
+)  # fmt: skip
+
+
+def _type(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number",
+            type(None): "null"}.get(type(value), f"a {type(value).__name__}")  # fmt: skip
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check(problems: list[str], where: str, value: Any, ok: bool, expected: str) -> bool:
+    if not ok:
+        problems.append(f"{where}: expected {expected}, got {_type(value)}")
+    return ok
+
+
+def _string(problems: list[str], where: str, value: Any, *, empty: bool = True) -> bool:
+    ok = isinstance(value, str) and (empty or bool(value))
+    return _check(problems, where, value, ok, "a string" if empty else "a non-empty string")
+
+
+def storage_state_problems(state: Any) -> list[str]:
+    """What is wrong with ``state`` as a Playwright ``storageState``."""
+    problems: list[str] = []
+    if not _check(problems, "storage state", state, isinstance(state, dict), "an object"):
+        return problems
+    unknown = sorted(k for k in state if k not in STATE_KEYS)
+    if unknown:
+        problems.append(f"unknown keys {unknown}; a storage state has {list(STATE_KEYS)}")
+    cookies = state.get("cookies", [])
+    if _check(problems, "cookies", cookies, isinstance(cookies, list), "a list"):
+        for index, cookie in enumerate(cookies):
+            _cookie_problems(problems, f"cookies[{index}]", cookie)
+    origins = state.get("origins", [])
+    if _check(problems, "origins", origins, isinstance(origins, list), "a list"):
+        for index, origin in enumerate(origins):
+            _origin_problems(problems, f"origins[{index}]", origin)
+    return problems
+
+
+def _cookie_problems(problems: list[str], where: str, cookie: Any) -> None:
+    if not _check(problems, where, cookie, isinstance(cookie, dict), "an object"):
+        return
+    for key in ("name", "domain"):
+        if key not in cookie:
+            problems.append(f"{where}: missing {key!r}")
+        else:
+            _string(problems, f"{where}.{key}", cookie[key], empty=False)
+    if "value" not in cookie:
+        problems.append(f"{where}: missing 'value'")
+    else:
+        _string(problems, f"{where}.value", cookie["value"])
+    if "path" in cookie:
+        _string(problems, f"{where}.path", cookie["path"])
+    if "expires" in cookie:
+        value = cookie["expires"]
+        _check(problems, f"{where}.expires", value, _is_number(value),
+               "a number (seconds since the epoch, -1 for a session cookie)")  # fmt: skip
+    for key in ("httpOnly", "secure"):
+        if key in cookie:
+            value = cookie[key]
+            _check(problems, f"{where}.{key}", value, isinstance(value, bool), "a boolean")
+    if "sameSite" in cookie and cookie["sameSite"] not in SAME_SITE:
+        problems.append(f"{where}.sameSite: expected one of {', '.join(SAME_SITE)}")
+
+
+def _origin_problems(problems: list[str], where: str, origin: Any) -> None:
+    if not _check(problems, where, origin, isinstance(origin, dict), "an object"):
+        return
+    value = origin.get("origin")
+    if _string(problems, f"{where}.origin", value, empty=False) and not value.startswith(
+        ("http://", "https://")
+    ):
+        problems.append(f"{where}.origin: expected an origin like https://example.com")
+    items = origin.get("localStorage", [])
+    if not _check(problems, f"{where}.localStorage", items, isinstance(items, list), "a list"):
+        return
+    for index, item in enumerate(items):
+        at = f"{where}.localStorage[{index}]"
+        if _check(problems, at, item, isinstance(item, dict), "an object"):
+            _string(problems, f"{at}.name", item.get("name"))
+            _string(problems, f"{at}.value", item.get("value"))
+
+
+def identity_problems(identity: Any) -> list[str]:
+    """What is wrong with ``identity`` as an identity file's content."""
+    problems: list[str] = []
+    if not _check(problems, "identity", identity, isinstance(identity, dict), "an object"):
+        return problems
+    for key, value in identity.items():
+        check = _IDENTITY_CHECKS.get(key)
+        if check is None:
+            problems.append(f"unknown key {key!r}; allowed: {', '.join(IDENTITY_KEYS)}")
+        elif value is not None:
+            check(problems, key, value)
+    return problems
+
+
+def _dict_of(
+    problems: list[str], where: str, value: Any, fields: dict[str, tuple[bool, str]]
+) -> None:
+    """``fields``: name -> (required, "number" | "int" | "string")."""
+    if not _check(problems, where, value, isinstance(value, dict), "an object"):
+        return
+    unknown = sorted(str(k) for k in value if k not in fields)
+    if unknown:
+        problems.append(f"{where}: unknown keys {unknown}; allowed: {', '.join(fields)}")
+    for name, (required, kind) in fields.items():
+        if name not in value:
+            if required:
+                problems.append(f"{where}: missing {name!r}")
+            continue
+        item = value[name]
+        ok = {
+            "number": _is_number(item),
+            "int": isinstance(item, int) and not isinstance(item, bool) and item > 0,
+            "string": isinstance(item, str),
+        }[kind]
+        expected = {"number": "a number", "int": "an integer > 0", "string": "a string"}[kind]
+        _check(problems, f"{where}.{name}", item, ok, expected)
+
+
+def _headers(problems: list[str], where: str, value: Any) -> None:
+    if _check(problems, where, value, isinstance(value, dict), "an object of name: value"):
+        for name, item in value.items():
+            _string(problems, f"{where}[{name!r}]", item)
+
+
+def _geolocation(problems: list[str], where: str, value: Any) -> None:
+    before = len(problems)
+    fields = {"latitude": (True, "number"), "longitude": (True, "number"),
+              "accuracy": (False, "number")}  # fmt: skip
+    _dict_of(problems, where, value, fields)
+    if len(problems) == before:
+        if not -90 <= value["latitude"] <= 90:
+            problems.append(f"{where}.latitude: expected a number from -90 to 90")
+        if not -180 <= value["longitude"] <= 180:
+            problems.append(f"{where}.longitude: expected a number from -180 to 180")
+        if value.get("accuracy", 0) < 0:
+            problems.append(f"{where}.accuracy: expected metres >= 0")
+
+
+def _proxy(problems: list[str], where: str, value: Any) -> None:
+    fields = {"server": (True, "string"), "username": (False, "string"),
+              "password": (False, "string")}  # fmt: skip
+    _dict_of(problems, where, value, fields)
+
+
+def _signed_out(problems: list[str], where: str, value: Any) -> None:
+    try:
+        parse_signed_out(value)
+    except ValueError as e:
+        problems.append(f"{where}: {e}")
+
+
+def _scale(problems: list[str], where: str, value: Any) -> None:
+    _check(problems, where, value, _is_number(value) and value > 0, "a number > 0")
+
+
+_IDENTITY_CHECKS: dict[str, Callable[[list[str], str, Any], Any]] = {
+    "userAgent": lambda p, w, v: _string(p, w, v, empty=False),
+    "locale": lambda p, w, v: _string(p, w, v, empty=False),
+    "timezoneId": lambda p, w, v: _string(p, w, v, empty=False),
+    "viewport": lambda p, w, v: _dict_of(p, w, v, {"width": (True, "int"),
+                                                   "height": (True, "int")}),
+    "extraHTTPHeaders": _headers,
+    "geolocation": _geolocation,
+    "proxy": _proxy,
+    "deviceScaleFactor": _scale,
+    "isMobile": lambda p, w, v: _check(p, w, v, isinstance(v, bool), "a boolean"),
+    "signedOut": _signed_out,
+}  # fmt: skip
