@@ -170,3 +170,26 @@ async def test_a_profile_request_is_never_sent_unrendered(site: SiteServer, tmp_
     )
     assert [str(f.value) for f in spider.failures] == [expected]
     assert hits(site, f"/whoami?{name}") == 0
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_geolocation_reaches_the_page(
+    site: SiteServer, tmp_path: Path, browser: str
+) -> None:
+    name = f"geo-{token()}"
+    write_profile(tmp_path, name, session="g", identity={
+        "geolocation": {"latitude": 48.85, "longitude": 2.35, "accuracy": 10},
+    })  # fmt: skip
+    where = (
+        "new Promise(r => navigator.geolocation.getCurrentPosition("
+        "p => r([p.coords.latitude, p.coords.longitude]), e => r(String(e.message))))"
+    )
+    spider, _ = await crawl(
+        [scrapy.Request(site.url(f"/whoami?{name}"), meta={
+            "cdp_profile": name, "cdp_actions": [["evaluate", where]],
+        })],
+        {"CDP_POOL_BROWSER": browser, "CDP_POOL_PROFILES_DIR": str(tmp_path)},
+    )  # fmt: skip
+    assert not spider.failures, spider.failures
+    assert spider.responses[0].meta["cdp_results"] == [[48.85, 2.35]]

@@ -76,8 +76,8 @@ def info_from_version(endpoint: str, version: dict[str, Any]) -> ServerInfo:
             set_cookie_in_fetch_headers=True,
             # Measured on 1.0.2: a user agent containing "Mozilla" is replaced by
             # its own, time-zone overrides do nothing, one context per connection
-            # (no per-context proxy), no geolocation API.
-            unsupported=frozenset({"user_agent_mozilla", "timezone", "proxy", "geolocation"}),
+            # (no per-context proxy).
+            unsupported=frozenset({"user_agent_mozilla", "timezone", "proxy"}),
             default_user_agent=str(version.get("User-Agent", "")),
         )
     return ServerInfo(

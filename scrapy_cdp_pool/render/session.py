@@ -57,6 +57,12 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
         options.context_params() if options else None,
         options.storage_cookies() if options else None,
     )
+    if options is not None and options.geolocation:
+        # Without the permission the page's geolocation API answers "denied".
+        await lease.cdp.send(
+            "Browser.grantPermissions",
+            {"permissions": ["geolocation"], "browserContextId": context_id},
+        )
     page = await Page.attach(
         lease.cdp,
         context_id,

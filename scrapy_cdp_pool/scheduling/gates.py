@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+import uuid
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,9 @@ HostCheck = Callable[[str], bool]
 DequeueHook = Callable[[Request, float], None]
 """``hook(request, now)``: ``request`` was handed out at ``time.monotonic()`` ``now``."""
 FinishHook = Callable[[Request], None]
+StartCheck = Callable[[], bool]
+"""``check() -> bool``: whether the crawler may take any request from its
+scheduler now (a shared concurrency budget)."""
 
 
 def identity_of(request: Request) -> str:
@@ -87,8 +91,8 @@ class RequestGates:
         self._host_checks: list[HostCheck] = []
         self._dequeue_hooks: list[DequeueHook] = []
         self._finish_hooks: list[FinishHook] = []
+        self._start_checks: list[StartCheck] = []
         self._wakes: dict[float, Any] = {}
-        self._tokens = 0
         self._queues: weakref.WeakSet[Any] = weakref.WeakSet()
 
     def register_queue(self, queue: Any) -> None:
@@ -108,6 +112,15 @@ class RequestGates:
     def add_finish_hook(self, hook: FinishHook) -> None:
         self._finish_hooks.append(hook)
 
+    def add_start_check(self, check: StartCheck) -> None:
+        self._start_checks.append(check)
+
+    def may_start(self) -> bool:
+        """Crawler-level checks, asked once a request could be handed out:
+        whether the crawler may take it now. A check that says no wakes the
+        engine itself when it would say yes."""
+        return all(check() for check in self._start_checks)
+
     def is_open(self, key: str) -> bool:
         """Whether the head request of gate ``key`` may start now."""
         not_before = not_before_of(key)
@@ -121,24 +134,25 @@ class RequestGates:
             return False
         return all(check(host) for check in self._host_checks)
 
-    def on_dequeued(self, request: Request) -> None:
-        """The scheduler handed ``request`` out: mark its identity in flight.
-        The token stays in the request's meta so retries of the same request
-        object are recognised."""
+    def on_dequeued(self, request: Request) -> bool:
+        """The scheduler is handing ``request`` out: mark its identity in
+        flight and run the dequeue hooks (host limits).
+
+        Returns ``False``, and marks nothing, when the identity lock could not
+        be taken (a shared lock taken meanwhile by another process): the queue
+        then keeps the request. The token (unique across processes) stays in
+        the request's meta until :meth:`on_finished`."""
+        identity = identity_of(request)
+        if identity:
+            token = f"{uuid.uuid4().hex}"
+            if not self.locks.try_acquire(identity, token):
+                logger.debug("Identity %r is busy elsewhere; %s waits", identity, request)
+                return False
+            request.meta[_TOKEN_META_KEY] = token
         now = time.monotonic()
         for hook in self._dequeue_hooks:
             hook(request, now)
-        identity = identity_of(request)
-        if not identity:
-            return
-        self._tokens += 1
-        token = f"{id(self)}:{self._tokens}"
-        request.meta[_TOKEN_META_KEY] = token
-        if not self.locks.try_acquire(identity, token):
-            logger.error(
-                "Identity %r was busy when %s was dequeued; the queue should have "
-                "held it back", identity, request, extra={"crawler": self.crawler},
-            )  # fmt: skip
+        return True
 
     def on_finished(self, request: Request) -> None:
         """The download of ``request`` is over: release its identity and ask

@@ -120,7 +120,7 @@ class IdentityAwarePriorityQueue:
 
     def pop(self) -> Request | None:
         gate = self._best()
-        if gate is None:
+        if gate is None or not self.gates.may_start():  # e.g. a used-up budget
             return None
         queue = self.pqueues[gate]
         request = queue.pop()
@@ -133,7 +133,9 @@ class IdentityAwarePriorityQueue:
                 with suppress(OSError):
                     Path(self.key, _path_safe(gate)).rmdir()
         if request is not None:
-            self.gates.on_dequeued(request)
+            if not self.gates.on_dequeued(request):
+                self.push(request)  # its identity was taken elsewhere meanwhile
+                return None
         return request
 
     def peek(self) -> Request | None:
