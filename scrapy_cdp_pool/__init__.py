@@ -2,6 +2,7 @@
 Chrome DevTools Protocol connections (Lightpanda, Chromium, remote endpoints)."""
 
 from scrapy_cdp_pool.addon import Addon
+from scrapy_cdp_pool.budget import ConcurrencyBudget
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.handler import CDPDownloadHandler
 from scrapy_cdp_pool.identity.middleware import ProfileMiddleware
@@ -12,6 +13,7 @@ from scrapy_cdp_pool.telemetry import EngineStatusExtension
 __all__ = [
     "Addon",
     "CDPDownloadHandler",
+    "ConcurrencyBudget",
     "ConnectionPool",
     "EngineStatusExtension",
     "IdentityAwarePriorityQueue",

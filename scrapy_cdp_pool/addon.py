@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.jobdir.install import durable_settings
+from scrapy_cdp_pool.pool.registry import check_pool_config
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
 
 HANDLER = "scrapy_cdp_pool.handler.CDPDownloadHandler"
 PRIORITY_QUEUE = "scrapy_cdp_pool.scheduling.queue.IdentityAwarePriorityQueue"
 GATE_RELEASE_MIDDLEWARE = "scrapy_cdp_pool.scheduling.release.GateReleaseMiddleware"
 PROFILE_MIDDLEWARE = "scrapy_cdp_pool.identity.middleware.ProfileMiddleware"
 EXTENSION = "scrapy_cdp_pool.telemetry.EngineStatusExtension"
+BUDGET_EXTENSION = "scrapy_cdp_pool.budget.extension.BudgetExtension"
 SCRAPY_RETRY_MIDDLEWARE = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
 RESILIENCE_COMPONENTS = (
     ("DOWNLOADER_MIDDLEWARES", SCRAPY_RETRY_MIDDLEWARE, None),
@@ -33,11 +41,22 @@ class Addon:
     :raises ValueError: at start-up, when ``TWISTED_REACTOR`` is not the asyncio
         reactor (the pool runs on the asyncio event loop), or a ``CDP_POOL_*``
         setting is invalid (the message names it). Scrapy only logs a download
-        handler's own start-up errors, so they are raised here, loudly.
+        handler's own start-up errors, so they are raised here, loudly; so is a
+        crawler whose pool settings differ from those of the pool it would
+        share (``CDP_POOL_NAME``).
     """
 
+    def __init__(self, crawler: Crawler | None = None) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
     def update_settings(self, settings: BaseSettings) -> None:
-        PoolConfig.from_settings(settings)
+        config = PoolConfig.from_settings(settings)
+        if self.crawler is not None:
+            check_pool_config(self.crawler, config)
         reactor = settings.get("TWISTED_REACTOR")
         if settings.getbool("TWISTED_REACTOR_ENABLED", True) and reactor != ASYNCIO_REACTOR:
             raise ValueError(
@@ -67,10 +86,14 @@ class Addon:
                 "addon",
             )
         settings.set("SCHEDULER_PRIORITY_QUEUE", PRIORITY_QUEUE, "addon")
+        if settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
+            for name, value, priority in durable_settings(settings):
+                settings.set(name, value, priority)
         _add_component(settings, "DOWNLOADER_MIDDLEWARES", GATE_RELEASE_MIDDLEWARE, 950)
         _add_component(settings, "DOWNLOADER_MIDDLEWARES", PROFILE_MIDDLEWARE, 970)
         for setting, component, order in RESILIENCE_COMPONENTS:
             _add_component(settings, setting, component, order)
+        _add_component(settings, "EXTENSIONS", BUDGET_EXTENSION, 0)
         extensions = settings["EXTENSIONS"]
         if isinstance(extensions, BaseSettings):
             extensions.set(EXTENSION, 500, "addon")

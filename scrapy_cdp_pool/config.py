@@ -10,13 +10,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool.identity.signed_out import SignedOutRule, parse_signed_out
+
+if TYPE_CHECKING:
+    from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
 
 BROWSERS = ("lightpanda", "chromium")
 WAIT_UNTIL = ("load", "domcontentloaded")
@@ -70,6 +73,18 @@ class PoolConfig:
     signed_out: SignedOutRule | None = None
     sign_in: str | Callable[..., Any] | None = None
     profile_max_failures: int = 5
+    pool_name: str | None = None
+    budget: ConcurrencyBudget | None = None
+    autoscale: bool = False
+    autoscale_interval_s: float = 10.0
+    budget_min: int = 1
+    budget_max: int | None = None
+    autoscale_memory_share: float = 0.7
+    autoscale_cpu_ratio: float = 0.95
+    autoscale_loop_lag_s: float = 0.25
+    autoscale_overloaded_fraction: float = 0.4
+    jobdir_durable: bool = True
+    jobdir_fsync: bool = False
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> PoolConfig:
@@ -122,6 +137,13 @@ class PoolConfig:
                 f"CDP_POOL_RETRY_BACKOFF_MAX_SECONDS: {backoff_max!r} is not a number of "
                 f"seconds >= CDP_POOL_RETRY_BACKOFF_BASE_SECONDS ({backoff_base!r})"
             )
+        budget_min = _int(settings, "CDP_POOL_BUDGET_MIN", minimum=1, default=1)
+        budget_max = _optional_limit(settings, "CDP_POOL_BUDGET_MAX", integer=True)
+        if budget_max is not None and budget_max < budget_min:
+            raise ValueError(
+                f"CDP_POOL_BUDGET_MAX: {budget_max!r} is not an integer >= "
+                f"CDP_POOL_BUDGET_MIN ({budget_min!r}), or None for the pool's capacity"
+            )
         return cls(
             render_all=_bool(settings, "CDP_POOL_RENDER_ALL"),
             endpoints=endpoints,
@@ -168,12 +190,26 @@ class PoolConfig:
             profile_max_failures=_int(
                 settings, "CDP_POOL_PROFILE_MAX_FAILURES", minimum=1, default=5
             ),
+            pool_name=_optional_name(settings, "CDP_POOL_NAME"),
+            budget=_budget(settings, "CDP_POOL_BUDGET"),
+            autoscale=_bool(settings, "CDP_POOL_AUTOSCALE"),
+            autoscale_interval_s=_seconds(settings, "CDP_POOL_AUTOSCALE_INTERVAL_SECONDS", 10.0),
+            budget_min=budget_min,
+            budget_max=budget_max,
+            autoscale_memory_share=_ratio(settings, "CDP_POOL_AUTOSCALE_MEMORY_SHARE", 0.7),
+            autoscale_cpu_ratio=_ratio(settings, "CDP_POOL_AUTOSCALE_CPU_RATIO", 0.95),
+            autoscale_loop_lag_s=_seconds(settings, "CDP_POOL_AUTOSCALE_LOOP_LAG_SECONDS", 0.25),
+            autoscale_overloaded_fraction=_ratio(
+                settings, "CDP_POOL_AUTOSCALE_OVERLOADED_FRACTION", 0.4, below_one=True
+            ),
+            jobdir_durable=_bool(settings, "CDP_POOL_JOBDIR_DURABLE", default=True),
+            jobdir_fsync=_bool(settings, "CDP_POOL_JOBDIR_FSYNC"),
         )
 
 
-def _bool(settings: BaseSettings, name: str) -> bool:
+def _bool(settings: BaseSettings, name: str, *, default: bool = False) -> bool:
     try:
-        return settings.getbool(name, False)
+        return settings.getbool(name, default)
     except ValueError as e:
         raise ValueError(
             f"{name}: {settings.get(name)!r} is not a boolean; use True or False"
@@ -297,3 +333,42 @@ def _str_list(settings: BaseSettings, name: str) -> list[str]:
     if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
         raise ValueError(f"{name}: {raw!r} is not a list of strings")
     return list(raw)
+
+
+def _optional_name(settings: BaseSettings, name: str) -> str | None:
+    raw: Any = settings.get(name)
+    if raw is None or raw == "":
+        return None
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError(f"{name}: {raw!r} is not a name; use a non-empty string, or None")
+    return raw
+
+
+def _budget(settings: BaseSettings, name: str) -> ConcurrencyBudget | None:
+    """A :class:`~scrapy_cdp_pool.ConcurrencyBudget` instance, or None."""
+    # Imported here: the budget package imports this module.
+    from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
+
+    raw: Any = settings.get(name)
+    if raw is None:
+        return None
+    if not isinstance(raw, ConcurrencyBudget):
+        raise ValueError(
+            f"{name}: {raw!r} is not a scrapy_cdp_pool.ConcurrencyBudget instance, or None"
+        )
+    return raw
+
+
+def _ratio(settings: BaseSettings, name: str, default: float, *, below_one: bool = False) -> float:
+    """A number in (0, 1], or in [0, 1) with ``below_one``."""
+    raw: Any = settings.get(name, default)
+    allowed = "a number >= 0 and < 1" if below_one else "a number > 0 and <= 1"
+    if isinstance(raw, bool):
+        raise ValueError(f"{name}: {raw!r} is not {allowed}")
+    try:
+        value = float(raw)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name}: {raw!r} is not {allowed}") from e
+    if not (0 <= value < 1 if below_one else 0 < value <= 1):
+        raise ValueError(f"{name}: {raw!r} is not {allowed}")
+    return value

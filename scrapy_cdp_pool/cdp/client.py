@@ -13,7 +13,7 @@ import asyncio
 import itertools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
@@ -153,8 +153,20 @@ class CDPConnection:
             (default: the connection's ``command_timeout_s``).
         :raises CDPConnectionClosed: the connection closed first.
         """
+        return await self.post(method, params, session_id, timeout_s)
+
+    def post(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        session_id: str | None = None,
+        timeout_s: float | None = None,
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        """Queue one command now (it is written at the end of this event-loop
+        turn, in order with every other command) and return a coroutine that
+        waits for its answer, as :meth:`send` does."""
         if self.closed or self._stream is None:
-            raise CDPConnectionClosed(f"{method}: connection closed ({self._close_reason})")
+            return self._failed(method)
         msg_id = next(self._ids)
         message: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
         if session_id:
@@ -164,12 +176,22 @@ class CDPConnection:
         timeout = self.command_timeout_s if timeout_s is None else timeout_s
         try:
             self._stream.send_text(json.dumps(message).encode())
+        except ConnectionError:
+            self._pending.pop(msg_id, None)
+            return self._failed(method)
+        return self._answer(msg_id, method, future, timeout)
+
+    async def _failed(self, method: str) -> dict[str, Any]:
+        raise CDPConnectionClosed(f"{method}: connection closed ({self._close_reason})")
+
+    async def _answer(
+        self, msg_id: int, method: str, future: asyncio.Future[dict[str, Any]], timeout: float
+    ) -> dict[str, Any]:
+        try:
             async with asyncio.timeout(timeout):
                 return await future
         except TimeoutError as e:
             raise CDPTimeoutError(method, timeout) from e
-        except ConnectionError as e:
-            raise CDPConnectionClosed(f"{method}: connection closed ({e})") from e
         finally:
             self._pending.pop(msg_id, None)
 

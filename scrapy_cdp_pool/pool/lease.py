@@ -10,6 +10,7 @@ server end the page, and the pool reconnects.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPError
@@ -28,6 +29,9 @@ class ContextLease:
         self.config = config
         self.context_id: str | None = None
         self.page_open = False
+        #: set when the request's render finished normally: its page answers,
+        #: so the slot can be reused as soon as the dispose is sent
+        self.finished_cleanly = False
         cdp = connection.cdp
         info = connection.info
         if cdp is None or info is None:  # _pick() hands out READY connections only
@@ -58,23 +62,33 @@ class ContextLease:
         self.connection.open_pages += 1
         self.connection.counters.pages += 1
 
-    async def dispose(self) -> None:
-        """Dispose the context (its pages close with it). Never raises."""
+    async def dispose(self, on_sent: Callable[[], None] | None = None) -> None:
+        """Dispose the context (its pages close with it). Never raises.
+
+        ``on_sent`` is called as soon as the command is queued: the server
+        handles a connection's commands in order, so the slot can take the next
+        context at once (one round trip less per page) while this answer is
+        awaited; if it does not come, the connection is retired.
+        """
         if self.page_open:
             self.page_open = False
             self.connection.open_pages -= 1
         context_id, self.context_id = self.context_id, None
-        if context_id is None:
+        if context_id is None or self.cdp.closed:
+            if context_id is not None:
+                self.connection.counters.contexts_closed += 1  # gone with the connection
+            if on_sent is not None:
+                on_sent()
             return
-        if self.cdp.closed:
-            self.connection.counters.contexts_closed += 1  # gone with the connection
-            return
+        answer = self.cdp.post(
+            "Target.disposeBrowserContext",
+            {"browserContextId": context_id},
+            timeout_s=self.config.context_close_timeout_s,
+        )
+        if on_sent is not None:
+            on_sent()
         try:
-            await self.cdp.send(
-                "Target.disposeBrowserContext",
-                {"browserContextId": context_id},
-                timeout_s=self.config.context_close_timeout_s,
-            )
+            await answer
         except CDPConnectionClosed:
             pass
         except CDPError as e:

@@ -267,11 +267,21 @@ class ConnectionPool:
         await asyncio.gather(*self._disposals, return_exceptions=True)
 
     async def _dispose(self, lease: ContextLease) -> None:
+        freed = False
+
+        def free_slot() -> None:
+            nonlocal freed
+            if not freed:
+                freed = True
+                lease.connection.open_contexts -= 1
+                self._wake()
+
         try:
-            await lease.dispose()
+            # A page that may be stuck (the render failed) keeps its slot until
+            # the server confirms the dispose, or the connection is retired.
+            await lease.dispose(on_sent=free_slot if lease.finished_cleanly else None)
         finally:
-            lease.connection.open_contexts -= 1
-            self._wake()
+            free_slot()
 
     def check_capabilities(self, requires: frozenset[str]) -> None:
         """Raise :class:`CapabilityUnavailable` unless an endpoint of the pool

@@ -15,6 +15,7 @@ import base64
 import json
 import logging
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPError, CDPProtocolError
@@ -78,6 +79,7 @@ class Page:
         self.tracker = DocumentTracker(main_frame_id=target_id)
         self._override_pending = spec.overrides_request
         self.too_large: ResponseTooLarge | None = None
+        self._setup: asyncio.Future[list[dict[str, Any]]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.started_at = time.monotonic()
         cdp.subscribe(session_id, self._on_event)
@@ -128,14 +130,21 @@ class Page:
         if spec.cookies:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
             commands.append(page.command("Network.setCookies", {"cookies": cookies}))
-        await asyncio.gather(*commands)
+        setup = asyncio.gather(*commands)
+        if context is None:
+            # Nothing identity-specific to apply first: Page.navigate goes out
+            # in the same write as the enables (the server handles them in order).
+            page._setup = setup
+        else:
+            await setup
         return page
 
-    async def command(
+    def command(
         self, method: str, params: dict[str, Any] | None = None, timeout_s: float | None = None
-    ) -> dict[str, Any]:
-        """Send a command to this page's session."""
-        return await self.cdp.send(method, params, self.session_id, timeout_s)
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
+        """Queue a command to this page's session now and return a coroutine
+        that waits for its answer (see :meth:`CDPConnection.post`)."""
+        return self.cdp.post(method, params, self.session_id, timeout_s)
 
     def detach(self) -> None:
         """Stop handling events; pending pause handlers are cancelled."""
@@ -155,6 +164,9 @@ class Page:
         navigate = asyncio.ensure_future(self.command("Page.navigate", {"url": self.spec.url}))
         navigate.add_done_callback(self._on_navigate_answer)
         try:
+            if self._setup is not None:
+                setup, self._setup = self._setup, None
+                await setup
             await self.wait_settled(self.spec.wait_until, timeout_s)
         except TimeoutError:
             if self.tracker.document is None:

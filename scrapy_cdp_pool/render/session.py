@@ -101,6 +101,7 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
         storage_state = None
         if options is not None and options.save_state:
             storage_state = await _storage_state(lease, page, options, spec.action_timeout_s)
+        lease.finished_cleanly = True
         headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
         headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
         return RenderResult(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.budget.registry import budget_for
 from scrapy_cdp_pool.pool.connection import ConnectionState
 from scrapy_cdp_pool.pool.pool import ConnectionPool, PoolState
 from scrapy_cdp_pool.pool.registry import get_pool
@@ -128,6 +129,7 @@ class StatusCollector:
             server = read_server(pool)
         memory = server.memory
         crawler_rss = process_rss_bytes()
+        budget = budget_for(crawler)
         return StatusSample(
             timestamp=datetime.now(UTC).isoformat(timespec="milliseconds"),
             event=event,
@@ -167,6 +169,11 @@ class StatusCollector:
             pool_holds=tuple(sorted(pool.holds)) if pool is not None else (),
             connections=_connections(pool),
             endpoints=_endpoints(pool),
+            budget_pages_in_flight=budget.current if budget is not None else None,
+            budget_desired=budget.desired if budget is not None else None,
+            budget_min=budget.min if budget is not None else None,
+            budget_max=budget.max if budget is not None else None,
+            budget_overloaded=budget.overloaded if budget is not None else None,
         )
 
 

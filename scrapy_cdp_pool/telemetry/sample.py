@@ -70,6 +70,11 @@ class StatusSample:
     where the OS gives it else RSS (``server_memory_source``: ``"pss"``,
     ``"rss"``, or ``"n/a"`` for a remote endpoint, whose memory no CDP server
     publishes); ``server_rss_mb`` and ``server_pss_mb`` are the two sums.
+
+    Budget (``None`` without a :class:`~scrapy_cdp_pool.ConcurrencyBudget`):
+    ``budget_pages_in_flight`` (all its crawlers), ``budget_desired``,
+    ``budget_min``, ``budget_max`` (pages), ``budget_overloaded`` (the signals
+    its last tick found overloaded, empty for none).
     """
 
     timestamp: str
@@ -104,6 +109,11 @@ class StatusSample:
     pool_holds: tuple[str, ...]
     connections: tuple[ConnectionStatus, ...]
     endpoints: tuple[EndpointStatus, ...]
+    budget_pages_in_flight: int | None = None
+    budget_desired: int | None = None
+    budget_min: int | None = None
+    budget_max: int | None = None
+    budget_overloaded: tuple[str, ...] | None = None
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict (tuples as lists, ``None`` as ``null``)."""
@@ -119,9 +129,10 @@ class StatusSample:
             92.4 MB; server lightpanda (embedded) 41.2 MB PSS in 1 process;
             pool ready, 2 pages in flight, 0 leases waiting, holds none;
             per connection (contexts/pages) #0 ready 1/1, #1 ready 1/1;
-            per endpoint http://127.0.0.1:40133 lightpanda 2/2
+            per endpoint http://127.0.0.1:40133 lightpanda 2/2; budget none
 
-        (one line in the log).
+        (one line in the log; with a budget it ends ``budget 3 pages in flight,
+        desired 4 (min 1, max 4), overloaded no``).
         """
         message = (
             "Status (%s): downloads %d/%d active; scheduler %s requests (%s in memory, "
@@ -129,7 +140,7 @@ class StatusSample:
             "backout %s; %.0f responses/min, %.0f items/min, %d responses, %d items, "
             "%d retries, %d download errors; crawler RSS %s; server %s; pool %s, "
             "%d pages in flight, %d leases waiting, holds %s; per connection "
-            "(contexts/pages) %s; per endpoint %s"
+            "(contexts/pages) %s; per endpoint %s; budget %s"
         )
         args = (
             self.event,
@@ -164,8 +175,18 @@ class StatusSample:
                 for e in self.endpoints
             )
             or "none",
+            self._budget_text(),
         )
         return message, args
+
+    def _budget_text(self) -> str:
+        if self.budget_desired is None:
+            return "none"
+        return (
+            f"{self.budget_pages_in_flight} pages in flight, desired {self.budget_desired} "
+            f"(min {self.budget_min}, max {self.budget_max}), overloaded "
+            f"{', '.join(self.budget_overloaded or ()) or 'no'}"
+        )
 
     def _server_text(self) -> str:
         if self.server is None:
