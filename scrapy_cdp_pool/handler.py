@@ -20,7 +20,7 @@ from scrapy_cdp_pool.pool.registry import acquire_pool, release_pool
 from scrapy_cdp_pool.render.errors import ActionError, PoolUnavailable, error_kind, to_scrapy_error
 from scrapy_cdp_pool.render.response import build_response
 from scrapy_cdp_pool.render.session import render
-from scrapy_cdp_pool.render.spec import build_spec, default_header_values
+from scrapy_cdp_pool.render.spec import build_spec, default_header_values, is_rendered
 
 if TYPE_CHECKING:
     from typing import Self
@@ -69,10 +69,7 @@ class CDPDownloadHandler:
         return cls(crawler)
 
     def should_render(self, request: Request) -> bool:
-        flag = request.meta.get("cdp")
-        if flag is not None:
-            return bool(flag)
-        return self.config.render_all or bool(request.meta.get("cdp_profile"))
+        return is_rendered(request, self.config.render_all)
 
     async def download_request(self, request: Request) -> Response:
         if not self.should_render(request):

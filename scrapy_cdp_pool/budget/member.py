@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from scrapy import Request
 
+from scrapy_cdp_pool.render.spec import is_rendered
+
 if TYPE_CHECKING:
     from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
     from scrapy_cdp_pool.pool.pool import ConnectionPool
@@ -67,10 +69,7 @@ class BudgetMember:
         """Whether the download handler will render ``request`` (the rule of
         :meth:`CDPDownloadHandler.should_render
         <scrapy_cdp_pool.handler.CDPDownloadHandler.should_render>`)."""
-        flag = request.meta.get("cdp")
-        if flag is not None:
-            return bool(flag)
-        return self.render_all or bool(request.meta.get("cdp_profile"))
+        return is_rendered(request, self.render_all)
 
     def may_start(self) -> bool:
         """Start check: whether the crawler may take a request from its

@@ -185,13 +185,13 @@ class CDPConnection:
         raise CDPConnectionClosed(f"{method}: connection closed ({self._close_reason})")
 
     async def _answer(
-        self, msg_id: int, method: str, future: asyncio.Future[dict[str, Any]], timeout: float
+        self, msg_id: int, method: str, future: asyncio.Future[dict[str, Any]], limit_s: float
     ) -> dict[str, Any]:
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(limit_s):
                 return await future
         except TimeoutError as e:
-            raise CDPTimeoutError(method, timeout) from e
+            raise CDPTimeoutError(method, limit_s) from e
         finally:
             self._pending.pop(msg_id, None)
 

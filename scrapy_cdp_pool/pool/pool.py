@@ -73,7 +73,7 @@ class ConnectionPool:
         self._start_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._disposals: set[asyncio.Task[None]] = set()
-        self._holds: set[str] = set()
+        self._holds: collections.Counter[str] = collections.Counter()
 
     # Lifecycle ---------------------------------------------------------
 
@@ -318,17 +318,23 @@ class ConnectionPool:
     def hold(self, reason: str) -> None:
         """Stop handing out new slots until :meth:`unhold` with the same
         ``reason`` (backpressure, e.g. the memory guard); leases already out
-        are not affected and waiting ones keep their FIFO order."""
-        self._holds.add(reason)
+        are not affected and waiting ones keep their FIFO order.
+
+        Holds are counted: crawlers sharing a pool may each hold it for the
+        same reason, and it is lifted when every one of them has released it."""
+        self._holds[reason] += 1
 
     def unhold(self, reason: str) -> None:
-        self._holds.discard(reason)
+        if self._holds[reason] > 0:
+            self._holds[reason] -= 1
+        if self._holds[reason] <= 0:
+            del self._holds[reason]
         self._wake()
 
     @property
     def holds(self) -> frozenset[str]:
         """The reasons new pages are held back right now."""
-        return frozenset(self._holds)
+        return frozenset(reason for reason, count in self._holds.items() if count > 0)
 
     def _pick(self, requires: frozenset[str] = frozenset()) -> PooledConnection | None:
         if self._holds:

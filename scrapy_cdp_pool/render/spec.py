@@ -52,6 +52,15 @@ class RenderSpec:
         return self.method != "GET" or bool(self.body) or bool(self.headers)
 
 
+def is_rendered(request: Request, render_all: bool) -> bool:
+    """Whether ``request`` goes to the browser: ``meta["cdp"]`` when set, else
+    ``CDP_POOL_RENDER_ALL`` or a profile (``meta["cdp_profile"]``)."""
+    flag = request.meta.get("cdp")
+    if flag is not None:
+        return bool(flag)
+    return render_all or bool(request.meta.get("cdp_profile"))
+
+
 def default_header_values(default_headers: dict[str, Any]) -> frozenset[tuple[bytes, bytes]]:
     """``DEFAULT_REQUEST_HEADERS`` as lower-cased ``(name, value)`` byte pairs:
     headers left at Scrapy's defaults are not forced on the browser."""

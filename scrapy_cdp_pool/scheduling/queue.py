@@ -132,10 +132,9 @@ class IdentityAwarePriorityQueue:
             if self.key:
                 with suppress(OSError):
                     Path(self.key, _path_safe(gate)).rmdir()
-        if request is not None:
-            if not self.gates.on_dequeued(request):
-                self.push(request)  # its identity was taken elsewhere meanwhile
-                return None
+        if request is not None and not self.gates.on_dequeued(request):
+            self.push(request)  # its identity was taken elsewhere meanwhile
+            return None
         return request
 
     def peek(self) -> Request | None:
