@@ -1,66 +1,37 @@
-"""One page (target) in one fresh browser context, attached as a flat session.
+"""One page (target) in one fresh browser context, attached as a flat session:
+navigate, wait until settled, run scripts for actions, read the DOM.
 
-:class:`Page` answers the browser's ``Fetch.requestPaused`` events for its
-navigation: it rewrites the navigation request when the Scrapy request needs a
-method, body or headers ``Page.navigate`` cannot send, aborts blocked resource
-types, and reads every main-frame document response at the response stage, so
-status and headers are the server's own and a non-HTML document (JSON, PDF,
-image, attachment) is taken as its original bytes without being rendered.
+Its ``Fetch`` pauses are answered by :class:`~scrapy_cdp_pool.render.interception.FetchInterceptor`;
+what the main frame shows is kept by :class:`~scrapy_cdp_pool.render.document.DocumentTracker`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import time
 from collections.abc import Coroutine
 from typing import Any
 
-from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPError, CDPProtocolError
-from scrapy_cdp_pool.render.document import DocumentResponse, DocumentTracker
+from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPProtocolError
+from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.errors import (
     NavigationFailed,
     PageCrashed,
     PageScriptError,
     ResponseTooLarge,
 )
+from scrapy_cdp_pool.render.interception import FetchInterceptor, cdp_resource_type
 from scrapy_cdp_pool.render.spec import RenderSpec
 
 logger = logging.getLogger(__name__)
 
-_HTML_TYPES = ("text/html", "application/xhtml+xml")
-_NO_BODY_STATUSES = (204, 205, 304)
 _READ_HTML = (
     "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '')"
     " + document.documentElement.outerHTML"
 )
 _CONTEXT_GONE = ("Execution context was destroyed", "Cannot find context", "context not found")
-
-
-def is_raw_document(status: int, headers: list[tuple[str, str]]) -> bool:
-    """Whether a main document is returned as its original bytes rather than
-    rendered: no body by status, an attachment, or not HTML."""
-    if status in _NO_BODY_STATUSES:
-        return True
-    content_type = disposition = ""
-    for name, value in headers:
-        lowered = name.lower()
-        if lowered == "content-type":
-            content_type = value.split(";")[0].strip().lower()
-        elif lowered == "content-disposition":
-            disposition = value.strip().lower()
-    if disposition.startswith("attachment"):
-        return True
-    return bool(content_type) and content_type not in _HTML_TYPES
-
-
-def _content_length(headers: list[tuple[str, str]]) -> int | None:
-    for name, value in headers:
-        if name.lower() == "content-length" and value.strip().isdigit():
-            return int(value)
-    return None
 
 
 class Page:
@@ -77,7 +48,7 @@ class Page:
         self.session_id = session_id
         self.spec = spec
         self.tracker = DocumentTracker(main_frame_id=target_id)
-        self._override_pending = spec.overrides_request
+        self.interceptor = FetchInterceptor(self)
         self.too_large: ResponseTooLarge | None = None
         self._setup: asyncio.Future[list[dict[str, Any]]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -116,7 +87,7 @@ class Page:
         if spec.overrides_request:
             patterns.append({"resourceType": "Document", "requestStage": "Request"})
         for resource_type in sorted(spec.block_resources):
-            patterns.append({"resourceType": _cdp_resource_type(resource_type)})
+            patterns.append({"resourceType": cdp_resource_type(resource_type)})
         context = spec.context
         fetch: dict[str, Any] = {"patterns": patterns}
         if context is not None and context.proxy_username:
@@ -299,64 +270,15 @@ class Page:
 
     def _on_event(self, method: str, params: dict[str, Any]) -> None:
         if method == "Fetch.requestPaused":
-            task = asyncio.get_running_loop().create_task(self._on_paused(params))
+            task = asyncio.get_running_loop().create_task(self.interceptor.on_paused(params))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         elif method == "Fetch.authRequired":
-            task = asyncio.get_running_loop().create_task(self._on_auth(params))
+            task = asyncio.get_running_loop().create_task(self.interceptor.on_auth(params))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         else:
             self.tracker.on_event(method, params)
-
-    async def _on_paused(self, params: dict[str, Any]) -> None:
-        request_id = params["requestId"]
-        resource_type = str(params.get("resourceType", "Other")).lower()
-        try:
-            if "responseStatusCode" in params or "responseErrorReason" in params:
-                await self._on_response(params)
-            elif resource_type in self.spec.block_resources:
-                blocked = self.tracker.blocked
-                blocked[resource_type] = blocked.get(resource_type, 0) + 1
-                await self.command(
-                    "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
-                )
-            elif (
-                self._override_pending
-                and resource_type == "document"
-                and params.get("frameId") == self.target_id
-            ):
-                self._override_pending = False
-                await self.command("Fetch.continueRequest", self._overrides(params))
-            else:
-                await self.command("Fetch.continueRequest", {"requestId": request_id})
-        except CDPError as e:
-            # The page moved on (navigated, closed) before the answer: nothing to do.
-            logger.debug("%s: answering a paused request: %r", self.spec.url, e)
-        except ResponseTooLarge as e:
-            self.too_large = e
-            self.tracker.on_failure(str(e))
-            await self._abort(request_id)
-
-    async def _on_auth(self, params: dict[str, Any]) -> None:
-        """Answer a proxy's authentication challenge with the identity's
-        credentials (never a server's: those are cancelled)."""
-        context = self.spec.context
-        challenge = params.get("authChallenge", {})
-        response: dict[str, Any] = {"response": "CancelAuth"}
-        if context is not None and context.proxy_username and challenge.get("source") == "Proxy":
-            response = {
-                "response": "ProvideCredentials",
-                "username": context.proxy_username,
-                "password": context.proxy_password or "",
-            }
-        try:
-            await self.command(
-                "Fetch.continueWithAuth",
-                {"requestId": params["requestId"], "authChallengeResponse": response},
-            )
-        except CDPError as e:
-            logger.debug("%s: answering an auth challenge: %r", self.spec.url, e)
 
     async def read_local_storage(self, timeout_s: float) -> tuple[str, list[dict[str, str]]]:
         """The current document's origin and its localStorage items, as
@@ -371,81 +293,3 @@ class Page:
             return "", []
         return str(value.get("origin") or ""), list(value.get("items") or [])
 
-    def _overrides(self, params: dict[str, Any]) -> dict[str, Any]:
-        spec = self.spec
-        # The browser adds cookies from the context's jar itself (Lightpanda
-        # mangles a Cookie header handed back to it: its last value is lost).
-        headers = {
-            name: value
-            for name, value in params.get("request", {}).get("headers", {}).items()
-            if name.lower() != "cookie"
-        }
-        lowered = {name.lower(): name for name in headers}
-        for name, _ in spec.headers:
-            headers.pop(lowered.get(name.lower(), name), None)
-        merged = [{"name": k, "value": v} for k, v in headers.items()]
-        merged.extend({"name": name, "value": value} for name, value in spec.headers)
-        answer: dict[str, Any] = {
-            "requestId": params["requestId"],
-            "method": spec.method,
-            "headers": merged,
-        }
-        if spec.body:
-            answer["postData"] = base64.b64encode(spec.body).decode("ascii")
-        return answer
-
-    async def _on_response(self, params: dict[str, Any]) -> None:
-        request_id = params["requestId"]
-        is_main = (
-            params.get("frameId") == self.target_id
-            and str(params.get("resourceType", "")).lower() == "document"
-            and "responseErrorReason" not in params
-        )
-        if not is_main:
-            await self.command("Fetch.continueRequest", {"requestId": request_id})
-            return
-        status = int(params["responseStatusCode"])
-        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
-        url = params.get("request", {}).get("url", self.spec.url)
-        location = next((v for k, v in headers if k.lower() == "location"), None)
-        if 300 <= status < 400 and location:
-            self.tracker.on_redirect(url, status)
-            await self.command("Fetch.continueRequest", {"requestId": request_id})
-            return
-        maxsize = self.spec.maxsize
-        expected = _content_length(headers)
-        if maxsize and expected is not None and expected > maxsize:
-            raise ResponseTooLarge(self.spec.url, expected, maxsize, expected=True)
-        document = DocumentResponse(
-            url=url, status=status, headers=headers, network_id=params.get("networkId"),
-            received_at=time.monotonic(),
-        )  # fmt: skip
-        if not is_raw_document(status, headers):
-            self.tracker.on_document(document)
-            await self.command("Fetch.continueRequest", {"requestId": request_id})
-            return
-        body = b""
-        if status not in _NO_BODY_STATUSES and params.get("request", {}).get("method") != "HEAD":
-            result = await self.command("Fetch.getResponseBody", {"requestId": request_id})
-            data = result.get("body", "")
-            body = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
-            if maxsize and len(body) > maxsize:
-                raise ResponseTooLarge(self.spec.url, len(body), maxsize, expected=False)
-        document.body = body
-        self.tracker.on_document(document)
-        await self._abort(request_id)  # taken as bytes: neither render nor download it
-
-    async def _abort(self, request_id: str) -> None:
-        try:
-            await self.command(
-                "Fetch.failRequest", {"requestId": request_id, "errorReason": "Aborted"}
-            )
-        except CDPError as e:
-            logger.debug("%s: aborting a paused request: %r", self.spec.url, e)
-
-
-def _cdp_resource_type(name: str) -> str:
-    special = {"xhr": "XHR", "texttrack": "TextTrack", "eventsource": "EventSource",
-               "websocket": "WebSocket", "signedexchange": "SignedExchange",
-               "cspviolationreport": "CSPViolationReport"}  # fmt: skip
-    return special.get(name, name.capitalize())

@@ -1,0 +1,188 @@
+"""Answers to the browser's ``Fetch`` pauses for one page.
+
+The navigation request is rewritten when the Scrapy request needs a method,
+body or headers ``Page.navigate`` cannot send; blocked resource types are
+aborted; every main-frame document response is read at the response stage, so
+status and headers are the server's own, and a non-HTML document (JSON, PDF,
+image, attachment, 204) is taken as its original bytes without being rendered
+(or, on Chromium, downloaded). Proxy authentication challenges get the
+identity's credentials.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy_cdp_pool.cdp import CDPError
+from scrapy_cdp_pool.render.document import DocumentResponse
+from scrapy_cdp_pool.render.errors import ResponseTooLarge
+
+if TYPE_CHECKING:
+    from scrapy_cdp_pool.render.page import Page
+
+logger = logging.getLogger(__name__)
+
+_HTML_TYPES = ("text/html", "application/xhtml+xml")
+_NO_BODY_STATUSES = (204, 205, 304)
+def is_raw_document(status: int, headers: list[tuple[str, str]]) -> bool:
+    """Whether a main document is returned as its original bytes rather than
+    rendered: no body by status, an attachment, or not HTML."""
+    if status in _NO_BODY_STATUSES:
+        return True
+    content_type = disposition = ""
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered == "content-type":
+            content_type = value.split(";")[0].strip().lower()
+        elif lowered == "content-disposition":
+            disposition = value.strip().lower()
+    if disposition.startswith("attachment"):
+        return True
+    return bool(content_type) and content_type not in _HTML_TYPES
+
+
+def _content_length(headers: list[tuple[str, str]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == "content-length" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+class FetchInterceptor:
+    """Handles ``Fetch.requestPaused`` and ``Fetch.authRequired`` of ``page``."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.override_pending = page.spec.overrides_request
+
+    async def on_paused(self, params: dict[str, Any]) -> None:
+        request_id = params["requestId"]
+        resource_type = str(params.get("resourceType", "Other")).lower()
+        try:
+            if "responseStatusCode" in params or "responseErrorReason" in params:
+                await self._on_response(params)
+            elif resource_type in self.page.spec.block_resources:
+                blocked = self.page.tracker.blocked
+                blocked[resource_type] = blocked.get(resource_type, 0) + 1
+                await self.page.command(
+                    "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
+                )
+            elif (
+                self.override_pending
+                and resource_type == "document"
+                and params.get("frameId") == self.page.target_id
+            ):
+                self.override_pending = False
+                await self.page.command("Fetch.continueRequest", self._overrides(params))
+            else:
+                await self.page.command("Fetch.continueRequest", {"requestId": request_id})
+        except CDPError as e:
+            # The page moved on (navigated, closed) before the answer: nothing to do.
+            logger.debug("%s: answering a paused request: %r", self.page.spec.url, e)
+        except ResponseTooLarge as e:
+            self.page.too_large = e
+            self.page.tracker.on_failure(str(e))
+            await self._abort(request_id)
+
+    async def on_auth(self, params: dict[str, Any]) -> None:
+        """Answer a proxy's authentication challenge with the identity's
+        credentials (never a server's: those are cancelled)."""
+        context = self.page.spec.context
+        challenge = params.get("authChallenge", {})
+        response: dict[str, Any] = {"response": "CancelAuth"}
+        if context is not None and context.proxy_username and challenge.get("source") == "Proxy":
+            response = {
+                "response": "ProvideCredentials",
+                "username": context.proxy_username,
+                "password": context.proxy_password or "",
+            }
+        try:
+            await self.page.command(
+                "Fetch.continueWithAuth",
+                {"requestId": params["requestId"], "authChallengeResponse": response},
+            )
+        except CDPError as e:
+            logger.debug("%s: answering an auth challenge: %r", self.page.spec.url, e)
+
+    def _overrides(self, params: dict[str, Any]) -> dict[str, Any]:
+        spec = self.page.spec
+        # The browser adds cookies from the context's jar itself (Lightpanda
+        # mangles a Cookie header handed back to it: its last value is lost).
+        headers = {
+            name: value
+            for name, value in params.get("request", {}).get("headers", {}).items()
+            if name.lower() != "cookie"
+        }
+        lowered = {name.lower(): name for name in headers}
+        for name, _ in spec.headers:
+            headers.pop(lowered.get(name.lower(), name), None)
+        merged = [{"name": k, "value": v} for k, v in headers.items()]
+        merged.extend({"name": name, "value": value} for name, value in spec.headers)
+        answer: dict[str, Any] = {
+            "requestId": params["requestId"],
+            "method": spec.method,
+            "headers": merged,
+        }
+        if spec.body:
+            answer["postData"] = base64.b64encode(spec.body).decode("ascii")
+        return answer
+
+    async def _on_response(self, params: dict[str, Any]) -> None:
+        request_id = params["requestId"]
+        is_main = (
+            params.get("frameId") == self.page.target_id
+            and str(params.get("resourceType", "")).lower() == "document"
+            and "responseErrorReason" not in params
+        )
+        if not is_main:
+            await self.page.command("Fetch.continueRequest", {"requestId": request_id})
+            return
+        status = int(params["responseStatusCode"])
+        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
+        url = params.get("request", {}).get("url", self.page.spec.url)
+        location = next((v for k, v in headers if k.lower() == "location"), None)
+        if 300 <= status < 400 and location:
+            self.page.tracker.on_redirect(url, status)
+            await self.page.command("Fetch.continueRequest", {"requestId": request_id})
+            return
+        maxsize = self.page.spec.maxsize
+        expected = _content_length(headers)
+        if maxsize and expected is not None and expected > maxsize:
+            raise ResponseTooLarge(self.page.spec.url, expected, maxsize, expected=True)
+        document = DocumentResponse(
+            url=url, status=status, headers=headers, network_id=params.get("networkId"),
+            received_at=time.monotonic(),
+        )  # fmt: skip
+        if not is_raw_document(status, headers):
+            self.page.tracker.on_document(document)
+            await self.page.command("Fetch.continueRequest", {"requestId": request_id})
+            return
+        body = b""
+        if status not in _NO_BODY_STATUSES and params.get("request", {}).get("method") != "HEAD":
+            result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
+            data = result.get("body", "")
+            body = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
+            if maxsize and len(body) > maxsize:
+                raise ResponseTooLarge(self.page.spec.url, len(body), maxsize, expected=False)
+        document.body = body
+        self.page.tracker.on_document(document)
+        await self._abort(request_id)  # taken as bytes: neither render nor download it
+
+    async def _abort(self, request_id: str) -> None:
+        try:
+            await self.page.command(
+                "Fetch.failRequest", {"requestId": request_id, "errorReason": "Aborted"}
+            )
+        except CDPError as e:
+            logger.debug("%s: aborting a paused request: %r", self.page.spec.url, e)
+
+
+
+def cdp_resource_type(name: str) -> str:
+    special = {"xhr": "XHR", "texttrack": "TextTrack", "eventsource": "EventSource",
+               "websocket": "WebSocket", "signedexchange": "SignedExchange",
+               "cspviolationreport": "CSPViolationReport"}  # fmt: skip
+    return special.get(name, name.capitalize())
