@@ -1,0 +1,32 @@
+"""This plugin (scrapy-cdp-pool): the Scrapy crawl with ADDONS = {"scrapy_cdp_pool.Addon": 0}
+and meta {"cdp": True}, on its embedded Lightpanda or Chromium, or (with --endpoint) on a
+server the harness started, through CDP_POOL_ENDPOINTS."""
+
+from __future__ import annotations
+
+import sys
+
+from _common import REPO_ROOT, emit, parser
+from _scrapy import crawl
+
+if __name__ == "__main__":
+    ap = parser(__doc__)
+    ap.add_argument("--browser", choices=("lightpanda", "chromium"), default="lightpanda")
+    args = ap.parse_args()
+    # An installed scrapy_cdp_pool (or one on PYTHONPATH) wins; else the repository's.
+    sys.path.append(str(REPO_ROOT))
+    try:
+        import scrapy_cdp_pool  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - the package may not import yet: report it
+        emit("error", message="import scrapy_cdp_pool: %s: %s" % (type(e).__name__, e))
+        sys.exit(2)
+    settings = {
+        "ADDONS": {"scrapy_cdp_pool.Addon": 0},
+        "CDP_POOL_BROWSER": args.browser,
+        "CDP_POOL_CONNECTIONS": args.concurrency,
+        "CONCURRENT_REQUESTS": args.concurrency,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
+    }
+    if args.endpoint:
+        settings["CDP_POOL_ENDPOINTS"] = [args.endpoint]
+    sys.exit(crawl(args, settings, meta={"cdp": True}))
