@@ -86,6 +86,10 @@ class PoolConfig:
     jobdir_durable: bool = True
     jobdir_fsync: bool = False
 
+    #: keep a clean page open for the next request of its identity on the same
+    #: connection (None: on Chromium only)
+    reuse_pages: bool | None = None
+
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> PoolConfig:
         """Read and validate every setting.
@@ -146,6 +150,11 @@ class PoolConfig:
             )
         return cls(
             render_all=_bool(settings, "CDP_POOL_RENDER_ALL"),
+            reuse_pages=(
+                None
+                if settings.get("CDP_POOL_REUSE_PAGES") is None
+                else _bool(settings, "CDP_POOL_REUSE_PAGES")
+            ),
             endpoints=endpoints,
             browser=browser,
             chromium_path=chromium_path,

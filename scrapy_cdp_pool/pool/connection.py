@@ -24,6 +24,17 @@ class ConnectionState(enum.Enum):
     CLOSED = "closed"
 
 
+@dataclass(frozen=True)
+class IdlePage:
+    """A page kept open after a clean render, to be navigated again by the
+    next request of the same identity (``key``) on this connection."""
+
+    key: str
+    context_id: str
+    target_id: str
+    session_id: str
+
+
 @dataclass
 class ConnectionCounters:
     """Counts over the connection's life, across reconnects."""
@@ -53,6 +64,15 @@ class PooledConnection:
     open_contexts: int = 0
     open_pages: int = 0
     counters: ConnectionCounters = field(default_factory=ConnectionCounters)
+    #: pages kept for reuse (``CDP_POOL_REUSE_PAGES``); with the leased ones,
+    #: never more live contexts than ``capacity``
+    idle_pages: list[IdlePage] = field(default_factory=list)
+
+    def drop_idle_pages(self) -> None:
+        """Forget the kept pages of a connection that is gone: they went
+        with it."""
+        self.counters.contexts_closed += len(self.idle_pages)
+        self.idle_pages.clear()
 
     @property
     def has_room(self) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPError
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.capabilities import ServerInfo
-from scrapy_cdp_pool.pool.connection import PooledConnection
+from scrapy_cdp_pool.pool.connection import IdlePage, PooledConnection
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +32,11 @@ class ContextLease:
         #: set when the request's render finished normally: its page answers,
         #: so the slot can be reused as soon as the dispose is sent
         self.finished_cleanly = False
+        #: identity key under which the page may be kept for the next request
+        #: (``CDP_POOL_REUSE_PAGES``), ``None`` to dispose it
+        self.keep_key: str | None = None
+        self.target_id: str | None = None
+        self.session_id: str | None = None
         cdp = connection.cdp
         info = connection.info
         if cdp is None or info is None:  # _pick() hands out READY connections only
@@ -56,6 +61,46 @@ class ContextLease:
                 "Storage.setCookies", {"browserContextId": context_id, "cookies": cookies}
             )
         return context_id
+
+    def take_idle_page(self, key: str) -> IdlePage | None:
+        """A page this connection kept for identity ``key``, now this lease's."""
+        for index, idle in enumerate(self.connection.idle_pages):
+            if idle.key == key:
+                del self.connection.idle_pages[index]
+                self.context_id = idle.context_id
+                return idle
+        return None
+
+    async def evict_idle_pages(self) -> None:
+        """Dispose kept pages so that this lease's new context stays within
+        the connection's capacity."""
+        connection = self.connection
+        while connection.idle_pages and (
+            len(connection.idle_pages) + connection.open_contexts > connection.capacity
+        ):
+            idle = connection.idle_pages.pop(0)
+            await _dispose_context(self, idle.context_id)
+
+    def keep_page(self) -> bool:
+        """Keep this lease's page open for the next request of its identity
+        instead of disposing it; ``False`` when it cannot be kept."""
+        if (
+            self.keep_key is None
+            or not self.finished_cleanly
+            or self.context_id is None
+            or self.target_id is None
+            or self.session_id is None
+            or self.cdp.closed
+        ):
+            return False
+        self.connection.idle_pages.append(
+            IdlePage(self.keep_key, self.context_id, self.target_id, self.session_id)
+        )
+        self.context_id = None
+        if self.page_open:
+            self.page_open = False
+            self.connection.open_pages -= 1
+        return True
 
     def page_opened(self) -> None:
         self.page_open = True
@@ -94,3 +139,17 @@ class ContextLease:
         except CDPError as e:
             await self.connection.retire(f"disposing browser context {context_id} failed: {e}")
         self.connection.counters.contexts_closed += 1
+
+
+async def _dispose_context(lease: ContextLease, context_id: str) -> None:
+    try:
+        await lease.cdp.send(
+            "Target.disposeBrowserContext",
+            {"browserContextId": context_id},
+            timeout_s=lease.config.context_close_timeout_s,
+        )
+    except CDPConnectionClosed:
+        pass
+    except CDPError as e:
+        await lease.connection.retire(f"disposing browser context {context_id} failed: {e}")
+    lease.connection.counters.contexts_closed += 1

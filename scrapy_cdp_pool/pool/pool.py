@@ -178,6 +178,7 @@ class ConnectionPool:
             return
         connection.state = ConnectionState.BROKEN
         # Contexts on a dropped connection are gone with it.
+        connection.drop_idle_pages()
         logger.warning("CDP connection %s %s", connection.name, cdp.close_reason)
         self._schedule_reconnect(connection)
 
@@ -220,6 +221,7 @@ class ConnectionPool:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for connection in self.connections:
+            connection.drop_idle_pages()
             if connection.cdp is not None:
                 await connection.cdp.close()
             connection.state = ConnectionState.CLOSED
@@ -263,8 +265,30 @@ class ConnectionPool:
 
     async def wait_disposed(self) -> None:
         """Wait until every finished lease's context is disposed (each bounded
-        by ``CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS``)."""
+        by ``CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS``), pages kept for reuse
+        included: after it, no context is open on any connection."""
         await asyncio.gather(*self._disposals, return_exceptions=True)
+        await asyncio.gather(
+            *(self._dispose_idle(c) for c in self.connections if c.idle_pages),
+            return_exceptions=True,
+        )
+
+    async def _dispose_idle(self, connection: PooledConnection) -> None:
+        idle, connection.idle_pages = connection.idle_pages, []
+        for page in idle:
+            cdp = connection.cdp
+            if cdp is None or cdp.closed:
+                connection.counters.contexts_closed += 1
+                continue
+            try:
+                await cdp.send(
+                    "Target.disposeBrowserContext",
+                    {"browserContextId": page.context_id},
+                    timeout_s=self.config.context_close_timeout_s,
+                )
+            except CDPError as e:
+                await connection.retire(f"disposing a kept page's context failed: {e}")
+            connection.counters.contexts_closed += 1
 
     async def _dispose(self, lease: ContextLease) -> None:
         freed = False
@@ -277,6 +301,8 @@ class ConnectionPool:
                 self._wake()
 
         try:
+            if lease.keep_page():
+                return
             # A page that may be stuck (the render failed) keeps its slot until
             # the server confirms the dispose, or the connection is retired.
             await lease.dispose(on_sent=free_slot if lease.finished_cleanly else None)

@@ -83,16 +83,8 @@ class Page:
             )
             session_id = attached["sessionId"]
         page = cls(cdp, target_id, session_id, spec)
-        patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
-        if spec.overrides_request:
-            patterns.append({"resourceType": "Document", "requestStage": "Request"})
-        for resource_type in sorted(spec.block_resources):
-            patterns.append({"resourceType": cdp_resource_type(resource_type)})
         context = spec.context
-        fetch: dict[str, Any] = {"patterns": patterns}
-        if context is not None and context.proxy_username:
-            fetch["handleAuthRequests"] = True
-        commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
+        commands = [page.command("Page.enable"), page.command("Fetch.enable", _fetch_params(spec))]
         if network_events or (context is not None and context.needs_network_domain):
             commands.append(page.command("Network.enable"))
         if context is not None:
@@ -108,6 +100,32 @@ class Page:
             page._setup = setup
         else:
             await setup
+        return page
+
+    @classmethod
+    def reattach(
+        cls,
+        cdp: CDPConnection,
+        context_id: str,
+        target_id: str,
+        session_id: str,
+        spec: RenderSpec,
+        *,
+        clear_cookies: bool,
+    ) -> Page:
+        """Take over a page a previous request of the same identity left open
+        (``CDP_POOL_REUSE_PAGES``): its domains and identity options are still
+        set; only this request's interception, and for the anonymous identity
+        a cookie jar emptied and refilled from Scrapy's, are sent, pipelined
+        with the navigation."""
+        page = cls(cdp, target_id, session_id, spec)
+        commands = [page.command("Fetch.enable", _fetch_params(spec))]
+        if clear_cookies:
+            commands.append(cdp.post("Storage.clearCookies", {"browserContextId": context_id}))
+        if spec.cookies:
+            cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
+            commands.append(page.command("Network.setCookies", {"cookies": cookies}))
+        page._setup = asyncio.gather(*commands)
         return page
 
     def command(
@@ -293,3 +311,17 @@ class Page:
             return "", []
         return str(value.get("origin") or ""), list(value.get("items") or [])
 
+
+
+def _fetch_params(spec: RenderSpec) -> dict[str, Any]:
+    """``Fetch.enable`` parameters: the main document at the response stage,
+    its request when it must be rewritten, the blocked resource types."""
+    patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
+    if spec.overrides_request:
+        patterns.append({"resourceType": "Document", "requestStage": "Request"})
+    for resource_type in sorted(spec.block_resources):
+        patterns.append({"resourceType": cdp_resource_type(resource_type)})
+    params: dict[str, Any] = {"patterns": patterns}
+    if spec.context is not None and spec.context.proxy_username:
+        params["handleAuthRequests"] = True
+    return params
