@@ -62,6 +62,13 @@ def build(connections: int) -> list[Config]:
             note="embedded Chromium",
         ),
         Config(
+            "cdp_pool_chromium_tuned",
+            "cdp_pool",
+            concurrency=c,
+            args=("--browser", "chromium", "--block", "image,font,media,stylesheet"),
+            note="embedded Chromium, CDP_POOL_BLOCK_RESOURCES as the tuned peer blocks",
+        ),
+        Config(
             "cdp_pool_chromium_ext",
             "cdp_pool",
             server="chromium",

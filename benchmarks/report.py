@@ -26,6 +26,7 @@ TARGETS = [
     ("cdp_pool_lightpanda", ("raw_playwright_pool",), 2.0),
     ("cdp_pool_lightpanda", ("scrapy_playwright_lightpanda_*",), 5.0),
     ("cdp_pool_chromium", ("scrapy_playwright_chromium_tuned",), 1.5),
+    ("cdp_pool_chromium_tuned", ("scrapy_playwright_chromium_tuned",), 1.5),
 ]
 
 

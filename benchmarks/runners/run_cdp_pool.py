@@ -12,6 +12,7 @@ from _scrapy import crawl
 if __name__ == "__main__":
     ap = parser(__doc__)
     ap.add_argument("--browser", choices=("lightpanda", "chromium"), default="lightpanda")
+    ap.add_argument("--block", default="", help="CDP_POOL_BLOCK_RESOURCES, comma-separated")
     args = ap.parse_args()
     # An installed scrapy_cdp_pool (or one on PYTHONPATH) wins; else the repository's.
     sys.path.append(str(REPO_ROOT))
@@ -29,4 +30,6 @@ if __name__ == "__main__":
     }
     if args.endpoint:
         settings["CDP_POOL_ENDPOINTS"] = [args.endpoint]
+    if args.block:
+        settings["CDP_POOL_BLOCK_RESOURCES"] = args.block.split(",")
     sys.exit(crawl(args, settings, meta={"cdp": True}))

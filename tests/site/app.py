@@ -10,6 +10,7 @@ Routes live in small modules grouped by purpose:
 - ``stats``: /inflight, /stats, /stats/reset (and hit counting for all)
 - ``faults``: /flaky, /rate-limited, /fault-records
 - ``sessions``: /login, /account, /refresh, /whoami, /local-storage, /session-inflight
+- ``jobsite``: /jobsite/<n>, /jobsite/fetches (pause-and-resume crawls)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import signal
 
 from aiohttp import web
 
-from . import assets, browser, faults, protocol, sessions, shop, stats
+from . import assets, browser, faults, jobsite, protocol, sessions, shop, stats
 from .common import PARKED, cancel_parked
 
 HOST = "127.0.0.1"
@@ -35,6 +36,7 @@ def make_app() -> web.Application:
     for module in (protocol, assets, browser, shop, stats, sessions):
         app.router.add_routes(module.routes)
     app.router.add_routes(faults.routes)
+    app.router.add_routes(jobsite.routes)
     return app
 
 

@@ -1,0 +1,182 @@
+"""DurableScheduler: Scrapy's ``Scheduler`` whose JOBDIR survives a hard kill.
+
+The add-on installs it (``SCHEDULER``) with the SQLite disk queues and
+:class:`~scrapy_cdp_pool.jobdir.DurableDupeFilter` whenever ``JOBDIR`` is set.
+Without ``JOBDIR`` it is Scrapy's scheduler, unchanged. With it:
+
+- each call is one transaction of the JOBDIR database: ``enqueue_request`` (the
+  fingerprint and the push together), ``next_request`` (the pop, marked in
+  flight), committed before the call returns;
+- a request handed out stays stored until the engine is done with it (callback
+  output scheduled, items through the pipelines); its row is then deleted, in
+  the next call (:mod:`scrapy_cdp_pool.jobdir.inflight`);
+- on open, rows left in flight by the previous run are queued again, and the
+  priority queue's state comes from the rows themselves
+  (:mod:`scrapy_cdp_pool.jobdir.recovery`), not from ``active.json``, which is
+  neither read nor written.
+
+Stats: ``cdp_pool/jobdir/requeued`` (requests in flight when the previous run
+stopped, queued again), ``cdp_pool/jobdir/acked`` (requests finished and
+forgotten), ``cdp_pool/jobdir/commits`` (transactions written),
+``cdp_pool/jobdir/unloadable`` (stored requests that could not be rebuilt).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy.core.scheduler import Scheduler
+from scrapy.dupefilters import RFPDupeFilter
+from scrapy.pqueues import ScrapyPriorityQueue
+
+from scrapy_cdp_pool.jobdir import _engine
+from scrapy_cdp_pool.jobdir.dupefilter import DurableDupeFilter
+from scrapy_cdp_pool.jobdir.queues import _SqliteQueue
+from scrapy_cdp_pool.jobdir.recovery import recover_state
+from scrapy_cdp_pool.jobdir.store import JobdirError, JobStore, store_for
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from twisted.internet.defer import Deferred
+
+logger = logging.getLogger(__name__)
+
+DISK_QUEUES = "scrapy_cdp_pool.jobdir.SqliteLifoQueue or scrapy_cdp_pool.jobdir.SqliteFifoQueue"
+
+
+@dataclass(frozen=True)
+class _Job:
+    crawler: Crawler
+    store: JobStore
+
+
+class DurableScheduler(Scheduler):
+    _job: _Job | None = None  # set by open() with JOBDIR
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        scheduler = super().from_crawler(crawler)
+        if scheduler.dqdir:
+            for name, queue_cls in (
+                ("SCHEDULER_DISK_QUEUE", scheduler.dqclass),
+                ("SCHEDULER_START_DISK_QUEUE", scheduler._sdqclass),
+            ):
+                if queue_cls is not None and not issubclass(queue_cls, _SqliteQueue):
+                    raise JobdirError(
+                        f"{name}: {queue_cls.__module__}.{queue_cls.__qualname__} does not "
+                        f"survive a hard kill; with JOBDIR use {DISK_QUEUES}, or set "
+                        "CDP_POOL_JOBDIR_DURABLE = False"
+                    )
+            if isinstance(scheduler.df, RFPDupeFilter) and not isinstance(
+                scheduler.df, DurableDupeFilter
+            ):
+                logger.warning(
+                    "DUPEFILTER_CLASS %s.%s keeps its fingerprints in a buffered file: after "
+                    "a hard kill, finished pages may be fetched again; use "
+                    "scrapy_cdp_pool.jobdir.DurableDupeFilter",
+                    type(scheduler.df).__module__, type(scheduler.df).__qualname__,
+                    extra={"crawler": crawler},
+                )  # fmt: skip
+        return scheduler
+
+    @property
+    def store(self) -> JobStore | None:
+        """The JOBDIR database, once open; ``None`` without ``JOBDIR``."""
+        return self._job.store if self._job is not None else None
+
+    def open(self, spider: Spider) -> Deferred[None] | None:
+        if self.dqdir:
+            if self.crawler is None:
+                raise JobdirError("DurableScheduler needs a crawler: build it with from_crawler()")
+            _engine.check(self.crawler)
+            self._job = _Job(self.crawler, store_for(self.crawler))
+            try:
+                return super().open(spider)
+            except BaseException:
+                self._job.store.close()
+                raise
+        return super().open(spider)
+
+    def _read_dqs_state(self, dqdir: str) -> Any:
+        if self._job is None:
+            raise JobdirError("DurableScheduler: the disk queue is built by open()")
+        store = self._job.store
+        _refuse_scrapy_queue(Path(dqdir))
+        requeued = store.requeue_in_flight()
+        state = recover_state(store, self.pqclass or ScrapyPriorityQueue)
+        self._job.crawler.stats.set_value("cdp_pool/jobdir/requeued", requeued)
+        if not store.created:
+            logger.info(
+                "JOBDIR %s: resuming; %d requests that were in flight when the crawl stopped "
+                "are queued again; %d fingerprints seen",
+                store.path.parent, requeued, store.fingerprints(),
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
+        return state
+
+    def _write_dqs_state(self, dqdir: str, state: Any) -> None:
+        """Nothing: the state is rebuilt from the database on resume."""
+
+    def enqueue_request(self, request: Request) -> bool:
+        if self._job is None:
+            return super().enqueue_request(request)
+        with self._job.store.transaction():
+            self._ack_finished(self._job)
+            return super().enqueue_request(request)
+
+    def next_request(self) -> Request | None:
+        if self._job is None:
+            return super().next_request()
+        with self._job.store.transaction():
+            self._ack_finished(self._job)
+            return super().next_request()
+
+    def has_pending_requests(self) -> bool:
+        if self._job is not None:
+            self._ack_finished(self._job)
+        return super().has_pending_requests()
+
+    def close(self, reason: str) -> Deferred[None] | None:
+        job = self._job
+        if job is None:
+            return super().close(reason)
+        self._ack_finished(job)
+        queued, left = len(self), len(job.store.in_flight)
+        try:
+            return super().close(reason)
+        finally:
+            job.crawler.stats.set_value("cdp_pool/jobdir/commits", job.store.commits)
+            job.store.close()
+            logger.info(
+                "JOBDIR %s: %d requests queued, %d in flight (queued again on resume)",
+                job.store.path.parent, queued, left, extra={"crawler": job.crawler},
+            )  # fmt: skip
+
+    @staticmethod
+    def _ack_finished(job: _Job) -> None:
+        rows = job.store.in_flight.finished(_engine.in_progress(job.crawler))
+        if rows:
+            job.store.ack(rows)
+            job.crawler.stats.inc_value("cdp_pool/jobdir/acked", len(rows))
+
+
+def _refuse_scrapy_queue(dqdir: Path) -> None:
+    """Requests queued by Scrapy's own scheduler (this one never writes
+    ``active.json``) would be ignored silently."""
+    path = dqdir / "active.json"
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as f:
+        state = json.load(f)
+    if state:
+        raise JobdirError(
+            f"{dqdir.parent} holds requests queued by Scrapy's own JOBDIR ({path}); resume it "
+            "with CDP_POOL_JOBDIR_DURABLE = False, or start a new JOBDIR"
+        )

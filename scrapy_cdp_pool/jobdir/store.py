@@ -1,0 +1,246 @@
+"""JobStore: the one SQLite database of a durable JOBDIR (``JOBDIR/cdp_pool.sqlite3``).
+
+It holds the scheduled requests of every disk queue (one row each, named by the
+queue's key under ``requests.queue/``) and the fingerprints of every request the
+dupefilter let through. Rows are never deleted when a request is handed out,
+only marked in flight; they are deleted (acknowledged) once the engine is done
+with the request. On resume, rows still in flight are queued again.
+
+Durability: WAL journal, one transaction per scheduler call (a push with its
+fingerprint, a pop, acknowledgements), committed before the call returns. With
+``synchronous=NORMAL`` (the default) a commit is a ``write()`` to the WAL: it
+survives the process being killed (SIGKILL, the OOM killer), not a power loss;
+``CDP_POOL_JOBDIR_FSYNC`` uses ``synchronous=FULL`` (an fsync per commit),
+which survives that too. A crash at any moment leaves a prefix of the
+transactions, so the queue, the fingerprints and the acknowledgements always
+agree with each other.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import weakref
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scrapy.utils.job import job_dir
+
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.jobdir.inflight import InFlight
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+DATABASE_NAME = "cdp_pool.sqlite3"
+QUEUE_DIR_NAME = "requests.queue"  # Scrapy's Scheduler: JOBDIR/requests.queue
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS requests (
+    id INTEGER PRIMARY KEY,
+    queue TEXT NOT NULL,
+    in_flight INTEGER NOT NULL DEFAULT 0,
+    data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS requests_by_queue ON requests (queue, in_flight, id);
+CREATE TABLE IF NOT EXISTS seen (fingerprint BLOB PRIMARY KEY) WITHOUT ROWID;
+"""
+_NEXT = "SELECT id, data FROM requests WHERE queue = ? AND in_flight = 0 ORDER BY id"
+_HEAD = {True: _NEXT + " DESC LIMIT 1", False: _NEXT + " LIMIT 1"}  # LIFO: newest; FIFO: oldest
+
+
+class JobdirError(RuntimeError):
+    """The JOBDIR cannot be used as it is; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class StoredRequest:
+    """One row: ``queue`` is the disk queue's key under ``requests.queue/``,
+    ``data`` the pickled ``Request.to_dict()``."""
+
+    row_id: int
+    queue: str
+    in_flight: bool
+    data: bytes
+
+
+class JobStore:
+    """Not thread-safe: Scrapy calls it from the reactor thread only."""
+
+    def __init__(self, path: Path, *, fsync: bool = False) -> None:
+        self.path = path
+        self.queue_root = str(path.parent / QUEUE_DIR_NAME)
+        self.created = not path.exists()
+        self.in_flight = InFlight()
+        self.commits = 0
+        self._depth = 0
+        self._in_transaction = False
+        self._db: sqlite3.Connection | None = sqlite3.connect(path, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, SCHEMA_VERSION):
+            self.close()
+            raise JobdirError(
+                f"{path}: written by a newer scrapy-cdp-pool (schema {version}, "
+                f"this one reads {SCHEMA_VERSION}); resume it with that version"
+            )
+        self._db.executescript(_SCHEMA)
+        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise JobdirError(f"{self.path} is closed")
+        return self._db
+
+    @property
+    def closed(self) -> bool:
+        return self._db is None
+
+    def queue_name(self, key: str) -> str:
+        """A disk queue's row name: its key relative to ``requests.queue/``."""
+        return key.removeprefix(self.queue_root).lstrip("/")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Writes made inside are committed together when the outermost
+        ``transaction()`` ends (rolled back if it raises). A write outside any
+        ``transaction()`` is committed at once."""
+        self._depth += 1
+        try:
+            yield
+        except BaseException:
+            self._depth -= 1
+            if self._depth == 0 and self._in_transaction:
+                self._in_transaction = False
+                self.db.execute("ROLLBACK")
+            raise
+        self._depth -= 1
+        if self._depth == 0:
+            self._commit()
+
+    def _write(self, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
+        if not self._in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")
+            self._in_transaction = True
+        cursor = self.db.execute(sql, params)
+        if self._depth == 0:
+            self._commit()
+        return cursor
+
+    def _commit(self) -> None:
+        if self._in_transaction:
+            self._in_transaction = False
+            self.db.execute("COMMIT")
+            self.commits += 1
+
+    def push(self, queue: str, data: bytes) -> int:
+        cursor = self._write("INSERT INTO requests (queue, data) VALUES (?, ?)", (queue, data))
+        return cursor.lastrowid or 0  # always set after an INSERT
+
+    def _head(self, queue: str, lifo: bool) -> tuple[int, bytes] | None:
+        row: tuple[int, bytes] | None = self.db.execute(_HEAD[lifo], (queue,)).fetchone()
+        return row
+
+    def pop(self, queue: str, *, lifo: bool) -> tuple[int, bytes] | None:
+        """The queue's next row, marked in flight (kept until :meth:`ack`)."""
+        row = self._head(queue, lifo)
+        if row is not None:
+            self._write("UPDATE requests SET in_flight = 1 WHERE id = ?", (row[0],))
+        return row
+
+    def peek(self, queue: str, *, lifo: bool) -> bytes | None:
+        row = self._head(queue, lifo)
+        return row[1] if row is not None else None
+
+    def pending(self, queue: str) -> int:
+        """Rows of ``queue`` not in flight."""
+        count: int = self.db.execute(
+            "SELECT COUNT(*) FROM requests WHERE queue = ? AND in_flight = 0", (queue,)
+        ).fetchone()[0]
+        return count
+
+    def ack(self, row_ids: Iterable[int]) -> None:
+        """The engine is done with these requests: forget them."""
+        with self.transaction():
+            for row_id in row_ids:
+                self._write("DELETE FROM requests WHERE id = ?", (row_id,))
+
+    def add_fingerprint(self, fingerprint: bytes) -> bool:
+        """Record a fingerprint; ``False`` when it was there already (then
+        nothing is written)."""
+        if self.db.execute("SELECT 1 FROM seen WHERE fingerprint = ?", (fingerprint,)).fetchone():
+            return False
+        self._write("INSERT INTO seen (fingerprint) VALUES (?)", (fingerprint,))
+        return True
+
+    def fingerprints(self) -> int:
+        count: int = self.db.execute("SELECT COUNT(*) FROM seen").fetchone()[0]
+        return count
+
+    def requeue_in_flight(self) -> int:
+        """Queue again the rows that were in flight when the crawl stopped."""
+        return self._write("UPDATE requests SET in_flight = 0 WHERE in_flight = 1").rowcount
+
+    def queues(self) -> list[str]:
+        """Names of the queues that have rows not in flight."""
+        rows = self.db.execute("SELECT DISTINCT queue FROM requests WHERE in_flight = 0")
+        return sorted(name for (name,) in rows)
+
+    def rename(self, row_id: int, queue: str) -> None:
+        self._write("UPDATE requests SET queue = ? WHERE id = ?", (queue, row_id))
+
+    def rows(self, queue: str | None = None) -> Iterator[StoredRequest]:
+        """Every row (of ``queue``), oldest first."""
+        if queue is None:
+            cursor = self.db.execute("SELECT id, queue, in_flight, data FROM requests ORDER BY id")
+        else:
+            cursor = self.db.execute(
+                "SELECT id, queue, in_flight, data FROM requests WHERE queue = ? ORDER BY id",
+                (queue,),
+            )
+        for row_id, name, in_flight, data in cursor.fetchall():
+            yield StoredRequest(row_id, name, bool(in_flight), data)
+
+    def close(self) -> None:
+        if self._db is None:
+            return
+        self._commit()
+        self._db.close()
+        self._db = None
+
+
+def open_jobdir(directory: str | Path) -> JobStore:
+    """The store of a JOBDIR, to look at what it holds (``rows()``) between runs.
+
+    :raises JobdirError: the directory has no durable JOBDIR database.
+    """
+    path = Path(directory, DATABASE_NAME)
+    if not path.exists():
+        raise JobdirError(f"{directory} has no {DATABASE_NAME}: not a durable JOBDIR")
+    return JobStore(path)
+
+
+_stores: weakref.WeakKeyDictionary[Crawler, JobStore] = weakref.WeakKeyDictionary()
+
+
+def store_for(crawler: Crawler) -> JobStore:
+    """The crawler's store in its ``JOBDIR``, opened on first use (by the
+    dupefilter or a disk queue) and closed by the scheduler.
+
+    :raises JobdirError: ``JOBDIR`` is not set.
+    """
+    store = _stores.get(crawler)
+    if store is None or store.closed:
+        directory = job_dir(crawler.settings)
+        if not directory:
+            raise JobdirError("the durable JOBDIR components need the JOBDIR setting")
+        config = PoolConfig.from_settings(crawler.settings)
+        store = _stores[crawler] = JobStore(
+            Path(directory, DATABASE_NAME), fsync=config.jobdir_fsync
+        )
+    return store
