@@ -39,6 +39,20 @@ CHROMIUM_FLAGS = (
     "--disable-dev-shm-usage",
     "--mute-audio",
     "--hide-scrollbars",
+    # What browser automation passes (Playwright's defaults): no throttling of
+    # pages that are never visible, no extensions or background features.
+    "--disable-extensions",
+    "--disable-renderer-backgrounding",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-ipc-flooding-protection",
+    "--disable-hang-monitor",
+    "--disable-popup-blocking",
+    "--disable-prompt-on-repost",
+    "--no-default-browser-check",
+    "--metrics-recording-only",
+    "--password-store=basic",
+    "--disable-features=Translate,OptimizationHints,MediaRouter,PaintHolding",
 )
 _DEVTOOLS_LINE = re.compile(rb"DevTools listening on (ws://\S+)")
 
@@ -297,8 +311,13 @@ class ChromiumServer(EmbeddedServer):
         path = self.checked_binary()
         self._user_data_dir = tempfile.mkdtemp(prefix="cdp-pool-chromium-")
         self._ws_url = asyncio.get_running_loop().create_future()
+        extra: list[str] = []
+        if "image" in self.config.block_resources:
+            # Not even requested: cheaper than intercepting each image (they are
+            # then not counted in cdp_pool/resources_blocked).
+            extra.append("--blink-settings=imagesEnabled=false")
         argv = [
-            path, *CHROMIUM_FLAGS, *self.config.chromium_args,
+            path, *CHROMIUM_FLAGS, *extra, *self.config.chromium_args,
             "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
             f"--user-data-dir={self._user_data_dir}", "about:blank",
         ]  # fmt: skip
