@@ -175,7 +175,10 @@ class RequestGates:
             if due not in self._wakes:
                 self._wakes[due] = call_later(delay_s, self._timed_wake, due)
             return
-        engine: Any = getattr(self.crawler, "engine", None)
+        try:
+            engine: Any = self.crawler.engine
+        except RuntimeError:  # Scrapy 2.19 raises before the crawl starts
+            return
         slot = getattr(engine, "_slot", None)
         nextcall = getattr(slot, "nextcall", None)
         if nextcall is not None:
