@@ -25,8 +25,11 @@ if __name__ == "__main__":
         "ADDONS": {"scrapy_cdp_pool.Addon": 0},
         "CDP_POOL_BROWSER": args.browser,
         "CDP_POOL_CONNECTIONS": args.concurrency,
-        "CONCURRENT_REQUESTS": args.concurrency,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
+        # Twice the pool's slots (Scrapy's defaults, 16 and 8 per domain, are
+        # more): a request is always waiting when a slot frees, so no slot idles
+        # while Scrapy handles a response.
+        "CONCURRENT_REQUESTS": 2 * args.concurrency,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 2 * args.concurrency,
     }
     if args.endpoint:
         settings["CDP_POOL_ENDPOINTS"] = [args.endpoint]
