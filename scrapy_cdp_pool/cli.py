@@ -135,6 +135,14 @@ def _measure_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds to let memory settle before each reading (default: 1)",
     )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    parser.add_argument(
+        "--profile", default=None,
+        help="open every page as this stored profile (its cookies, localStorage, user agent...)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--profiles-dir", default=".",
+        help="with --profile: the profiles directory (default: the current one)",
+    )  # fmt: skip
 
 
 def _measure(args: argparse.Namespace) -> int:
@@ -146,6 +154,17 @@ def _measure(args: argparse.Namespace) -> int:
         print("scrapy-cdp-pool measure: --server-pid needs --endpoint", file=sys.stderr)
         return 2
     out = sys.stderr if args.json else sys.stdout
+    context = None
+    if args.profile is not None:
+        from scrapy_cdp_pool.identity.errors import ProfileError
+        from scrapy_cdp_pool.identity.options import context_options
+        from scrapy_cdp_pool.identity.store import ProfileStore
+
+        try:
+            context = context_options(ProfileStore(args.profiles_dir).load(args.profile))
+        except ProfileError as e:
+            print(f"scrapy-cdp-pool measure: {e}", file=sys.stderr)
+            return 1
 
     def progress(line: str) -> None:
         print(line, file=out, flush=True)
@@ -162,6 +181,7 @@ def _measure(args: argparse.Namespace) -> int:
                 timeout_s=args.timeout,
                 settle_s=args.settle,
                 progress=progress,
+                context=context,
             )
         )
     except (CDPError, OSError, ServerStartError, ValueError) as e:

@@ -120,8 +120,7 @@ class PoolConfig:
             )
         if "document" in blocked:
             raise ValueError(
-                "CDP_POOL_BLOCK_RESOURCES: 'document' cannot be blocked: "
-                "it is the page itself"
+                "CDP_POOL_BLOCK_RESOURCES: 'document' cannot be blocked: it is the page itself"
             )
         chromium_path = settings.get("CDP_POOL_CHROMIUM_PATH") or "/usr/bin/chromium"
         if not isinstance(chromium_path, str):
@@ -170,9 +169,7 @@ class PoolConfig:
             ),
             connect_timeout_s=_seconds(settings, "CDP_POOL_CONNECT_TIMEOUT_SECONDS", 10.0),
             command_timeout_s=_seconds(settings, "CDP_POOL_COMMAND_TIMEOUT_SECONDS", 30.0),
-            navigation_timeout_s=_seconds(
-                settings, "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", 30.0
-            ),
+            navigation_timeout_s=_seconds(settings, "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", 30.0),
             action_timeout_s=_seconds(settings, "CDP_POOL_ACTION_TIMEOUT_SECONDS", 10.0),
             context_close_timeout_s=_seconds(
                 settings, "CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS", 5.0

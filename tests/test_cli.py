@@ -7,6 +7,7 @@ import json
 import struct
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import scrapy
 
 from scrapy_cdp_pool.cli import SUBCOMMANDS, main
 from tests.crawl import crawl
+from tests.profiles import write_profile
 from tests.servers import ROOT, SiteServer
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -125,3 +127,28 @@ def test_measure_prints_a_table_and_the_formula(site: SiteServer) -> None:
     assert lines[-3].startswith("MB per open page: ")
     assert lines[-2].startswith("server MB ~ ")
     assert lines[-1].startswith("e.g. 2 pages on 2 connections ~ ")
+
+
+def test_measure_opens_pages_as_a_stored_profile(site: SiteServer, tmp_path: Path) -> None:
+    """``--profile``: every page carries the profile's cookies (the site counts
+    requests per session cookie); a profile the server cannot honour is
+    refused by name."""
+    session = f"measure-{uuid.uuid4().hex[:8]}"
+    write_profile(tmp_path, "shopper", session=session)
+    write_profile(tmp_path, "tokyo", session="t", identity={"timezoneId": "Asia/Tokyo"})
+    base = [str(CONSOLE_SCRIPT), "measure", site.url("/session-inflight?ms=1"), "--steps", "2",
+            "--connections", "1", "--settle", "0", "--timeout", "20", "--json",
+            "--profiles-dir", str(tmp_path)]  # fmt: skip
+    run = subprocess.run(
+        [*base, "--profile", "shopper"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["steps"][0]["failed_pages"] == 0
+    assert site.stats()["inflight_max"][f"session:{session}"] >= 1
+    refused = subprocess.run(
+        [*base, "--profile", "tokyo"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 1
+    assert "profile 'tokyo' needs timezone" in refused.stderr

@@ -27,6 +27,8 @@ logger = logging.getLogger(__name__)
 
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
 _NO_BODY_STATUSES = (204, 205, 304)
+
+
 def is_raw_document(status: int, headers: list[tuple[str, str]]) -> bool:
     """Whether a main document is returned as its original bytes rather than
     rendered: no body by status, an attachment, or not HTML."""
@@ -178,7 +180,6 @@ class FetchInterceptor:
             )
         except CDPError as e:
             logger.debug("%s: aborting a paused request: %r", self.page.spec.url, e)
-
 
 
 def cdp_resource_type(name: str) -> str:

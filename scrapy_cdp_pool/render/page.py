@@ -312,7 +312,6 @@ class Page:
         return str(value.get("origin") or ""), list(value.get("items") or [])
 
 
-
 def _fetch_params(spec: RenderSpec) -> dict[str, Any]:
     """``Fetch.enable`` parameters: the main document at the response stage,
     its request when it must be rewritten, the blocked resource types."""

@@ -27,6 +27,7 @@ from scrapy_cdp_pool.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.pool.servers import EmbeddedServer, embedded_server
+from scrapy_cdp_pool.render.context_options import ContextOptions
 from scrapy_cdp_pool.render.errors import RenderError
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.spec import RenderSpec
@@ -143,6 +144,7 @@ async def measure(
     timeout_s: float = 30.0,
     settle_s: float = 1.0,
     progress: Callable[[str], None] = lambda line: None,
+    context: ContextOptions | None = None,
 ) -> SizingReport:
     """Measure the server's memory for ``steps`` open pages of ``url``.
 
@@ -151,6 +153,8 @@ async def measure(
     loopback address, the process listening on its port. ``settle_s``:
     seconds to let memory settle (pages' scripts, processes exiting) before
     each reading. ``progress`` is called with one line per reading.
+    ``context``: open every page as this identity (a stored profile's
+    :class:`~scrapy_cdp_pool.render.context_options.ContextOptions`).
 
     :raises ValueError: ``steps`` not increasing positive counts, or
         ``connections`` < 1.
@@ -180,6 +184,11 @@ async def measure(
             info = await discover(endpoint or "", timeout_s)
             if server_pid is None:
                 server_pid = find_listening_pid(endpoint or "")
+        if context is not None and context.requirements() & info.unsupported:
+            missing = ", ".join(sorted(context.requirements() & info.unsupported))
+            raise ValueError(
+                f"profile {context.name!r} needs {missing}: {info.label} cannot honour it"
+            )
 
         def read() -> TreeMemory | None:
             return process_tree_memory(server_pid) if server_pid is not None else None
@@ -214,7 +223,7 @@ async def measure(
         async def open_one(index: int) -> _OpenPage:
             async with gate:
                 cdp = open_connections[index % len(open_connections)]
-                return await _open_page(cdp, info, url, timeout_s)
+                return await _open_page(cdp, info, url, timeout_s, context)
 
         for target in steps:
             needed = target if one_per_page else connections
@@ -253,11 +262,24 @@ async def _connect(info: ServerInfo, timeout_s: float) -> CDPConnection:
     )
 
 
-async def _open_page(cdp: CDPConnection, info: ServerInfo, url: str, timeout_s: float) -> _OpenPage:
-    result = await cdp.send("Target.createBrowserContext")
+async def _open_page(
+    cdp: CDPConnection,
+    info: ServerInfo,
+    url: str,
+    timeout_s: float,
+    context: ContextOptions | None = None,
+) -> _OpenPage:
+    result = await cdp.send(
+        "Target.createBrowserContext", context.context_params() if context else {}
+    )
     opened = _OpenPage(cdp, result["browserContextId"])
-    spec = RenderSpec(url=url, navigation_timeout_s=timeout_s)
+    spec = RenderSpec(url=url, navigation_timeout_s=timeout_s, context=context)
     try:
+        if context is not None and context.cookies:
+            await cdp.send(
+                "Storage.setCookies",
+                {"browserContextId": opened.context_id, "cookies": context.storage_cookies()},
+            )
         opened.page = await Page.attach(
             cdp, opened.context_id, spec, network_events=not info.set_cookie_in_fetch_headers
         )
