@@ -174,9 +174,7 @@ async def test_a_profile_request_is_never_sent_unrendered(site: SiteServer, tmp_
 
 @pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
 @pytest_twisted.ensureDeferred
-async def test_geolocation_reaches_the_page(
-    site: SiteServer, tmp_path: Path, browser: str
-) -> None:
+async def test_geolocation_reaches_the_page(site: SiteServer, tmp_path: Path, browser: str) -> None:
     name = f"geo-{token()}"
     write_profile(tmp_path, name, session="g", identity={
         "geolocation": {"latitude": 48.85, "longitude": 2.35, "accuracy": 10},
