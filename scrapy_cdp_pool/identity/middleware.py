@@ -67,7 +67,7 @@ class ProfileMiddleware:
 
     def __init__(self, crawler: Crawler, identities: Identities, gates: RequestGates) -> None:
         if identities.store is None:
-            raise NotConfigured("CDP_POOL_PROFILES_DIR is not set")
+            raise NotConfigured  # no profiles: nothing to say on every crawl
         self.crawler = crawler
         self.identities = identities
         self.store: ProfileStore = identities.store

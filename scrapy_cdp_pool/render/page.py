@@ -64,6 +64,7 @@ class Page:
         *,
         network_events: bool,
         default_user_agent: str = "",
+        pipeline_navigation: bool = False,
     ) -> Page:
         """Create a blank target in ``context_id``, attach to it, enable the
         domains a render needs and apply the identity's options (user agent,
@@ -94,16 +95,19 @@ class Page:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
             commands.append(page.command("Network.setCookies", {"cookies": cookies}))
         setup = asyncio.gather(*commands)
-        if context is None:
-            # Nothing identity-specific to apply first: Page.navigate goes out
-            # in the same write as the enables (the server handles them in order).
+        if context is None and pipeline_navigation:
+            # Nothing identity-specific to apply first, and a server that handles
+            # a connection's commands in order (Lightpanda): Page.navigate goes
+            # out in the same write as the enables. Chromium handles Page.enable
+            # in the renderer and Page.navigate in the browser process, so the
+            # navigation could start before the page reports its events.
             page._setup = setup
         else:
             await setup
         return page
 
     @classmethod
-    def reattach(
+    async def reattach(
         cls,
         cdp: CDPConnection,
         context_id: str,
@@ -116,8 +120,8 @@ class Page:
         """Take over a page a previous request of the same identity left open
         (``CDP_POOL_REUSE_PAGES``): its domains and identity options are still
         set; only this request's interception, and for the anonymous identity
-        a cookie jar emptied and refilled from Scrapy's, are sent, pipelined
-        with the navigation."""
+        a cookie jar emptied and refilled from Scrapy's, are sent and answered
+        before the navigation starts."""
         page = cls(cdp, target_id, session_id, spec)
         commands = [page.command("Fetch.enable", _fetch_params(spec))]
         if clear_cookies:
@@ -125,7 +129,7 @@ class Page:
         if spec.cookies:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
             commands.append(page.command("Network.setCookies", {"cookies": cookies}))
-        page._setup = asyncio.gather(*commands)
+        await asyncio.gather(*commands)
         return page
 
     def command(

@@ -56,7 +56,7 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
     key = reuse_key(lease, spec)
     idle = lease.take_idle_page(key) if key is not None else None
     if idle is not None:
-        page = Page.reattach(
+        page = await Page.reattach(
             lease.cdp, idle.context_id, idle.target_id, idle.session_id, spec,
             clear_cookies=options is None,
         )  # fmt: skip
@@ -78,6 +78,7 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
             spec,
             network_events=not lease.info.set_cookie_in_fetch_headers,
             default_user_agent=lease.info.default_user_agent,
+            pipeline_navigation=lease.info.kind == "lightpanda",
         )
     lease.page_opened()
     lease.keep_key, lease.target_id, lease.session_id = key, page.target_id, page.session_id
