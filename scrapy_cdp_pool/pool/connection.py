@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from scrapy_cdp_pool.cdp import CDPConnection
+from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPError
 from scrapy_cdp_pool.pool.capabilities import ServerInfo
 
 logger = logging.getLogger(__name__)
@@ -86,6 +87,33 @@ class PooledConnection:
         self.cdp = cdp
         self.info = info
         self.state = ConnectionState.READY
+
+    async def dispose_context(
+        self, context_id: str, timeout_s: float, on_sent: Callable[[], None] | None = None
+    ) -> None:
+        """Dispose one browser context of this connection and count it closed.
+        Never raises: a dispose that fails or gets no answer within
+        ``timeout_s`` seconds retires the connection (a page stuck in
+        JavaScript). ``on_sent`` is called once the command is queued (or at
+        once when the connection is already gone, taking the context with it)."""
+        cdp = self.cdp
+        if cdp is None or cdp.closed:
+            self.counters.contexts_closed += 1
+            if on_sent is not None:
+                on_sent()
+            return
+        answer = cdp.post(
+            "Target.disposeBrowserContext", {"browserContextId": context_id}, timeout_s=timeout_s
+        )
+        if on_sent is not None:
+            on_sent()
+        try:
+            await answer
+        except CDPConnectionClosed:
+            pass
+        except CDPError as e:
+            await self.retire(f"disposing browser context {context_id} failed: {e}")
+        self.counters.contexts_closed += 1
 
     async def retire(self, reason: str) -> None:
         """Close the WebSocket (the server then ends every page on it, even one

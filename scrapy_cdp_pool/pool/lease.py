@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPError
+from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.capabilities import ServerInfo
 from scrapy_cdp_pool.pool.connection import IdlePage, PooledConnection
@@ -79,7 +79,7 @@ class ContextLease:
             len(connection.idle_pages) + connection.open_contexts > connection.capacity
         ):
             idle = connection.idle_pages.pop(0)
-            await _dispose_context(self, idle.context_id)
+            await connection.dispose_context(idle.context_id, self.config.context_close_timeout_s)
 
     def keep_page(self) -> bool:
         """Keep this lease's page open for the next request of its identity
@@ -119,37 +119,10 @@ class ContextLease:
             self.page_open = False
             self.connection.open_pages -= 1
         context_id, self.context_id = self.context_id, None
-        if context_id is None or self.cdp.closed:
-            if context_id is not None:
-                self.connection.counters.contexts_closed += 1  # gone with the connection
+        if context_id is None:
             if on_sent is not None:
                 on_sent()
             return
-        answer = self.cdp.post(
-            "Target.disposeBrowserContext",
-            {"browserContextId": context_id},
-            timeout_s=self.config.context_close_timeout_s,
+        await self.connection.dispose_context(
+            context_id, self.config.context_close_timeout_s, on_sent
         )
-        if on_sent is not None:
-            on_sent()
-        try:
-            await answer
-        except CDPConnectionClosed:
-            pass
-        except CDPError as e:
-            await self.connection.retire(f"disposing browser context {context_id} failed: {e}")
-        self.connection.counters.contexts_closed += 1
-
-
-async def _dispose_context(lease: ContextLease, context_id: str) -> None:
-    try:
-        await lease.cdp.send(
-            "Target.disposeBrowserContext",
-            {"browserContextId": context_id},
-            timeout_s=lease.config.context_close_timeout_s,
-        )
-    except CDPConnectionClosed:
-        pass
-    except CDPError as e:
-        await lease.connection.retire(f"disposing browser context {context_id} failed: {e}")
-    lease.connection.counters.contexts_closed += 1

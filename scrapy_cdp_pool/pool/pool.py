@@ -276,19 +276,7 @@ class ConnectionPool:
     async def _dispose_idle(self, connection: PooledConnection) -> None:
         idle, connection.idle_pages = connection.idle_pages, []
         for page in idle:
-            cdp = connection.cdp
-            if cdp is None or cdp.closed:
-                connection.counters.contexts_closed += 1
-                continue
-            try:
-                await cdp.send(
-                    "Target.disposeBrowserContext",
-                    {"browserContextId": page.context_id},
-                    timeout_s=self.config.context_close_timeout_s,
-                )
-            except CDPError as e:
-                await connection.retire(f"disposing a kept page's context failed: {e}")
-            connection.counters.contexts_closed += 1
+            await connection.dispose_context(page.context_id, self.config.context_close_timeout_s)
 
     async def _dispose(self, lease: ContextLease) -> None:
         freed = False
