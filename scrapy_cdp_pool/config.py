@@ -49,6 +49,9 @@ class PoolConfig:
     lightpanda_args: tuple[str, ...] = ()
     connections: int = field(default_factory=default_connections)
     contexts_per_connection: int = 1
+    #: most dedicated Lightpanda servers running at once (identities whose
+    #: proxy or time zone Lightpanda takes only per server); 0: none
+    dedicated_servers: int = 4
     server_start_timeout_s: float = 30.0
     connect_timeout_s: float = 10.0
     command_timeout_s: float = 30.0
@@ -164,6 +167,7 @@ class PoolConfig:
             contexts_per_connection=_int(
                 settings, "CDP_POOL_CONTEXTS_PER_CONNECTION", minimum=1, default=1
             ),
+            dedicated_servers=_int(settings, "CDP_POOL_DEDICATED_SERVERS", minimum=0, default=4),
             server_start_timeout_s=_seconds(
                 settings, "CDP_POOL_SERVER_START_TIMEOUT_SECONDS", 30.0
             ),

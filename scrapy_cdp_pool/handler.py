@@ -78,11 +78,12 @@ class CDPDownloadHandler:
         context = self.identities.context_for(request)  # a profile's, or None
         spec = build_spec(request, self.config, self._default_headers, context=context)
         requires = context.requirements() if context is not None else frozenset()
+        server_options = context.server_options() if context is not None else None
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
         started = time.monotonic()
         try:
             async with asyncio.timeout(timeout_s):
-                async with self.pool.lease(requires=requires) as lease:
+                async with self.pool.lease(requires, server_options) as lease:
                     result = await render(lease, spec)
         except ActionError as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
@@ -152,6 +153,12 @@ class CDPDownloadHandler:
             self.stats.set_value(f"cdp_pool/{key}", sum(row[key] for row in rows))
         if self.pool.server is not None:
             self.stats.set_value("cdp_pool/server_restarts", self.pool.server.restarts)
+        dedicated = self.pool.dedicated
+        if dedicated is not None and dedicated.started:
+            self.stats.set_value("cdp_pool/dedicated_servers/started", dedicated.started)
+            self.stats.set_value("cdp_pool/dedicated_servers/stopped", dedicated.stopped)
+            self.stats.set_value("cdp_pool/dedicated_servers/running_max", dedicated.running_max)
+            self.stats.set_value("cdp_pool/dedicated_servers/pages", dedicated.pages)
 
     async def close(self) -> None:
         """Close the fallback handlers and give the pool back (the last of the

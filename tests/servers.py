@@ -161,3 +161,37 @@ def process_tree_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+class ProxyServer:
+    """``python -m tests.site.proxy NAME`` (a forward HTTP proxy that maps
+    every host to 127.0.0.1 and tags requests ``X-Via-Proxy: NAME``); its
+    ``FORWARDED``/``DENIED`` lines are kept in :attr:`log`."""
+
+    def __init__(self, name: str, auth: str | None = None) -> None:
+        argv = [sys.executable, "-m", "tests.site.proxy", name]
+        if auth:
+            argv += ["--auth", auth]
+        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        line = _readline_with_deadline(self.proc, START_DEADLINE_S)
+        if not line.startswith("LISTENING "):
+            self.stop()
+            raise RuntimeError(f"proxy {name} did not start: {line!r}")
+        self.url = line.split()[1]
+        self.log: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.log.append(line.strip())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        if getattr(self, "_reader", None) is not None:
+            self._reader.join(timeout=10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()

@@ -98,6 +98,10 @@ BAD_IDENTITIES: list[tuple[dict[str, Any], str]] = [
     ({"proxy": {"server": "http://p:1", "password": 12345}},
      "proxy.password: expected a string, got an integer"),
     ({"proxy": {"username": "u"}}, "proxy: missing 'server'"),
+    ({"proxy": {"server": "proxy:3128"}}, "proxy.server: 'proxy:3128' is not a proxy URL"),
+    ({"proxy": {"server": "ftp://proxy:3128"}}, "expected scheme://host:port with scheme http"),
+    ({"proxy": {"server": "http://u:hunter2@proxy:3128"}},
+     "proxy.server: credentials in the URL; put them in proxy.username and proxy.password"),
     ({"geolocation": {"latitude": 95, "longitude": 0}}, "geolocation.latitude: expected a number"),
     ({"extraHTTPHeaders": {"X-Token": 5}}, "extraHTTPHeaders['X-Token']: expected a string"),
     ({"isMobile": "yes"}, "isMobile: expected a boolean, got a string"),
@@ -118,6 +122,7 @@ def test_bad_identity_file_names_file_and_problem(
     assert problem in message
     assert SECRET not in message
     assert "12345" not in message
+    assert "hunter2" not in message
 
 
 def test_missing_profile_and_bad_name(tmp_path: Path) -> None:

@@ -104,7 +104,10 @@ async def test_lightpanda_alone_fails_what_it_cannot_honour_and_serves_the_rest(
         for name in (mozilla, zoned, plain)
         for i in range(2)
     ]
-    spider, crawler = await crawl(requests, {"CDP_POOL_PROFILES_DIR": str(tmp_path)})
+    # No dedicated servers (they would take the time zone: see test_profiles_proxy.py).
+    spider, crawler = await crawl(
+        requests, {"CDP_POOL_PROFILES_DIR": str(tmp_path), "CDP_POOL_DEDICATED_SERVERS": 0}
+    )
     assert sorted(r.url for r in spider.responses) == [
         site.url(f"/whoami?{plain}&i=0"), site.url(f"/whoami?{plain}&i=1"),
     ]  # fmt: skip

@@ -13,13 +13,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.identity.options import describe_requirements
-from scrapy_cdp_pool.render.errors import PoolUnavailable
-
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
-
-    from scrapy_cdp_pool.pool.pool import ConnectionPool
 
 
 @asynccontextmanager
@@ -50,24 +45,3 @@ async def run_hook(hook: Callable[..., Any], *args: Any) -> None:
     result = hook(*args)
     if inspect.isawaitable(result):
         await result
-
-
-def endpoint_for(pool: ConnectionPool, requirements: frozenset[str]) -> str:
-    """The first endpoint of the (started) ``pool`` that honours
-    ``requirements``.
-
-    :raises PoolUnavailable: none does, or the pool has no known endpoint.
-    """
-    labels = []
-    for endpoint, info in zip(pool.endpoints, pool.infos, strict=False):
-        if info is None:
-            continue
-        if not requirements & info.unsupported:
-            return endpoint
-        labels.append(info.label)
-    if not labels:
-        raise PoolUnavailable("the CDP pool has no endpoint that answers")
-    raise PoolUnavailable(
-        f"no endpoint can honour {describe_requirements(requirements)} "
-        f"(endpoints: {', '.join(labels)})"
-    )

@@ -32,7 +32,7 @@ from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.identity.browser import endpoint_for, playwright_page, run_hook
+from scrapy_cdp_pool.identity.browser import playwright_page, run_hook
 from scrapy_cdp_pool.identity.errors import ProfileError, ProfileFileError, ProfileSignedOut
 from scrapy_cdp_pool.identity.health import REFUSED_STATUSES
 from scrapy_cdp_pool.identity.options import (
@@ -46,6 +46,7 @@ from scrapy_cdp_pool.identity.store import ProfileStore
 from scrapy_cdp_pool.pool.capabilities import info_from_version
 from scrapy_cdp_pool.pool.pool import PoolState
 from scrapy_cdp_pool.pool.registry import get_pool
+from scrapy_cdp_pool.pool.server_options import SERVER_LEVEL
 from scrapy_cdp_pool.render.errors import PoolUnavailable
 from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for, identity_of
 
@@ -102,9 +103,16 @@ class ProfileMiddleware:
             return  # known once the pool has asked them (see _report_routing)
         version = {"Lightpanda-Version": ""} if config.browser == "lightpanda" else {}
         unsupported = info_from_version("http://127.0.0.1", version).unsupported
+        dedicated = config.browser == "lightpanda" and config.dedicated_servers > 0
         for name, needs in self._requirements():
             missing = needs & unsupported
-            if missing:
+            if missing and dedicated and missing <= SERVER_LEVEL:
+                logger.info(
+                    "Profile %r needs %s: its requests go to a dedicated Lightpanda server "
+                    "started with them (CDP_POOL_DEDICATED_SERVERS)",
+                    name, describe_requirements(missing), extra={"crawler": self.crawler},
+                )  # fmt: skip
+            elif missing:
                 logger.warning(
                     "Profile %r needs %s, which the embedded %s server does not honour: its "
                     "requests will fail (list an endpoint that does, e.g. Chromium, in "
@@ -241,11 +249,15 @@ class ProfileMiddleware:
         pool = get_pool(self.crawler)
         if pool is None:
             raise PoolUnavailable("the CDP pool is not running")
-        endpoint = endpoint_for(pool, context_options(profile).requirements())
+        options = context_options(profile)
+        requires, server_options = options.requirements(), options.server_options()
         timeout_s = self.identities.config.download_timeout_s
-        args = playwright_context_args(profile)
+        args = playwright_context_args(
+            profile, dedicated=pool.dedicated_requires(requires, server_options) is not None
+        )
         async with (
             asyncio.timeout(timeout_s),
+            pool.endpoint_for(requires, server_options) as endpoint,
             playwright_page(endpoint, args, timeout_s) as (context, page),
         ):
             await run_hook(hook, profile, page)

@@ -54,9 +54,14 @@ def context_options(profile: Profile, *, save_state: bool = False) -> ContextOpt
     )
 
 
-def playwright_context_args(profile: Profile) -> dict[str, Any]:
+def playwright_context_args(profile: Profile, *, dedicated: bool = False) -> dict[str, Any]:
     """Keyword arguments of Playwright's ``Browser.new_context`` for
-    ``profile`` (its storage state and identity)."""
+    ``profile`` (its storage state and identity).
+
+    ``dedicated``: the context is on a dedicated Lightpanda server started
+    with the profile's proxy and time zone: the time zone is not passed (the
+    server has it); the proxy is, so that Playwright answers the proxy's
+    challenge with its credentials (Lightpanda ignores ``proxyServer``)."""
     identity = profile.identity
     args: dict[str, Any] = {"storage_state": profile.storage_state}
     for key, arg in (
@@ -67,6 +72,8 @@ def playwright_context_args(profile: Profile) -> dict[str, Any]:
     ):  # fmt: skip
         if identity.get(key) is not None:
             args[arg] = identity[key]
+    if dedicated:
+        args.pop("timezone_id", None)
     return args
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy_cdp_pool.identity.signed_out import parse_signed_out
 
@@ -163,10 +164,32 @@ def _geolocation(problems: list[str], where: str, value: Any) -> None:
             problems.append(f"{where}.accuracy: expected metres >= 0")
 
 
+PROXY_SCHEMES = ("http", "https", "socks4", "socks5")
+
+
 def _proxy(problems: list[str], where: str, value: Any) -> None:
     fields = {"server": (True, "string"), "username": (False, "string"),
               "password": (False, "string")}  # fmt: skip
     _dict_of(problems, where, value, fields)
+    server = value.get("server") if isinstance(value, dict) else None
+    if not isinstance(server, str):
+        return
+    try:
+        parts = urlsplit(server)
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in PROXY_SCHEMES or not parts.hostname:
+        problems.append(
+            f"{where}.server: {server!r} is not a proxy URL; expected "
+            f"scheme://host:port with scheme {', '.join(PROXY_SCHEMES)}"
+        )
+    elif parts.username is not None or parts.password is not None:
+        # Never echo the URL: it holds a password.
+        problems.append(
+            f"{where}.server: credentials in the URL; put them in {where}.username "
+            f"and {where}.password"
+        )
 
 
 def _signed_out(problems: list[str], where: str, value: Any) -> None:

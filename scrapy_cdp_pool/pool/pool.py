@@ -12,20 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import enum
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from scrapy_cdp_pool.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.pool.connection import ConnectionState, PooledConnection
+from scrapy_cdp_pool.pool.dedicated import DedicatedServers
 from scrapy_cdp_pool.pool.lease import ContextLease
+from scrapy_cdp_pool.pool.server_options import ServerOptions
 from scrapy_cdp_pool.pool.servers import EmbeddedServer, ServerStartError, embedded_server
+from scrapy_cdp_pool.pool.slots import SlotQueue
 from scrapy_cdp_pool.render.errors import PoolUnavailable
 
 logger = logging.getLogger(__name__)
@@ -36,12 +37,6 @@ _RECONNECT_BACKOFF_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
 class CapabilityUnavailable(PoolUnavailable):
     """No endpoint of the pool can honour what a request needs (e.g. a time
     zone on a pool of Lightpanda servers)."""
-
-
-@dataclass(eq=False)
-class _Waiter:
-    future: asyncio.Future[PooledConnection]
-    requires: frozenset[str]
 
 
 class PoolState(enum.Enum):
@@ -57,10 +52,13 @@ class ConnectionPool:
     download handlers).
 
     ``config.connections`` connections are opened per endpoint. With no
-    ``CDP_POOL_ENDPOINTS`` the pool starts its own server (``CDP_POOL_BROWSER``).
+    ``CDP_POOL_ENDPOINTS`` the pool starts its own server (``CDP_POOL_BROWSER``),
+    and, when that is Lightpanda, :attr:`dedicated` servers for identities
+    whose proxy or time zone it takes only per server. ``holds`` is shared
+    with the pool that made this one (a dedicated server's pool).
     """
 
-    def __init__(self, config: PoolConfig) -> None:
+    def __init__(self, config: PoolConfig, holds: collections.Counter[str] | None = None) -> None:
         self.config = config
         self.state = PoolState.NEW
         self.server: EmbeddedServer | None = None
@@ -69,11 +67,16 @@ class ConnectionPool:
         self.connections: list[PooledConnection] = []
         self.pages_in_flight = 0
         self.pages_in_flight_max = 0
-        self._waiters: collections.deque[_Waiter] = collections.deque()
         self._start_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._disposals: set[asyncio.Task[None]] = set()
-        self._holds: collections.Counter[str] = collections.Counter()
+        self.slots = SlotQueue(self.connections, holds)
+        self.dedicated: DedicatedServers | None = None
+        if config.dedicated_servers > 0 and not config.endpoints and config.browser == "lightpanda":
+            self.dedicated = DedicatedServers(config, self._dedicated_pool)
+
+    def _dedicated_pool(self, config: PoolConfig) -> ConnectionPool:
+        return ConnectionPool(config, self.slots.holds_count)
 
     # Lifecycle ---------------------------------------------------------
 
@@ -143,7 +146,7 @@ class ConnectionPool:
             len(self.connections),
             max((c.capacity for c in self.connections), default=0),
         )
-        self._wake()
+        self.slots.wake()
 
     async def _discover(self, endpoint_index: int) -> ServerInfo:
         return await discover(self.endpoints[endpoint_index], self.config.connect_timeout_s)
@@ -200,7 +203,7 @@ class ConnectionPool:
                 continue
             connection.counters.reconnects += 1
             logger.info("CDP connection %s reconnected", connection.name)
-            self._wake()
+            self.slots.wake()
             return
 
     async def close(self) -> None:
@@ -209,14 +212,13 @@ class ConnectionPool:
         if self.state is PoolState.CLOSED:
             return
         self.state = PoolState.CLOSING
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.future.done():
-                waiter.future.set_exception(PoolUnavailable("the CDP pool is closing"))
+        self.slots.fail_waiters(PoolUnavailable("the CDP pool is closing"))
         if self._start_task is not None and not self._start_task.done():
             self._start_task.cancel()
         # Disposals are bounded by CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS.
         await asyncio.gather(*self._disposals, return_exceptions=True)
+        if self.dedicated is not None:
+            await self.dedicated.close()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -237,22 +239,37 @@ class ConnectionPool:
     # Leasing -------------------------------------------------------------
 
     @asynccontextmanager
-    async def lease(self, requires: frozenset[str] = frozenset()) -> AsyncIterator[ContextLease]:
+    async def lease(
+        self, requires: frozenset[str] = frozenset(), server_options: ServerOptions | None = None
+    ) -> AsyncIterator[ContextLease]:
         """A slot on the connection with the fewest open contexts, among the
         endpoints that have the capabilities in ``requires``, waited for in FIFO
         order. The slot is freed once the lease's context is disposed (in the
         background if the caller leaves early).
 
+        When no endpoint has them but a dedicated server started with
+        ``server_options`` would (:meth:`dedicated_requires`), the slot is on
+        that server.
+
         :raises CapabilityUnavailable: no endpoint has those capabilities.
+        :raises DedicatedServerFailed: the dedicated server did not start.
         :raises PoolUnavailable: the pool could not start or is closing.
         """
         await self.start()
+        left = self.dedicated_requires(requires, server_options)
+        if left is not None and server_options is not None and self.dedicated is not None:
+            self._page_started()
+            try:
+                async with self.dedicated.lease(server_options, left) as lease:
+                    yield lease
+            finally:
+                self.pages_in_flight -= 1
+            return
         if requires:
             self.check_capabilities(requires)
-        connection = await self._acquire(requires)
+        connection = await self.slots.acquire(requires)
         lease = ContextLease(connection, self.config)
-        self.pages_in_flight += 1
-        self.pages_in_flight_max = max(self.pages_in_flight_max, self.pages_in_flight)
+        self._page_started()
         try:
             yield lease
         finally:
@@ -263,6 +280,51 @@ class ConnectionPool:
             self._disposals.add(task)
             task.add_done_callback(self._disposals.discard)
 
+    def _page_started(self) -> None:
+        self.pages_in_flight += 1
+        self.pages_in_flight_max = max(self.pages_in_flight_max, self.pages_in_flight)
+
+    def dedicated_requires(
+        self, requires: frozenset[str], server_options: ServerOptions | None
+    ) -> frozenset[str] | None:
+        """What is left of ``requires`` for a dedicated server started with
+        ``server_options``, or ``None`` when the request stays on the pool's
+        endpoints: one of them honours ``requires``, or the pool has no
+        dedicated servers, or they would not cover what is missing."""
+        if not requires or server_options is None or self.dedicated is None:
+            return None
+        known = [info for info in self.infos if info is not None]
+        if not known or any(not requires & info.unsupported for info in known):
+            return None
+        missing = frozenset().union(*(requires & info.unsupported for info in known))
+        if not missing <= server_options.covers:
+            return None
+        return requires - server_options.covers
+
+    @asynccontextmanager
+    async def endpoint_for(
+        self, requires: frozenset[str], server_options: ServerOptions | None = None
+    ) -> AsyncIterator[str]:
+        """An endpoint that honours ``requires`` (the first that does, or a
+        dedicated server, kept running until the block ends), for code that
+        opens its own connection (a Playwright sign-in hook).
+
+        :raises PoolUnavailable: none does (``CapabilityUnavailable``), or
+            the pool could not start.
+        """
+        await self.start()
+        left = self.dedicated_requires(requires, server_options)
+        if left is not None and server_options is not None and self.dedicated is not None:
+            async with self.dedicated.endpoint(server_options) as endpoint:
+                yield endpoint
+            return
+        self.check_capabilities(requires)
+        for endpoint, info in zip(self.endpoints, self.infos, strict=False):
+            if info is not None and not requires & info.unsupported:
+                yield endpoint
+                return
+        raise PoolUnavailable("the CDP pool has no endpoint that answers")
+
     async def wait_disposed(self) -> None:
         """Wait until every finished lease's context is disposed (each bounded
         by ``CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS``), pages kept for reuse
@@ -272,6 +334,8 @@ class ConnectionPool:
             *(self._dispose_idle(c) for c in self.connections if c.idle_pages),
             return_exceptions=True,
         )
+        if self.dedicated is not None:
+            await self.dedicated.wait_disposed()
 
     async def _dispose_idle(self, connection: PooledConnection) -> None:
         idle, connection.idle_pages = connection.idle_pages, []
@@ -285,8 +349,7 @@ class ConnectionPool:
             nonlocal freed
             if not freed:
                 freed = True
-                lease.connection.open_contexts -= 1
-                self._wake()
+                self.slots.release(lease.connection)
 
         try:
             if lease.keep_page():
@@ -300,6 +363,8 @@ class ConnectionPool:
     def check_capabilities(self, requires: frozenset[str]) -> None:
         """Raise :class:`CapabilityUnavailable` unless an endpoint of the pool
         has every capability in ``requires``."""
+        if not requires:
+            return
         known = [info for info in self.infos if info is not None]
         if known and not any(not (requires & info.unsupported) for info in known):
             missing = sorted(set().union(*(requires & info.unsupported for info in known)))
@@ -308,85 +373,42 @@ class ConnectionPool:
                 f"(endpoints: {', '.join(info.label for info in known)})"
             )
 
-    async def _acquire(self, requires: frozenset[str] = frozenset()) -> PooledConnection:
-        if not self._waiters:
-            connection = self._pick(requires)
-            if connection is not None:
-                connection.open_contexts += 1
-                return connection
-        waiter = _Waiter(asyncio.get_running_loop().create_future(), requires)
-        self._waiters.append(waiter)
-        self._wake()
-        try:
-            return await waiter.future
-        except asyncio.CancelledError:
-            future = waiter.future
-            if future.done() and not future.cancelled() and future.exception() is None:
-                future.result().open_contexts -= 1  # handed a slot as we were cancelled
-                self._wake()
-            else:
-                with contextlib.suppress(ValueError):
-                    self._waiters.remove(waiter)
-            raise
-
     def hold(self, reason: str) -> None:
         """Stop handing out new slots until :meth:`unhold` with the same
         ``reason`` (backpressure, e.g. the memory guard); leases already out
-        are not affected and waiting ones keep their FIFO order.
+        are not affected and waiting ones keep their FIFO order. Dedicated
+        servers are held too.
 
         Holds are counted: crawlers sharing a pool may each hold it for the
         same reason, and it is lifted when every one of them has released it."""
-        self._holds[reason] += 1
+        self.slots.hold(reason)
 
     def unhold(self, reason: str) -> None:
-        if self._holds[reason] > 0:
-            self._holds[reason] -= 1
-        if self._holds[reason] <= 0:
-            del self._holds[reason]
-        self._wake()
+        self.slots.unhold(reason)
+        self.wake()
+
+    def wake(self) -> None:
+        """Hand free slots to waiters (here and on dedicated servers)."""
+        self.slots.wake()
+        if self.dedicated is not None:
+            self.dedicated.wake()
 
     @property
     def holds(self) -> frozenset[str]:
         """The reasons new pages are held back right now."""
-        return frozenset(reason for reason, count in self._holds.items() if count > 0)
-
-    def _pick(self, requires: frozenset[str] = frozenset()) -> PooledConnection | None:
-        if self._holds:
-            return None
-        best: PooledConnection | None = None
-        for connection in self.connections:
-            if requires and (connection.info is None or requires & connection.info.unsupported):
-                continue
-            if connection.has_room and (
-                best is None
-                or (connection.open_contexts, connection.counters.pages)
-                < (best.open_contexts, best.counters.pages)
-            ):
-                best = connection
-        return best
-
-    def _wake(self) -> None:
-        """Hand free slots to waiters in arrival order; a waiter whose
-        capabilities no free connection has does not hold back later ones."""
-        for waiter in list(self._waiters):
-            if waiter.future.done():
-                self._waiters.remove(waiter)
-                continue
-            connection = self._pick(waiter.requires)
-            if connection is None:
-                if self._holds or not any(c.has_room for c in self.connections):
-                    return
-                continue
-            self._waiters.remove(waiter)
-            connection.open_contexts += 1
-            waiter.future.set_result(connection)
+        return self.slots.holds
 
     # Introspection -------------------------------------------------------
 
     @property
     def waiting(self) -> int:
         """Leases waiting for a free slot."""
-        return sum(1 for w in self._waiters if not w.future.done())
+        return self.slots.waiting
+
+    def server_pids(self) -> list[int]:
+        """PIDs of the embedded server and of the running dedicated ones."""
+        pids = [self.server.pid] if self.server is not None and self.server.pid else []
+        return pids + (self.dedicated.pids() if self.dedicated is not None else [])
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Per connection: index, endpoint, state, open contexts and pages,

@@ -31,6 +31,7 @@ POOL_SETTINGS: tuple[tuple[str, str], ...] = (
     ("chromium_args", "CDP_POOL_CHROMIUM_ARGS"),
     ("connections", "CDP_POOL_CONNECTIONS"),
     ("contexts_per_connection", "CDP_POOL_CONTEXTS_PER_CONNECTION"),
+    ("dedicated_servers", "CDP_POOL_DEDICATED_SERVERS"),
     ("server_start_timeout_s", "CDP_POOL_SERVER_START_TIMEOUT_SECONDS"),
     ("connect_timeout_s", "CDP_POOL_CONNECT_TIMEOUT_SECONDS"),
     ("command_timeout_s", "CDP_POOL_COMMAND_TIMEOUT_SECONDS"),

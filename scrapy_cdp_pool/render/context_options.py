@@ -14,9 +14,13 @@ Capability names (see :attr:`ServerInfo.unsupported
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
+
+from scrapy_cdp_pool.pool.server_options import ServerOptions
 
 Cookie = dict[str, Any]
 """A cookie as Playwright's ``storageState`` writes it: name, value, domain,
@@ -59,9 +63,28 @@ class ContextOptions:
             needs.add("geolocation")
         return frozenset(needs)
 
-    def context_params(self) -> dict[str, Any]:
-        """Parameters of ``Target.createBrowserContext``."""
-        return {"proxyServer": self.proxy_server} if self.proxy_server else {}
+    @functools.cached_property
+    def state_digest(self) -> str:
+        """A digest of the cookies and localStorage: a page kept for reuse
+        (``CDP_POOL_REUSE_PAGES``) serves only the same state, so a profile
+        whose state changed on disk (signed in again) gets a fresh context."""
+        state = json.dumps([self.cookies, self.local_storage], sort_keys=True, default=str)
+        return hashlib.blake2b(state.encode(), digest_size=8).hexdigest()
+
+    def server_options(self) -> ServerOptions | None:
+        """The proxy and time zone, for a server that takes them only for all
+        its pages (a dedicated Lightpanda server); ``None`` without either."""
+        if not self.proxy_server and not self.timezone_id:
+            return None
+        return ServerOptions(proxy_server=self.proxy_server, timezone_id=self.timezone_id)
+
+    def context_params(self, unsupported: frozenset[str] = frozenset()) -> dict[str, Any]:
+        """Parameters of ``Target.createBrowserContext``; no ``proxyServer``
+        on a server that has ``"proxy"`` in ``unsupported`` (a dedicated
+        server already sends every page through the proxy)."""
+        if not self.proxy_server or "proxy" in unsupported:
+            return {}
+        return {"proxyServer": self.proxy_server}
 
     def storage_cookies(self) -> list[dict[str, Any]]:
         """Cookies as ``Storage.setCookies`` takes them."""
@@ -83,8 +106,12 @@ class ContextOptions:
             cookies.append(param)
         return cookies
 
-    def page_commands(self, default_user_agent: str) -> list[tuple[str, dict[str, Any]]]:
-        """``(method, params)`` to send on the page's session before navigating.
+    def page_commands(
+        self, default_user_agent: str, unsupported: frozenset[str] = frozenset()
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """``(method, params)`` to send on the page's session before navigating;
+        no time-zone override on a server that has ``"timezone"`` in
+        ``unsupported`` (a dedicated server was started with it).
 
         ``default_user_agent`` is the server's own (``/json/version``): a locale
         alone is sent with it, since Lightpanda sends an empty User-Agent when
@@ -98,7 +125,7 @@ class ContextOptions:
             commands.append(("Network.setUserAgentOverride", params))
         if self.locale:
             commands.append(("Emulation.setLocaleOverride", {"locale": self.locale}))
-        if self.timezone_id:
+        if self.timezone_id and "timezone" not in unsupported:
             commands.append(("Emulation.setTimezoneOverride", {"timezoneId": self.timezone_id}))
         if self.viewport:
             width, height = self.viewport

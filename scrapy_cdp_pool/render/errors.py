@@ -51,6 +51,12 @@ class ActionError(RenderError):
     """An action of ``meta["cdp_actions"]`` failed; the message names it."""
 
 
+class DedicatedServerFailed(RenderError):
+    """A dedicated server (an identity's proxy or time zone, see
+    :mod:`scrapy_cdp_pool.pool.dedicated`) did not start: that identity's
+    request fails (and is retried), the rest of the pool goes on."""
+
+
 class ResponseTooLarge(RenderError):
     """The document is larger than ``DOWNLOAD_MAXSIZE`` (bytes)."""
 
@@ -79,7 +85,7 @@ def to_scrapy_error(error: BaseException, request_text: str) -> BaseException:
         return DownloadTimeoutError(message)
     if isinstance(error, ResponseTooLarge):
         return DownloadCancelledError(message)
-    if isinstance(error, (CDPConnectError, PoolUnavailable)):
+    if isinstance(error, (CDPConnectError, PoolUnavailable, DedicatedServerFailed)):
         return DownloadConnectionRefusedError(message)
     if isinstance(error, NavigationFailed):
         reason = error.reason

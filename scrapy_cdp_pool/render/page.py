@@ -64,6 +64,7 @@ class Page:
         *,
         network_events: bool,
         default_user_agent: str = "",
+        unsupported: frozenset[str] = frozenset(),
         pipeline_navigation: bool = False,
     ) -> Page:
         """Create a blank target in ``context_id``, attach to it, enable the
@@ -89,7 +90,7 @@ class Page:
         if network_events or (context is not None and context.needs_network_domain):
             commands.append(page.command("Network.enable"))
         if context is not None:
-            for method, params in context.page_commands(default_user_agent):
+            for method, params in context.page_commands(default_user_agent, unsupported):
                 commands.append(page.command(method, params))
         if spec.cookies:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
@@ -320,11 +321,14 @@ def _fetch_params(spec: RenderSpec) -> dict[str, Any]:
     """``Fetch.enable`` parameters: the main document at the response stage,
     its request when it must be rewritten, the blocked resource types."""
     patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
-    if spec.overrides_request:
+    proxy_auth = spec.context is not None and bool(spec.context.proxy_username)
+    if spec.overrides_request or proxy_auth:
+        # Lightpanda raises Fetch.authRequired only for a request paused at
+        # the request stage; otherwise the proxy's 407 is the response.
         patterns.append({"resourceType": "Document", "requestStage": "Request"})
     for resource_type in sorted(spec.block_resources):
         patterns.append({"resourceType": cdp_resource_type(resource_type)})
     params: dict[str, Any] = {"patterns": patterns}
-    if spec.context is not None and spec.context.proxy_username:
+    if proxy_auth:
         params["handleAuthRequests"] = True
     return params

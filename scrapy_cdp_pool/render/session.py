@@ -63,7 +63,7 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
     else:
         await lease.evict_idle_pages()
         context_id = await lease.new_context(
-            options.context_params() if options else None,
+            options.context_params(lease.info.unsupported) if options else None,
             options.storage_cookies() if options else None,
         )
         if options is not None and options.geolocation:
@@ -78,6 +78,7 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
             spec,
             network_events=not lease.info.set_cookie_in_fetch_headers,
             default_user_agent=lease.info.default_user_agent,
+            unsupported=lease.info.unsupported,
             pipeline_navigation=lease.info.kind == "lightpanda",
         )
     lease.page_opened()
@@ -136,7 +137,8 @@ def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
     ``None`` for a fresh context (``CDP_POOL_REUSE_PAGES``; by default on
     Chromium, where a fresh context and page cost ~0.6 s of CPU, and not on
     Lightpanda, where they cost ~20 ms). A profile whose state is saved back
-    always gets a fresh context: saving closes its page."""
+    always gets a fresh context: saving closes its page; a page is reused
+    only with the state it was made with (:attr:`ContextOptions.state_digest`)."""
     reuse = lease.config.reuse_pages
     if reuse is None:
         reuse = lease.info.kind != "lightpanda"
@@ -145,7 +147,7 @@ def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
     options = spec.context
     if options is None:
         return ""
-    return None if options.save_state else options.name
+    return None if options.save_state else f"{options.name}#{options.state_digest}"
 
 
 async def _storage_state(

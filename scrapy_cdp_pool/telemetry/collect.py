@@ -20,7 +20,7 @@ from scrapy_cdp_pool.telemetry.process_memory import (
     MB,
     TreeMemory,
     process_rss_bytes,
-    process_tree_memory,
+    trees_memory,
 )
 from scrapy_cdp_pool.telemetry.sample import ConnectionStatus, EndpointStatus, StatusSample
 
@@ -40,7 +40,8 @@ class ServerReading:
     """The pool's CDP server at one instant.
 
     ``server``: ``"embedded"``, ``"remote"`` or ``None`` (no pool, or not
-    started). ``memory`` is the embedded server's process tree, ``None`` for a
+    started). ``memory`` is the embedded server's process tree (with its
+    dedicated servers' trees added, see ``pool/dedicated.py``), ``None`` for a
     remote endpoint or a server that is not running.
     """
 
@@ -58,8 +59,8 @@ def read_server(pool: ConnectionPool | None) -> ServerReading:
         return ServerReading(None, None, None)
     embedded = pool.server
     if embedded is not None:
-        pid = embedded.pid
-        memory = process_tree_memory(pid) if pid is not None else None
+        pids = pool.server_pids()
+        memory = trees_memory(pids) if pids else None
         return ServerReading("embedded", embedded.kind, memory)
     kinds = sorted({info.kind for info in pool.infos if info is not None})
     return ServerReading("remote", ",".join(kinds) or None, None)

@@ -84,6 +84,22 @@ def process_tree_memory(pid: int) -> TreeMemory | None:
     return TreeMemory(rss_bytes=rss, pss_bytes=pss, processes=measured)
 
 
+def trees_memory(pids: list[int]) -> TreeMemory | None:
+    """:func:`process_tree_memory` of several trees (an embedded server and
+    its dedicated ones), added up; ``None`` when none could be read."""
+    memories = [m for m in map(process_tree_memory, pids) if m is not None]
+    if not memories:
+        return None
+    pss: int | None = 0
+    for memory in memories:
+        pss = None if pss is None or memory.pss_bytes is None else pss + memory.pss_bytes
+    return TreeMemory(
+        rss_bytes=sum(m.rss_bytes for m in memories),
+        pss_bytes=pss,
+        processes=sum(m.processes for m in memories),
+    )
+
+
 def _memory(process: psutil.Process) -> tuple[int, int | None]:
     """``(rss, pss)`` in bytes; ``pss`` is ``None`` where the OS has none."""
     try:

@@ -1,0 +1,201 @@
+"""Dedicated embedded Lightpanda servers, one per :class:`ServerOptions` (a
+proxy, a time zone): for identities the shared server cannot honour.
+
+Each dedicated server is a :class:`ConnectionPool` of its own (the same
+start-up, reconnects, restarts and context disposal), with
+``CDP_POOL_CONNECTIONS`` connections, started on first use by the main pool
+(see ``ConnectionPool.lease``). At most ``CDP_POOL_DEDICATED_SERVERS`` run at
+once: when another is needed, the least recently used one with no request in
+flight is stopped first; when every one is busy, the request waits (its
+``download_timeout`` bounds the wait) for one to be free. Only the identity's
+requests go to its server: every page a dedicated server loads goes through
+its proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.pool.server_options import ServerOptions
+from scrapy_cdp_pool.render.errors import DedicatedServerFailed, PoolUnavailable
+
+if TYPE_CHECKING:
+    from scrapy_cdp_pool.pool.lease import ContextLease
+    from scrapy_cdp_pool.pool.pool import ConnectionPool
+
+logger = logging.getLogger(__name__)
+
+
+class DedicatedServers:
+    """The dedicated servers of one main pool. ``make_pool(config)`` builds a
+    pool (the main pool passes one that shares its holds)."""
+
+    def __init__(
+        self, config: PoolConfig, make_pool: Callable[[PoolConfig], ConnectionPool]
+    ) -> None:
+        self.config = config
+        self.limit = config.dedicated_servers
+        self.pools: collections.OrderedDict[ServerOptions, ConnectionPool] = (
+            collections.OrderedDict()
+        )  # least recently used first
+        self.started = 0
+        self.stopped = 0
+        self.running_max = 0
+        self._pages_stopped = 0  # pages of the servers stopped so far
+        self._make_pool = make_pool
+        self._users: collections.Counter[ServerOptions] = collections.Counter()
+        self._stopping = 0
+        self._released = asyncio.Event()
+        self._closed = False
+
+    @asynccontextmanager
+    async def lease(
+        self, options: ServerOptions, requires: frozenset[str]
+    ) -> AsyncIterator[ContextLease]:
+        """A context on the dedicated server for ``options``, started if need be.
+
+        :raises DedicatedServerFailed: that server did not start.
+        :raises PoolUnavailable: the main pool is closing.
+        """
+        pool = await self._take(options)
+        try:
+            try:
+                await pool.start()
+            except PoolUnavailable as e:
+                raise DedicatedServerFailed(
+                    f"the dedicated Lightpanda server for {options.label} did not start: {e}"
+                ) from e
+            async with pool.lease(requires) as lease:
+                yield lease
+        finally:
+            self._give_back(options)
+
+    @asynccontextmanager
+    async def endpoint(self, options: ServerOptions) -> AsyncIterator[str]:
+        """The CDP endpoint of the dedicated server for ``options`` (for a
+        Playwright sign-in hook), kept running until the block ends.
+
+        :raises DedicatedServerFailed: that server did not start.
+        """
+        pool = await self._take(options)
+        try:
+            try:
+                await pool.start()
+            except PoolUnavailable as e:
+                raise DedicatedServerFailed(
+                    f"the dedicated Lightpanda server for {options.label} did not start: {e}"
+                ) from e
+            yield pool.endpoints[0]
+        finally:
+            self._give_back(options)
+
+    async def _take(self, options: ServerOptions) -> ConnectionPool:
+        while True:
+            if self._closed:
+                raise PoolUnavailable("the CDP pool is closing")
+            pool = self.pools.get(options)
+            if pool is not None:
+                self.pools.move_to_end(options)
+                self._users[options] += 1
+                return pool
+            if len(self.pools) + self._stopping < self.limit:
+                return self._start(options)
+            idle = next((o for o in self.pools if not self._users[o]), None)
+            if idle is not None:
+                await self._stop(idle, "to make room")
+                continue
+            released = self._released
+            await released.wait()
+
+    def _start(self, options: ServerOptions) -> ConnectionPool:
+        config = dataclasses.replace(
+            self.config,
+            endpoints=(),
+            browser="lightpanda",
+            lightpanda_args=(*self.config.lightpanda_args, *options.lightpanda_args()),
+            dedicated_servers=0,
+        )
+        pool = self.pools[options] = self._make_pool(config)
+        self._users[options] += 1
+        self.started += 1
+        self.running_max = max(self.running_max, len(self.pools))
+        logger.info(
+            "Starting a dedicated Lightpanda server for %s (%d running, at most %d: "
+            "CDP_POOL_DEDICATED_SERVERS)", options.label, len(self.pools), self.limit,
+        )  # fmt: skip
+        return pool
+
+    async def _stop(self, options: ServerOptions, why: str) -> None:
+        pool = self.pools.pop(options)
+        self._stopping += 1
+        self.stopped += 1
+        logger.info("Stopping the dedicated Lightpanda server for %s %s", options.label, why)
+        try:
+            await pool.close()
+        finally:
+            self._pages_stopped += sum(c.counters.pages for c in pool.connections)
+            self._stopping -= 1
+            self._notify()
+
+    def _give_back(self, options: ServerOptions) -> None:
+        self._users[options] -= 1
+        if self._users[options] <= 0:
+            del self._users[options]
+        self._notify()
+
+    def _notify(self) -> None:
+        released, self._released = self._released, asyncio.Event()
+        released.set()
+
+    def wake(self) -> None:
+        """Let each dedicated pool hand out slots again (after a hold is lifted)."""
+        for pool in self.pools.values():
+            pool.wake()
+
+    async def wait_disposed(self) -> None:
+        await asyncio.gather(*(p.wait_disposed() for p in self.pools.values()))
+
+    async def close(self) -> None:
+        """Stop every dedicated server; later leases fail. Idempotent."""
+        self._closed = True
+        self._notify()
+        for options in list(self.pools):
+            await self._stop(options, "(the pool is closing)")
+
+    def pids(self) -> list[int]:
+        """PIDs of the running dedicated servers."""
+        return [
+            pid
+            for pool in self.pools.values()
+            if pool.server is not None and (pid := pool.server.pid) is not None
+        ]
+
+    @property
+    def pages(self) -> int:
+        """Pages loaded on dedicated servers, stopped ones included."""
+        running = sum(c.counters.pages for pool in self.pools.values() for c in pool.connections)
+        return self._pages_stopped + running
+
+    @property
+    def restarts(self) -> int:
+        return sum(p.server.restarts for p in self.pools.values() if p.server is not None)
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """Per running dedicated server: its options (``label``, no
+        credentials), endpoint, and its connections as
+        ``ConnectionPool.snapshot`` gives them."""
+        return [
+            {
+                "server": options.label,
+                "endpoint": pool.endpoints[0] if pool.endpoints else None,
+                "connections": pool.snapshot(),
+            }
+            for options, pool in self.pools.items()
+        ]

@@ -1,0 +1,222 @@
+"""A profile's proxy and time zone, on both backends: Chromium takes them per
+browser context; Lightpanda only per server, so the pool starts a dedicated
+Lightpanda server for them (``CDP_POOL_DEDICATED_SERVERS``).
+
+The proxies are real (``python -m tests.site.proxy``): they map every host to
+127.0.0.1, so ``http://proxied.test:<port>/`` loads only through a proxy, and
+tag what they forward with ``X-Via-Proxy``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import pytest_twisted
+import scrapy
+
+from scrapy_cdp_pool.pool.registry import get_pool
+from tests.crawl import RecordingSpider, crawl
+from tests.profiles import token, write_profile
+from tests.servers import ProxyServer, SiteServer
+
+PASSWORD = "s3cret-" + "x" * 8
+
+
+@pytest.fixture
+def proxies() -> Iterator[tuple[ProxyServer, ProxyServer]]:
+    """``alpha`` (open) and ``beta`` (Basic ``u:PASSWORD`` required)."""
+    alpha = ProxyServer("alpha")
+    try:
+        beta = ProxyServer("beta", auth=f"u:{PASSWORD}")
+    except BaseException:
+        alpha.stop()
+        raise
+    yield alpha, beta
+    alpha.stop()
+    beta.stop()
+
+
+def proxied_url(site: SiteServer, path: str) -> str:
+    return f"http://proxied.test:{urlsplit(site.base).port}{path}"
+
+
+def echoed_headers(response: scrapy.http.Response) -> dict[str, str]:
+    data: dict[str, Any] = json.loads(response.css("#echo::text").get(""))
+    headers: dict[str, str] = data["headers"]
+    return headers
+
+
+def record_server_argv(spider: RecordingSpider, response: scrapy.http.Response) -> list[Any]:
+    """A ``then`` hook: keep the command lines of the pool's servers while
+    they run (a request is in flight on each dedicated one)."""
+    pool = get_pool(spider.crawler)
+    assert pool is not None
+    for pid in pool.server_pids():
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        spider.argvs = [*getattr(spider, "argvs", []), argv]  # type: ignore[attr-defined]
+    return []
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_each_profile_goes_through_its_own_proxy_and_no_other_request_does(
+    site: SiteServer,
+    tmp_path: Path,
+    proxies: tuple[ProxyServer, ProxyServer],
+    browser: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    alpha, beta = proxies
+    open_name, auth_name, plain = f"open-{token()}", f"auth-{token()}", f"plain-{token()}"
+    write_profile(tmp_path, open_name, identity={"proxy": {"server": alpha.url}})
+    write_profile(tmp_path, auth_name, identity={
+        "proxy": {"server": beta.url, "username": "u", "password": PASSWORD},
+    })  # fmt: skip
+    write_profile(tmp_path, plain, identity={"userAgent": "PlainBot/1.0"})
+    requests = [
+        scrapy.Request(proxied_url(site, f"/echo-html?{name}&i={i}"),
+                       meta={"cdp_profile": name, "then": record_server_argv})
+        for name in (open_name, auth_name)
+        for i in range(3)
+    ] + [
+        scrapy.Request(site.url(f"/echo-html?{plain}&i={i}"), meta={"cdp_profile": plain})
+        for i in range(2)
+    ] + [scrapy.Request(site.url("/echo-html?anonymous"), meta={"cdp": True})]  # fmt: skip
+    caplog.set_level(logging.DEBUG)
+    spider, crawler = await crawl(
+        requests,
+        {"CDP_POOL_PROFILES_DIR": str(tmp_path), "CDP_POOL_BROWSER": browser,
+         "LOG_LEVEL": "DEBUG"},
+    )  # fmt: skip
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    assert len(spider.responses) == 9
+    for response in spider.responses:
+        via = echoed_headers(response).get("X-Via-Proxy")
+        if open_name in response.url:
+            assert via == "alpha"
+        elif auth_name in response.url:
+            assert via == "beta"  # the 407 was answered with the profile's credentials
+        else:
+            assert via is None
+    stats = crawler.stats.get_stats()
+    if browser == "lightpanda":
+        assert stats["cdp_pool/dedicated_servers/started"] == 2
+        assert stats["cdp_pool/dedicated_servers/pages"] == 6
+        argvs = spider.argvs  # type: ignore[attr-defined]
+        proxied = [argv for argv in argvs if b"--http-proxy" in argv]
+        assert {argv[argv.index(b"--http-proxy") + 1] for argv in proxied} == {
+            alpha.url.encode(), beta.url.encode(),
+        }  # fmt: skip
+        assert not any(PASSWORD.encode() in b"".join(argv) for argv in argvs)
+    else:
+        assert "cdp_pool/dedicated_servers/started" not in stats
+    assert PASSWORD not in caplog.text
+    assert PASSWORD not in json.dumps(stats, default=str)
+    alpha.stop()
+    beta.stop()
+    # Only the open profile's pages went through alpha, each once (Chromium
+    # asks for a favicon too).
+    assert sorted(line for line in alpha.log if "/favicon.ico" not in line) == sorted(
+        f"FORWARDED {proxied_url(site, f'/echo-html?{open_name}&i={i}')}" for i in range(3)
+    )
+    forwarded = [line for line in beta.log if line.startswith("FORWARDED")]
+    assert sorted(line for line in forwarded if "/favicon.ico" not in line) == sorted(
+        f"FORWARDED {proxied_url(site, f'/echo-html?{auth_name}&i={i}')}" for i in range(3)
+    )
+
+
+@pytest_twisted.ensureDeferred
+async def test_lightpanda_runs_a_time_zone_profile_on_a_dedicated_server(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    tokyo, plain = f"tokyo-{token()}", f"plain-{token()}"
+    write_profile(tmp_path, tokyo, session="t", identity={"timezoneId": "Asia/Tokyo"})
+    write_profile(tmp_path, plain, session="p")
+    requests = [
+        scrapy.Request(site.url(f"/whoami?{name}&i={i}"), meta={"cdp_profile": name})
+        for name in (tokyo, plain)
+        for i in range(2)
+    ]
+    spider, crawler = await crawl(requests, {"CDP_POOL_PROFILES_DIR": str(tmp_path)})
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    for response in spider.responses:
+        seen = json.loads(response.css("#js::text").get(""))
+        expected = "Asia/Tokyo" if tokyo in response.url else None
+        if expected:
+            assert seen["timeZone"] == expected
+        else:
+            assert seen["timeZone"] != "Asia/Tokyo"
+    assert crawler.stats.get_value("cdp_pool/dedicated_servers/started") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_dedicated_servers_over_the_limit_take_turns(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    zones = ["Asia/Tokyo", "Europe/Paris", "America/New_York"]
+    names = {f"zone{i}-{token()}": zone for i, zone in enumerate(zones)}
+    for name, zone in names.items():
+        write_profile(tmp_path, name, session=name, identity={"timezoneId": zone})
+    requests = [
+        scrapy.Request(site.url(f"/whoami?{name}&i={i}"), meta={"cdp_profile": name})
+        for name in names
+        for i in range(3)
+    ]
+    spider, crawler = await crawl(
+        requests, {"CDP_POOL_PROFILES_DIR": str(tmp_path), "CDP_POOL_DEDICATED_SERVERS": 1}
+    )
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    assert len(spider.responses) == 9
+    for response in spider.responses:
+        name = response.url.split("?")[1].split("&")[0]
+        assert json.loads(response.css("#js::text").get(""))["timeZone"] == names[name]
+    stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/dedicated_servers/running_max"] == 1
+    assert stats["cdp_pool/dedicated_servers/started"] >= 3
+    assert stats["cdp_pool/dedicated_servers/pages"] == 9
+
+
+class ProxiedSignInSpider(RecordingSpider):
+    sign_ins: list[str] = []
+    login_url = ""
+
+    async def cdp_sign_in(self, profile: Any, page: Any) -> None:
+        self.sign_ins.append(profile.name)
+        await page.goto(self.login_url)
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_a_sign_in_hook_signs_in_through_the_profiles_proxy(
+    site: SiteServer, tmp_path: Path, proxies: tuple[ProxyServer, ProxyServer], browser: str
+) -> None:
+    _, beta = proxies
+    name = f"dana-{token()}"
+    path = write_profile(tmp_path, name, identity={
+        "proxy": {"server": beta.url, "username": "u", "password": PASSWORD},
+    })  # fmt: skip
+    ProxiedSignInSpider.sign_ins = []
+    ProxiedSignInSpider.login_url = proxied_url(site, "/login?user=dana")
+    requests = [
+        scrapy.Request(proxied_url(site, f"/account?{name}&i={i}"), meta={"cdp_profile": name})
+        for i in range(2)
+    ]
+    spider, _ = await crawl(
+        requests,
+        {"CDP_POOL_BROWSER": browser, "CDP_POOL_PROFILES_DIR": str(tmp_path),
+         "CDP_POOL_SIGNED_OUT": "url:/login"},
+        spider_cls=ProxiedSignInSpider,
+    )  # fmt: skip
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    assert ProxiedSignInSpider.sign_ins == [name]
+    assert [r.css("#account::text").get() for r in spider.responses] == ["dana", "dana"]
+    cookies = json.loads(path.read_text())["cookies"]
+    assert [(c["domain"], c["value"]) for c in cookies if c["name"] == "session"] == [
+        ("proxied.test", "valid-dana")
+    ]
