@@ -107,6 +107,7 @@ BAD_IDENTITIES: list[tuple[dict[str, Any], str]] = [
     ({"isMobile": "yes"}, "isMobile: expected a boolean, got a string"),
     ({"signedOut": "login"}, "signedOut: 'login' is not a signed-out rule"),
     ({"timezoneId": ""}, "timezoneId: expected a non-empty string"),
+    ({"timezoneId": "Mars/Olympus"}, "timezoneId: 'Mars/Olympus' is not an IANA time zone"),
 ]  # fmt: skip
 
 

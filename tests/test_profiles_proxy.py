@@ -21,6 +21,7 @@ import pytest_twisted
 import scrapy
 
 from scrapy_cdp_pool.pool.registry import get_pool
+from scrapy_cdp_pool.pool.servers import free_port
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import token, write_profile
 from tests.servers import ProxyServer, SiteServer
@@ -220,3 +221,32 @@ async def test_a_sign_in_hook_signs_in_through_the_profiles_proxy(
     assert [(c["domain"], c["value"]) for c in cookies if c["name"] == "session"] == [
         ("proxied.test", "valid-dana")
     ]
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_a_dead_proxy_fails_only_its_profiles_requests(
+    site: SiteServer, tmp_path: Path, proxies: tuple[ProxyServer, ProxyServer], browser: str
+) -> None:
+    alpha, _ = proxies
+    dead, good = f"dead-{token()}", f"good-{token()}"
+    write_profile(tmp_path, dead, identity={"proxy": {"server": f"http://127.0.0.1:{free_port()}"}})
+    write_profile(tmp_path, good, identity={"proxy": {"server": alpha.url}})
+    requests = [
+        scrapy.Request(proxied_url(site, f"/echo-html?{name}&i={i}"), meta={"cdp_profile": name})
+        for name in (dead, good)
+        for i in range(2)
+    ]
+    spider, crawler = await crawl(
+        requests, {"CDP_POOL_PROFILES_DIR": str(tmp_path), "CDP_POOL_BROWSER": browser}
+    )
+    assert sorted(r.url for r in spider.responses) == [
+        proxied_url(site, f"/echo-html?{good}&i={i}") for i in range(2)
+    ]
+    assert all(echoed_headers(r)["X-Via-Proxy"] == "alpha" for r in spider.responses)
+    assert sorted(f.request.url for f in spider.failures) == [
+        proxied_url(site, f"/echo-html?{dead}&i={i}") for i in range(2)
+    ]
+    for failure in spider.failures:
+        assert f"/echo-html?{dead}" in str(failure.value)  # the error names the request
+    assert crawler.stats.get_value("finish_reason") == "finished"

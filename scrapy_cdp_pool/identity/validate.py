@@ -8,6 +8,8 @@ identity file (``NAME.identity.json``), whose keys are :data:`IDENTITY_KEYS`.
 
 from __future__ import annotations
 
+import functools
+import zoneinfo
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
@@ -192,6 +194,19 @@ def _proxy(problems: list[str], where: str, value: Any) -> None:
         )
 
 
+@functools.cache
+def _time_zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
+
+def _timezone(problems: list[str], where: str, value: Any) -> None:
+    before = len(problems)
+    _string(problems, where, value, empty=False)
+    zones = _time_zones()  # empty where the system has no time-zone database
+    if len(problems) == before and zones and value not in zones:
+        problems.append(f"{where}: {value!r} is not an IANA time zone (e.g. 'Europe/Paris')")
+
+
 def _signed_out(problems: list[str], where: str, value: Any) -> None:
     try:
         parse_signed_out(value)
@@ -206,7 +221,7 @@ def _scale(problems: list[str], where: str, value: Any) -> None:
 _IDENTITY_CHECKS: dict[str, Callable[[list[str], str, Any], Any]] = {
     "userAgent": lambda p, w, v: _string(p, w, v, empty=False),
     "locale": lambda p, w, v: _string(p, w, v, empty=False),
-    "timezoneId": lambda p, w, v: _string(p, w, v, empty=False),
+    "timezoneId": _timezone,
     "viewport": lambda p, w, v: _dict_of(p, w, v, {"width": (True, "int"),
                                                    "height": (True, "int")}),
     "extraHTTPHeaders": _headers,
