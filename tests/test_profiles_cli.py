@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from scrapy_cdp_pool.cli import main
-from tests.profiles import token, write_profile
+from tests.profiles import MOZILLA_UA, token, write_profile
 from tests.servers import ROOT, SiteServer
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "scrapy-cdp-pool"
@@ -62,11 +62,33 @@ def test_create_without_script_saves_what_the_page_set(site: SiteServer, tmp_pat
     assert not (tmp_path / "yann.identity.json").exists()
 
 
+def test_create_on_lightpanda_takes_the_time_zone_for_the_whole_server(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    script = tmp_path / "zone.py"
+    script.write_text(
+        "async def sign_in(page):\n"
+        "    await page.evaluate(\"localStorage.setItem('tz',"
+        ' Intl.DateTimeFormat().resolvedOptions().timeZone)")\n'
+    )
+    run = create("tokyo", "--url", site.url("/login"), "--script", str(script),
+                 "--dir", str(tmp_path), "--browser", "lightpanda",
+                 "--timezone", "Asia/Tokyo")  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    origins = json.loads((tmp_path / "tokyo.json").read_text())["origins"]
+    assert origins == [
+        {"origin": site.base, "localStorage": [{"name": "tz", "value": "Asia/Tokyo"}]}
+    ]
+    assert json.loads((tmp_path / "tokyo.identity.json").read_text()) == {
+        "timezoneId": "Asia/Tokyo"
+    }
+
+
 def test_create_refuses_what_the_browser_cannot_honour(site: SiteServer, tmp_path: Path) -> None:
-    run = create("tz", "--url", site.url("/login"), "--dir", str(tmp_path),
-                 "--browser", "lightpanda", "--timezone", "Asia/Tokyo")  # fmt: skip
+    run = create("moz", "--url", site.url("/login"), "--dir", str(tmp_path),
+                 "--browser", "lightpanda", "--user-agent", MOZILLA_UA)  # fmt: skip
     assert run.returncode == 1
-    assert "cannot honour a time zone; use --browser chromium" in run.stderr
+    assert 'cannot honour a user agent containing "Mozilla"; use --browser chromium' in run.stderr
     assert list(tmp_path.iterdir()) == []
 
 

@@ -167,12 +167,23 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
     from scrapy_cdp_pool.pool.capabilities import discover
     from scrapy_cdp_pool.pool.servers import embedded_server
 
-    needs = context_options(profile).requirements()
+    options = context_options(profile)
+    needs, server_options = options.requirements(), options.server_options()
     server = None
     endpoint = args.endpoint
+    dedicated = False
     if endpoint is None:
         browser = args.browser or ("chromium" if needs else "lightpanda")
-        server = embedded_server(PoolConfig(browser=browser))
+        config = PoolConfig(browser=browser)
+        if browser == "lightpanda" and server_options is not None:
+            # Like a crawl's dedicated server: the proxy and time zone for the
+            # whole (embedded, short-lived) server.
+            needs -= server_options.covers
+            dedicated = True
+            config = PoolConfig(
+                browser=browser, lightpanda_args=tuple(server_options.lightpanda_args())
+            )
+        server = embedded_server(config)
         endpoint = await server.ensure_running()
     try:
         info = await discover(endpoint, args.timeout)
@@ -182,7 +193,9 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
                              "use --browser chromium or an --endpoint that can")  # fmt: skip
         async with (
             asyncio.timeout(args.timeout),
-            playwright_page(endpoint, playwright_context_args(profile), args.timeout) as (
+            playwright_page(
+                endpoint, playwright_context_args(profile, dedicated=dedicated), args.timeout
+            ) as (
                 context,
                 page,
             ),
