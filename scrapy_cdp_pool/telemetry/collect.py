@@ -170,6 +170,9 @@ class StatusCollector:
             pool_holds=tuple(sorted(pool.holds)) if pool is not None else (),
             connections=_connections(pool),
             endpoints=_endpoints(pool),
+            dedicated_servers=(
+                len(pool.dedicated.pools) if pool is not None and pool.dedicated else 0
+            ),
             budget_pages_in_flight=budget.current if budget is not None else None,
             budget_desired=budget.desired if budget is not None else None,
             budget_min=budget.min if budget is not None else None,

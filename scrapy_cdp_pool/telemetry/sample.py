@@ -114,6 +114,9 @@ class StatusSample:
     budget_min: int | None = None
     budget_max: int | None = None
     budget_overloaded: tuple[str, ...] | None = None
+    #: dedicated Lightpanda servers running (a profile's proxy or time zone);
+    #: their memory is in the ``server_*`` figures
+    dedicated_servers: int = 0
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict (tuples as lists, ``None`` as ``null``)."""
@@ -191,7 +194,8 @@ class StatusSample:
     def _server_text(self) -> str:
         if self.server is None:
             return "not started"
-        label = f"{self.server_kind or 'unknown'} ({self.server})"
+        dedicated = f" + {self.dedicated_servers} dedicated" if self.dedicated_servers else ""
+        label = f"{self.server_kind or 'unknown'} ({self.server}{dedicated})"
         if self.server_memory_mb is None:
             if self.server == "remote":
                 return f"{label} memory n/a"
