@@ -15,8 +15,8 @@ from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.identity.registry import identities_for
-from scrapy_cdp_pool.pool.pool import CapabilityUnavailable
 from scrapy_cdp_pool.pool.registry import acquire_pool, release_pool
+from scrapy_cdp_pool.pool.routing import CapabilityUnavailable
 from scrapy_cdp_pool.render.errors import ActionError, PoolUnavailable, error_kind, to_scrapy_error
 from scrapy_cdp_pool.render.response import build_response
 from scrapy_cdp_pool.render.session import render

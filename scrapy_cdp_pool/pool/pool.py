@@ -24,6 +24,10 @@ from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.pool.connection import ConnectionState, PooledConnection
 from scrapy_cdp_pool.pool.dedicated import DedicatedServers
 from scrapy_cdp_pool.pool.lease import ContextLease
+from scrapy_cdp_pool.pool.routing import (
+    check_capabilities,
+    dedicated_requires,
+)
 from scrapy_cdp_pool.pool.server_options import ServerOptions
 from scrapy_cdp_pool.pool.servers import EmbeddedServer, ServerStartError, embedded_server
 from scrapy_cdp_pool.pool.slots import SlotQueue
@@ -32,11 +36,6 @@ from scrapy_cdp_pool.render.errors import PoolUnavailable
 logger = logging.getLogger(__name__)
 
 _RECONNECT_BACKOFF_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
-
-
-class CapabilityUnavailable(PoolUnavailable):
-    """No endpoint of the pool can honour what a request needs (e.g. a time
-    zone on a pool of Lightpanda servers)."""
 
 
 class PoolState(enum.Enum):
@@ -287,19 +286,15 @@ class ConnectionPool:
     def dedicated_requires(
         self, requires: frozenset[str], server_options: ServerOptions | None
     ) -> frozenset[str] | None:
-        """What is left of ``requires`` for a dedicated server started with
-        ``server_options``, or ``None`` when the request stays on the pool's
-        endpoints: one of them honours ``requires``, or the pool has no
-        dedicated servers, or they would not cover what is missing."""
-        if not requires or server_options is None or self.dedicated is None:
+        """See :func:`~scrapy_cdp_pool.pool.routing.dedicated_requires`;
+        ``None`` too when the pool has no dedicated servers."""
+        if self.dedicated is None:
             return None
-        known = [info for info in self.infos if info is not None]
-        if not known or any(not requires & info.unsupported for info in known):
-            return None
-        missing = frozenset().union(*(requires & info.unsupported for info in known))
-        if not missing <= server_options.covers:
-            return None
-        return requires - server_options.covers
+        return dedicated_requires(self.infos, requires, server_options)
+
+    def check_capabilities(self, requires: frozenset[str]) -> None:
+        """See :func:`~scrapy_cdp_pool.pool.routing.check_capabilities`."""
+        check_capabilities(self.infos, requires)
 
     @asynccontextmanager
     async def endpoint_for(
@@ -359,19 +354,6 @@ class ConnectionPool:
             await lease.dispose(on_sent=free_slot if lease.finished_cleanly else None)
         finally:
             free_slot()
-
-    def check_capabilities(self, requires: frozenset[str]) -> None:
-        """Raise :class:`CapabilityUnavailable` unless an endpoint of the pool
-        has every capability in ``requires``."""
-        if not requires:
-            return
-        known = [info for info in self.infos if info is not None]
-        if known and not any(not (requires & info.unsupported) for info in known):
-            missing = sorted(set().union(*(requires & info.unsupported for info in known)))
-            raise CapabilityUnavailable(
-                f"no endpoint can honour {', '.join(missing)} "
-                f"(endpoints: {', '.join(info.label for info in known)})"
-            )
 
     def hold(self, reason: str) -> None:
         """Stop handing out new slots until :meth:`unhold` with the same
