@@ -16,7 +16,7 @@ import scrapy
 
 from scrapy_cdp_pool.cli import SUBCOMMANDS, main
 from tests.crawl import crawl
-from tests.profiles import write_profile
+from tests.profiles import MOZILLA_UA, write_profile
 from tests.servers import ROOT, SiteServer
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -135,7 +135,8 @@ def test_measure_opens_pages_as_a_stored_profile(site: SiteServer, tmp_path: Pat
     refused by name."""
     session = f"measure-{uuid.uuid4().hex[:8]}"
     write_profile(tmp_path, "shopper", session=session)
-    write_profile(tmp_path, "tokyo", session="t", identity={"timezoneId": "Asia/Tokyo"})
+    write_profile(tmp_path, "tokyo", session=f"{session}-tz", identity={"timezoneId": "Asia/Tokyo"})
+    write_profile(tmp_path, "moz", session="m", identity={"userAgent": MOZILLA_UA})
     base = [str(CONSOLE_SCRIPT), "measure", site.url("/session-inflight?ms=1"), "--steps", "2",
             "--connections", "1", "--settle", "0", "--timeout", "20", "--json",
             "--profiles-dir", str(tmp_path)]  # fmt: skip
@@ -146,9 +147,18 @@ def test_measure_opens_pages_as_a_stored_profile(site: SiteServer, tmp_path: Pat
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["steps"][0]["failed_pages"] == 0
     assert site.stats()["inflight_max"][f"session:{session}"] >= 1
-    refused = subprocess.run(
+    # A time zone: the embedded Lightpanda is started with it, as a crawl's
+    # dedicated server would be.
+    zoned = subprocess.run(
         [*base, "--profile", "tokyo"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
+    assert zoned.returncode == 0, zoned.stderr
+    assert json.loads(zoned.stdout)["steps"][0]["failed_pages"] == 0
+    assert site.stats()["inflight_max"][f"session:{session}-tz"] >= 1
+    refused = subprocess.run(
+        [*base, "--profile", "moz"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
     assert refused.returncode == 1
-    assert "profile 'tokyo' needs timezone" in refused.stderr
+    assert "profile 'moz' needs user_agent_mozilla" in refused.stderr

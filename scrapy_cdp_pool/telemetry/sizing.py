@@ -167,10 +167,18 @@ async def measure(
     if connections < 1:
         raise ValueError(f"connections {connections!r}: expected >= 1")
     server: EmbeddedServer | None = None
+    server_options = context.server_options() if context is not None else None
     if endpoint is None:
         # Lightpanda needs one connection per page: start it with room for them.
+        args: tuple[str, ...] = ()
+        if browser == "lightpanda" and server_options is not None:
+            # As a crawl's dedicated server: the profile's proxy and time zone
+            # for the whole server.
+            args = tuple(server_options.lightpanda_args())
         server = embedded_server(
-            PoolConfig(browser=browser, connections=max(connections, steps[-1]))
+            PoolConfig(
+                browser=browser, connections=max(connections, steps[-1]), lightpanda_args=args
+            )
         )
     open_connections: list[CDPConnection] = []
     pages: list[_OpenPage] = []
@@ -184,8 +192,11 @@ async def measure(
             info = await discover(endpoint or "", timeout_s)
             if server_pid is None:
                 server_pid = find_listening_pid(endpoint or "")
-        if context is not None and context.requirements() & info.unsupported:
-            missing = ", ".join(sorted(context.requirements() & info.unsupported))
+        needs = context.requirements() if context is not None else frozenset()
+        if server is not None and server_options is not None and info.kind == "lightpanda":
+            needs -= server_options.covers
+        if context is not None and needs & info.unsupported:
+            missing = ", ".join(sorted(needs & info.unsupported))
             raise ValueError(
                 f"profile {context.name!r} needs {missing}: {info.label} cannot honour it"
             )
@@ -270,7 +281,7 @@ async def _open_page(
     context: ContextOptions | None = None,
 ) -> _OpenPage:
     result = await cdp.send(
-        "Target.createBrowserContext", context.context_params() if context else {}
+        "Target.createBrowserContext", context.context_params(info.unsupported) if context else {}
     )
     opened = _OpenPage(cdp, result["browserContextId"])
     spec = RenderSpec(url=url, navigation_timeout_s=timeout_s, context=context)
@@ -281,8 +292,9 @@ async def _open_page(
                 {"browserContextId": opened.context_id, "cookies": context.storage_cookies()},
             )
         opened.page = await Page.attach(
-            cdp, opened.context_id, spec, network_events=not info.set_cookie_in_fetch_headers
-        )
+            cdp, opened.context_id, spec, network_events=not info.set_cookie_in_fetch_headers,
+            default_user_agent=info.default_user_agent, unsupported=info.unsupported,
+        )  # fmt: skip
         await opened.page.navigate(timeout_s)
         opened.loaded = True
     except (CDPError, RenderError, TimeoutError):
