@@ -9,6 +9,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.jobdir.install import durable_settings
 from scrapy_cdp_pool.pool.registry import check_pool_config
+from scrapy_cdp_pool.pool.servers import ServerStartError, embedded_server
 
 if TYPE_CHECKING:
     from typing import Self
@@ -39,11 +40,13 @@ class Addon:
     requests that are not rendered (``CDP_POOL_FALLBACK_HANDLERS``).
 
     :raises ValueError: at start-up, when ``TWISTED_REACTOR`` is not the asyncio
-        reactor (the pool runs on the asyncio event loop), or a ``CDP_POOL_*``
-        setting is invalid (the message names it). Scrapy only logs a download
-        handler's own start-up errors, so they are raised here, loudly; so is a
-        crawler whose pool settings differ from those of the pool it would
-        share (``CDP_POOL_NAME``).
+        reactor (the pool runs on the asyncio event loop), a ``CDP_POOL_*``
+        setting is invalid (the message names it), or the embedded server's
+        binary is missing (``CDP_POOL_CHROMIUM_PATH``,
+        ``CDP_POOL_LIGHTPANDA_PATH``). Scrapy only logs a download handler's
+        own start-up errors, so they are raised here, loudly; so is a crawler
+        whose pool settings differ from those of the pool it would share
+        (``CDP_POOL_NAME``).
     """
 
     def __init__(self, crawler: Crawler | None = None) -> None:
@@ -57,6 +60,11 @@ class Addon:
         config = PoolConfig.from_settings(settings)
         if self.crawler is not None:
             check_pool_config(self.crawler, config)
+        if not config.endpoints:
+            try:
+                embedded_server(config).checked_binary()
+            except ServerStartError as e:  # before the crawl, not at its first page
+                raise ValueError(str(e)) from e
         reactor = settings.get("TWISTED_REACTOR")
         if settings.getbool("TWISTED_REACTOR_ENABLED", True) and reactor != ASYNCIO_REACTOR:
             raise ValueError(

@@ -95,3 +95,21 @@ def test_addon_installs_handler_and_keeps_previous_as_fallback() -> None:
         "http": "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler",
         "https": "my.project.Handler",
     }
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"CDP_POOL_BROWSER": "chromium", "CDP_POOL_CHROMIUM_PATH": "/nonexistent/chromium"},
+         "CDP_POOL_CHROMIUM_PATH: '/nonexistent/chromium' is not an executable"),
+        ({"CDP_POOL_LIGHTPANDA_PATH": "/nonexistent/lightpanda"},
+         "CDP_POOL_LIGHTPANDA_PATH: '/nonexistent/lightpanda' is not a file"),
+    ],
+)  # fmt: skip
+def test_addon_refuses_a_missing_browser_binary_at_start_up(
+    settings: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        Addon().update_settings(Settings(settings))
+    # With endpoints, the pool starts no server: no binary is needed.
+    Addon().update_settings(Settings({**settings, "CDP_POOL_ENDPOINTS": ["http://127.0.0.1:9"]}))
