@@ -203,6 +203,12 @@ class EmbeddedServer(ABC):
             await asyncio.gather(drain, return_exceptions=True)
 
     @abstractmethod
+    def checked_binary(self) -> str:
+        """The server binary's path.
+
+        :raises ServerStartError: it is missing, naming the setting."""
+
+    @abstractmethod
     async def _start(self) -> str:
         """Spawn the process, wait until it serves CDP, return the endpoint."""
 
