@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.jobdir.install import durable_settings
+from scrapy_cdp_pool.jobdir.install import durable_settings, refuse_durable_queue
 from scrapy_cdp_pool.pool.registry import check_pool_config
 from scrapy_cdp_pool.pool.servers import ServerStartError, embedded_server
 
@@ -97,6 +97,8 @@ class Addon:
         if settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
             for name, value, priority in durable_settings(settings):
                 settings.set(name, value, priority)
+        elif settings.get("JOBDIR"):
+            refuse_durable_queue(str(settings.get("JOBDIR")))
         _add_component(settings, "DOWNLOADER_MIDDLEWARES", GATE_RELEASE_MIDDLEWARE, 950)
         _add_component(settings, "DOWNLOADER_MIDDLEWARES", PROFILE_MIDDLEWARE, 970)
         for setting, component, order in RESILIENCE_COMPONENTS:

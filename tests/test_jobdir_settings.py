@@ -12,6 +12,7 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_cdp_pool import Addon, PoolConfig
 from scrapy_cdp_pool.jobdir import DurableScheduler, JobdirError
+from scrapy_cdp_pool.jobdir.store import DATABASE_NAME, JobStore
 
 DURABLE = {
     "SCHEDULER": "scrapy_cdp_pool.jobdir.DurableScheduler",
@@ -83,3 +84,17 @@ def test_a_disk_queue_that_is_not_durable_is_refused_by_name(tmp_path: Path) -> 
     )  # fmt: skip
     with pytest.raises(JobdirError, match=r"SCHEDULER_DISK_QUEUE: .*ProjectDiskQueue does not"):
         DurableScheduler.from_crawler(crawler)
+
+
+def test_a_durable_queue_is_not_resumed_without_the_durable_jobdir(tmp_path: Path) -> None:
+    store = JobStore(tmp_path / DATABASE_NAME)
+    row = store.push("0", b"a request")
+    store.close()
+    off = {"JOBDIR": str(tmp_path), "CDP_POOL_JOBDIR_DURABLE": False}
+    with pytest.raises(JobdirError, match=r"holds 1 requests queued by the durable JOBDIR") as e:
+        installed(off)
+    assert "CDP_POOL_JOBDIR_DURABLE = True" in str(e.value)
+    store = JobStore(tmp_path / DATABASE_NAME)
+    store.ack([row])  # nothing left: Scrapy's own JOBDIR may take it over
+    store.close()
+    assert installed(off)["SCHEDULER"] == "scrapy.core.scheduler.Scheduler"

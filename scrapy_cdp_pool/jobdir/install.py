@@ -10,11 +10,16 @@ Scrapy's is refused by name when the crawl starts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 from scrapy import squeues
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+
+from scrapy_cdp_pool.jobdir.store import DATABASE_NAME, JobdirError
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +55,29 @@ def durable_settings(settings: BaseSettings) -> list[Setting]:
             queue = FIFO_QUEUE if "Fifo" in scrapy_queue else LIFO_QUEUE
             changes.append((name, queue, max(settings.getpriority(name) or 0, addon)))
     return changes
+
+
+def refuse_durable_queue(jobdir: str) -> None:
+    """With ``CDP_POOL_JOBDIR_DURABLE = False``: refuse a ``jobdir`` whose
+    durable database still holds requests, which Scrapy's own scheduler would
+    ignore silently (the mirror of the durable scheduler refusing Scrapy's
+    ``active.json``).
+
+    :raises JobdirError: naming the JOBDIR, the database and the count.
+    """
+    path = Path(jobdir) / DATABASE_NAME
+    if not path.is_file():
+        return
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+            count = int(db.execute("SELECT COUNT(*) FROM requests").fetchone()[0])
+    except sqlite3.Error as e:
+        raise JobdirError(f"{path}: cannot be read ({e}); start a new JOBDIR") from e
+    if count:
+        raise JobdirError(
+            f"{jobdir} holds {count} requests queued by the durable JOBDIR of scrapy_cdp_pool "
+            f"({path}); resume it with CDP_POOL_JOBDIR_DURABLE = True, or start a new JOBDIR"
+        )
 
 
 def _path(value: Any) -> str:
