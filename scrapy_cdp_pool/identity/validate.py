@@ -9,6 +9,7 @@ identity file (``NAME.identity.json``), whose keys are :data:`IDENTITY_KEYS`.
 from __future__ import annotations
 
 import functools
+import re
 import zoneinfo
 from collections.abc import Callable
 from typing import Any
@@ -41,8 +42,11 @@ def _check(problems: list[str], where: str, value: Any, ok: bool, expected: str)
 
 
 def _string(problems: list[str], where: str, value: Any, *, empty: bool = True) -> bool:
-    ok = isinstance(value, str) and (empty or bool(value))
-    return _check(problems, where, value, ok, "a string" if empty else "a non-empty string")
+    if value == "" and not empty:
+        problems.append(f"{where}: expected a non-empty string, got an empty one")
+        return False
+    expected = "a string" if empty else "a non-empty string"
+    return _check(problems, where, value, isinstance(value, str), expected)
 
 
 def storage_state_problems(state: Any) -> list[str]:
@@ -167,31 +171,51 @@ def _geolocation(problems: list[str], where: str, value: Any) -> None:
 
 
 PROXY_SCHEMES = ("http", "https", "socks4", "socks5")
+_HOSTNAME = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?|[0-9a-f:.]+")  # name, IPv4, IPv6
+
+
+def proxy_server_problem(server: str, where: str = "proxy") -> str | None:
+    """What is wrong with ``server`` as a proxy URL, or ``None``.
+
+    Only ``scheme://host:port`` is taken: Chromium reads anything after the
+    port its own way (a ``?a=b`` is a proxy rule, and the page then loads
+    without the proxy), and credentials belong in ``username`` and
+    ``password`` (a URL is shown in logs and command lines). The message never
+    echoes a URL that holds credentials."""
+    expected = (
+        f"expected scheme://host:port with scheme {', '.join(PROXY_SCHEMES)} and nothing "
+        "after the port"
+    )
+    try:
+        parts = urlsplit(server)
+        port = parts.port
+    except ValueError:
+        return f"{server!r} is not a proxy URL; {expected}"
+    if parts.username is not None or parts.password is not None:
+        return f"credentials in the URL; put them in {where}.username and {where}.password"
+    if (
+        parts.scheme not in PROXY_SCHEMES
+        or server != f"{parts.scheme}://{parts.netloc}"
+        or not port
+        or not _HOSTNAME.fullmatch(parts.hostname or "")
+    ):
+        return f"{server!r} is not a proxy URL; {expected}"
+    return None
 
 
 def _proxy(problems: list[str], where: str, value: Any) -> None:
     fields = {"server": (True, "string"), "username": (False, "string"),
               "password": (False, "string")}  # fmt: skip
     _dict_of(problems, where, value, fields)
-    server = value.get("server") if isinstance(value, dict) else None
-    if not isinstance(server, str):
+    if not isinstance(value, dict):
         return
-    try:
-        parts = urlsplit(server)
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in PROXY_SCHEMES or not parts.hostname:
-        problems.append(
-            f"{where}.server: {server!r} is not a proxy URL; expected "
-            f"scheme://host:port with scheme {', '.join(PROXY_SCHEMES)}"
-        )
-    elif parts.username is not None or parts.password is not None:
-        # Never echo the URL: it holds a password.
-        problems.append(
-            f"{where}.server: credentials in the URL; put them in {where}.username "
-            f"and {where}.password"
-        )
+    server = value.get("server")
+    if isinstance(server, str):
+        problem = proxy_server_problem(server, where)
+        if problem:
+            problems.append(f"{where}.server: {problem}")
+    if "password" in value and "username" not in value:
+        problems.append(f"{where}.password: given without {where}.username")
 
 
 @functools.cache
@@ -203,7 +227,9 @@ def _timezone(problems: list[str], where: str, value: Any) -> None:
     before = len(problems)
     _string(problems, where, value, empty=False)
     zones = _time_zones()  # empty where the system has no time-zone database
-    if len(problems) == before and zones and value not in zones:
+    # Files of the database that are not zones: the host's own, POSIX rules.
+    not_zones = value in ("localtime", "posixrules", "Factory") if isinstance(value, str) else False
+    if len(problems) == before and zones and (value not in zones or not_zones):
         problems.append(f"{where}: {value!r} is not an IANA time zone (e.g. 'Europe/Paris')")
 
 
