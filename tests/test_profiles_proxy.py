@@ -250,3 +250,24 @@ async def test_a_dead_proxy_fails_only_its_profiles_requests(
     for failure in spider.failures:
         assert f"/echo-html?{dead}" in str(failure.value)  # the error names the request
     assert crawler.stats.get_value("finish_reason") == "finished"
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_wrong_proxy_credentials_are_tried_once_and_give_the_407(
+    site: SiteServer, tmp_path: Path, proxies: tuple[ProxyServer, ProxyServer], browser: str
+) -> None:
+    _, beta = proxies
+    name = f"wrong-{token()}"
+    write_profile(tmp_path, name, identity={
+        "proxy": {"server": beta.url, "username": "u", "password": "not-the-password"},
+    })  # fmt: skip
+    url = proxied_url(site, f"/echo-html?{name}")
+    spider, _ = await crawl(
+        [scrapy.Request(url, meta={"cdp_profile": name})],
+        {"CDP_POOL_PROFILES_DIR": str(tmp_path), "CDP_POOL_BROWSER": browser},
+    )
+    assert [r.status for r in spider.responses] == [407]
+    beta.stop()
+    # Once without credentials, once with the wrong ones; then the 407 stands.
+    assert [line for line in beta.log if "/favicon.ico" not in line] == [f"DENIED {url}"] * 2

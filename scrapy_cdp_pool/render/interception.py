@@ -59,6 +59,7 @@ class FetchInterceptor:
     def __init__(self, page: Page) -> None:
         self.page = page
         self.override_pending = page.spec.overrides_request
+        self._credentials_given: set[str] = set()  # URLs answered with credentials
 
     async def on_paused(self, params: dict[str, Any]) -> None:
         request_id = params["requestId"]
@@ -91,11 +92,21 @@ class FetchInterceptor:
 
     async def on_auth(self, params: dict[str, Any]) -> None:
         """Answer a proxy's authentication challenge with the identity's
-        credentials (never a server's: those are cancelled)."""
+        credentials, once per URL (a second challenge means they are wrong:
+        it is cancelled and the proxy's 407 becomes the response, instead of
+        the browser retrying dozens of times); a server's challenge is
+        cancelled."""
         context = self.page.spec.context
         challenge = params.get("authChallenge", {})
+        url = str(params.get("request", {}).get("url", ""))
         response: dict[str, Any] = {"response": "CancelAuth"}
-        if context is not None and context.proxy_username and challenge.get("source") == "Proxy":
+        if (
+            context is not None
+            and context.proxy_username
+            and challenge.get("source") == "Proxy"
+            and url not in self._credentials_given
+        ):
+            self._credentials_given.add(url)
             response = {
                 "response": "ProvideCredentials",
                 "username": context.proxy_username,
