@@ -17,7 +17,13 @@ from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.identity.registry import identities_for
 from scrapy_cdp_pool.pool.registry import acquire_pool, release_pool
 from scrapy_cdp_pool.pool.routing import CapabilityUnavailable
-from scrapy_cdp_pool.render.errors import ActionError, PoolUnavailable, error_kind, to_scrapy_error
+from scrapy_cdp_pool.render.errors import (
+    ActionError,
+    PoolUnavailable,
+    SlotWaitTimeout,
+    error_kind,
+    to_scrapy_error,
+)
 from scrapy_cdp_pool.render.response import build_response
 from scrapy_cdp_pool.render.session import render
 from scrapy_cdp_pool.render.spec import build_spec, default_header_values, is_rendered
@@ -81,9 +87,11 @@ class CDPDownloadHandler:
         server_options = context.server_options() if context is not None else None
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
         started = time.monotonic()
+        leased = False
         try:
             async with asyncio.timeout(timeout_s):
                 async with self.pool.lease(requires, server_options) as lease:
+                    leased = True
                     result = await render(lease, spec)
         except ActionError as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
@@ -95,9 +103,17 @@ class CDPDownloadHandler:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             if isinstance(e, PoolUnavailable):
                 self._on_pool_unavailable(e)
+            where = str(request)
+            if context is not None and context.proxy_server:
+                where += f" (through the profile's proxy {context.proxy_server})"
             if isinstance(e, TimeoutError) and not str(e):
+                if not leased:
+                    raise SlotWaitTimeout(
+                        f"{where}: no browser slot within download_timeout = {timeout_s:g} s "
+                        "(every connection busy, or the dedicated server in use)"
+                    ) from e
                 e = TimeoutError(f"no response within download_timeout = {timeout_s:g} s")
-            raise to_scrapy_error(e, str(request)) from e
+            raise to_scrapy_error(e, where) from e
         seconds = time.monotonic() - started
         if context is not None and result.storage_state is not None:
             await self.identities.save_state(request, result.storage_state)

@@ -271,3 +271,42 @@ async def test_wrong_proxy_credentials_are_tried_once_and_give_the_407(
     beta.stop()
     # Once without credentials, once with the wrong ones; then the 407 stands.
     assert [line for line in beta.log if "/favicon.ico" not in line] == [f"DENIED {url}"] * 2
+
+
+@pytest_twisted.ensureDeferred
+async def test_profiles_sharing_the_only_dedicated_server_cannot_keep_it_from_another(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    """One dedicated server (``CDP_POOL_DEDICATED_SERVERS = 1``); three
+    profiles share one time zone, and their pages hang until staggered
+    ``download_timeout``s, so their server is never idle for long. A fourth
+    profile, with another time zone, is served between them, in arrival
+    order, instead of after all of them (~11 s, past its own 6 s
+    ``download_timeout``); a wait for a server is not a failure of the
+    waiting profile."""
+    hangers = [f"hanger{i}-{token()}" for i in range(3)]
+    tokyo = f"tokyo-{token()}"
+    for name in hangers:
+        write_profile(tmp_path, name, identity={"timezoneId": "Europe/Paris"})
+    write_profile(tmp_path, tokyo, identity={"timezoneId": "Asia/Tokyo"})
+    requests = [
+        scrapy.Request(site.url(f"/never?{name}&i={i}"),
+                       meta={"cdp_profile": name, "download_timeout": 1 + n * 0.35})
+        for i in range(8)
+        for n, name in enumerate(hangers)
+    ] + [
+        scrapy.Request(site.url(f"/whoami?{tokyo}&i={i}"), meta={"cdp_profile": tokyo})
+        for i in range(3)
+    ]  # fmt: skip
+    spider, crawler = await crawl(
+        requests,
+        {"CDP_POOL_PROFILES_DIR": str(tmp_path), "CDP_POOL_DEDICATED_SERVERS": 1,
+         "DOWNLOAD_TIMEOUT": 6, "CDP_POOL_PROFILE_MAX_FAILURES": 100},
+    )  # fmt: skip
+    assert sorted(r.url for r in spider.responses) == [
+        site.url(f"/whoami?{tokyo}&i={i}") for i in range(3)
+    ]
+    assert {f.request.meta["cdp_profile"] for f in spider.failures} == set(hangers)
+    stats = crawler.stats.get_stats()
+    assert f"cdp_pool/profile/{tokyo}/failures" not in stats
+    assert stats["cdp_pool/dedicated_servers/running_max"] == 1

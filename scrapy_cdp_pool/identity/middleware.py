@@ -47,7 +47,7 @@ from scrapy_cdp_pool.pool.capabilities import info_from_version
 from scrapy_cdp_pool.pool.pool import PoolState
 from scrapy_cdp_pool.pool.registry import get_pool
 from scrapy_cdp_pool.pool.server_options import SERVER_LEVEL
-from scrapy_cdp_pool.render.errors import PoolUnavailable
+from scrapy_cdp_pool.render.errors import PoolUnavailable, SlotWaitTimeout
 from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for, identity_of
 
 if TYPE_CHECKING:
@@ -184,7 +184,9 @@ class ProfileMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         name = identity_of(request)
-        if name and not isinstance(exception, ProfileError):
+        # A request that never got a page (SlotWaitTimeout) says nothing of
+        # the identity.
+        if name and not isinstance(exception, (ProfileError, SlotWaitTimeout)):
             self._failed(name, type(exception).__name__)
 
     def _failed(self, name: str, why: str) -> None:

@@ -34,11 +34,11 @@ logger = logging.getLogger(__name__)
 
 
 class DedicatedServers:
-    """The dedicated servers of one main pool. ``make_pool(config)`` builds a
-    pool (the main pool passes one that shares its holds)."""
+    """The dedicated servers of one main pool. ``make_pool(config, purpose)``
+    builds a pool (the main pool passes one that shares its holds)."""
 
     def __init__(
-        self, config: PoolConfig, make_pool: Callable[[PoolConfig], ConnectionPool]
+        self, config: PoolConfig, make_pool: Callable[[PoolConfig, str], ConnectionPool]
     ) -> None:
         self.config = config
         self.limit = config.dedicated_servers
@@ -52,8 +52,10 @@ class DedicatedServers:
         self._make_pool = make_pool
         self._users: collections.Counter[ServerOptions] = collections.Counter()
         self._stopping = 0
+        self._queue: collections.deque[object] = collections.deque()  # waiting, in order
         self._released = asyncio.Event()
         self._closed = False
+        self._warned = False
 
     @asynccontextmanager
     async def lease(
@@ -97,22 +99,55 @@ class DedicatedServers:
             self._give_back(options)
 
     async def _take(self, options: ServerOptions) -> ConnectionPool:
-        while True:
-            if self._closed:
-                raise PoolUnavailable("the CDP pool is closing")
-            pool = self.pools.get(options)
-            if pool is not None:
-                self.pools.move_to_end(options)
-                self._users[options] += 1
-                return pool
-            if len(self.pools) + self._stopping < self.limit:
-                return self._start(options)
-            idle = next((o for o in self.pools if not self._users[o]), None)
-            if idle is not None:
-                await self._stop(idle, "to make room")
-                continue
-            released = self._released
-            await released.wait()
+        """The pool for ``options``, counted as used until :meth:`_give_back`.
+
+        With no request waiting for a server, a running one is joined at
+        once. Otherwise requests queue in arrival order, even those whose
+        server runs: the head takes its server, or starts it when there is
+        room, or stops the least recently used idle one first. So profiles
+        that share a server cannot keep it busy for ever while another
+        profile waits for room (their server drains, then is handed over)."""
+        ticket = object()
+        queued = False
+        try:
+            while True:
+                if self._closed:
+                    raise PoolUnavailable("the CDP pool is closing")
+                pool = self.pools.get(options)
+                first = not self._queue or self._queue[0] is ticket
+                if pool is not None and first:
+                    self.pools.move_to_end(options)
+                    self._users[options] += 1
+                    return pool
+                if first and pool is None:
+                    if len(self.pools) + self._stopping < self.limit:
+                        return self._start(options)
+                    idle = next((o for o in self.pools if not self._users[o]), None)
+                    if idle is not None:
+                        self._warn_thrash(idle, options)
+                        await self._stop(idle, "to make room")
+                        continue
+                if not queued:
+                    self._queue.append(ticket)
+                    queued = True
+                released = self._released
+                await released.wait()
+        finally:
+            if queued:
+                self._queue.remove(ticket)
+                self._notify()  # the next in line may go now
+
+    def _warn_thrash(self, stopped: ServerOptions, wanted: ServerOptions) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        logger.warning(
+            "CDP_POOL_DEDICATED_SERVERS = %d dedicated servers are running: stopping the one "
+            "for %s to start one for %s. With more distinct proxies and time zones in flight "
+            "than that, servers are restarted often (~0.1 s each): raise the setting if "
+            "memory allows (~40 MB each)",
+            self.limit, stopped.label, wanted.label,
+        )  # fmt: skip
 
     def _start(self, options: ServerOptions) -> ConnectionPool:
         config = dataclasses.replace(
@@ -122,7 +157,7 @@ class DedicatedServers:
             lightpanda_args=(*self.config.lightpanda_args, *options.lightpanda_args()),
             dedicated_servers=0,
         )
-        pool = self.pools[options] = self._make_pool(config)
+        pool = self.pools[options] = self._make_pool(config, f"for {options.label}")
         self._users[options] += 1
         self.started += 1
         self.running_max = max(self.running_max, len(self.pools))

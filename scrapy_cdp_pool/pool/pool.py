@@ -53,12 +53,19 @@ class ConnectionPool:
     ``config.connections`` connections are opened per endpoint. With no
     ``CDP_POOL_ENDPOINTS`` the pool starts its own server (``CDP_POOL_BROWSER``),
     and, when that is Lightpanda, :attr:`dedicated` servers for identities
-    whose proxy or time zone it takes only per server. ``holds`` is shared
+    whose proxy or time zone it takes only per server (``purpose`` says so in
+    logs). ``holds`` is shared
     with the pool that made this one (a dedicated server's pool).
     """
 
-    def __init__(self, config: PoolConfig, holds: collections.Counter[str] | None = None) -> None:
+    def __init__(
+        self,
+        config: PoolConfig,
+        holds: collections.Counter[str] | None = None,
+        purpose: str = "",
+    ) -> None:
         self.config = config
+        self.purpose = purpose
         self.state = PoolState.NEW
         self.server: EmbeddedServer | None = None
         self.endpoints: list[str] = list(config.endpoints)
@@ -74,8 +81,8 @@ class ConnectionPool:
         if config.dedicated_servers > 0 and not config.endpoints and config.browser == "lightpanda":
             self.dedicated = DedicatedServers(config, self._dedicated_pool)
 
-    def _dedicated_pool(self, config: PoolConfig) -> ConnectionPool:
-        return ConnectionPool(config, self.slots.holds_count)
+    def _dedicated_pool(self, config: PoolConfig, purpose: str) -> ConnectionPool:
+        return ConnectionPool(config, self.slots.holds_count, purpose)
 
     # Lifecycle ---------------------------------------------------------
 
@@ -95,6 +102,7 @@ class ConnectionPool:
         self.state = PoolState.STARTING
         if not self.endpoints:
             self.server = embedded_server(self.config)
+            self.server.purpose = self.purpose
             try:
                 self.endpoints = [await self.server.ensure_running()]
             except ServerStartError as e:
@@ -293,8 +301,14 @@ class ConnectionPool:
         return dedicated_requires(self.infos, requires, server_options)
 
     def check_capabilities(self, requires: frozenset[str]) -> None:
-        """See :func:`~scrapy_cdp_pool.pool.routing.check_capabilities`."""
-        check_capabilities(self.infos, requires)
+        """See :func:`~scrapy_cdp_pool.pool.routing.check_capabilities`; the
+        message says when ``CDP_POOL_DEDICATED_SERVERS = 0`` is why."""
+        off = (
+            self.server is not None
+            and self.server.kind == "lightpanda"
+            and self.config.dedicated_servers == 0
+        )
+        check_capabilities(self.infos, requires, dedicated_off=off)
 
     @asynccontextmanager
     async def endpoint_for(

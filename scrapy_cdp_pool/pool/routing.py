@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from scrapy_cdp_pool.pool.capabilities import ServerInfo
-from scrapy_cdp_pool.pool.server_options import ServerOptions
+from scrapy_cdp_pool.pool.server_options import SERVER_LEVEL, ServerOptions
 from scrapy_cdp_pool.render.errors import PoolUnavailable
 
 
@@ -19,17 +19,24 @@ class CapabilityUnavailable(PoolUnavailable):
     "Mozilla" user agent on a pool of Lightpanda servers)."""
 
 
-def check_capabilities(infos: Sequence[ServerInfo | None], requires: frozenset[str]) -> None:
+def check_capabilities(
+    infos: Sequence[ServerInfo | None], requires: frozenset[str], *, dedicated_off: bool = False
+) -> None:
     """Raise :class:`CapabilityUnavailable` unless a known endpoint has
-    every capability in ``requires`` (nothing is raised before any is known)."""
+    every capability in ``requires`` (nothing is raised before any is known).
+    ``dedicated_off``: dedicated servers, which would cover a proxy or a time
+    zone, are turned off (the message says so)."""
     if not requires:
         return
     known = [info for info in infos if info is not None]
     if known and not any(not (requires & info.unsupported) for info in known):
         missing = sorted(set().union(*(requires & info.unsupported for info in known)))
+        hint = ""
+        if dedicated_off and set(missing) <= SERVER_LEVEL:
+            hint = "; CDP_POOL_DEDICATED_SERVERS = 0 turns off the dedicated servers that would"
         raise CapabilityUnavailable(
             f"no endpoint can honour {', '.join(missing)} "
-            f"(endpoints: {', '.join(info.label for info in known)})"
+            f"(endpoints: {', '.join(info.label for info in known)}){hint}"
         )
 
 

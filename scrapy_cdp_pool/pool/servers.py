@@ -89,6 +89,8 @@ class EmbeddedServer(ABC):
         self.config = config
         self.endpoint: str | None = None
         self.restarts = 0
+        #: what it is for, in logs (a dedicated server's proxy or time zone)
+        self.purpose = ""
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
         self._stopping = False
@@ -115,8 +117,9 @@ class EmbeddedServer(ABC):
             if self._proc is not None:
                 self.restarts += 1
                 logger.warning(
-                    "The embedded %s server (pid %s) exited with code %s; restarting it",
-                    self.kind, self._proc.pid, self._proc.returncode,
+                    "The embedded %s server%s (pid %s) exited with code %s; restarting it",
+                    self.kind, f" {self.purpose}" if self.purpose else "", self._proc.pid,
+                    self._proc.returncode,
                 )  # fmt: skip
                 await self._cleanup()
             self._stopping = False

@@ -57,6 +57,13 @@ class DedicatedServerFailed(RenderError):
     request fails (and is retried), the rest of the pool goes on."""
 
 
+class SlotWaitTimeout(DownloadTimeoutError):
+    """``download_timeout`` passed while the request still waited for a
+    browser slot (every connection busy, or its dedicated server): the page
+    was never opened, so it is not counted against the request's profile.
+    Retried like any download timeout."""
+
+
 class ResponseTooLarge(RenderError):
     """The document is larger than ``DOWNLOAD_MAXSIZE`` (bytes)."""
 
