@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from scrapy_cdp_pool.cli import main
 from tests.profiles import MOZILLA_UA, token, write_profile
-from tests.servers import ROOT, SiteServer
+from tests.servers import ROOT, ProxyServer, SiteServer
 
 CONSOLE_SCRIPT = Path(sys.executable).parent / "scrapy-cdp-pool"
 
@@ -24,10 +26,11 @@ async def sign_in(page):
 """
 
 
-def create(*args: str) -> subprocess.CompletedProcess[str]:
+def create(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(CONSOLE_SCRIPT), "profile", "create", *args],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, **(env or {})},
     )  # fmt: skip
 
 
@@ -82,6 +85,36 @@ def test_create_on_lightpanda_takes_the_time_zone_for_the_whole_server(
     assert json.loads((tmp_path / "tokyo.identity.json").read_text()) == {
         "timezoneId": "Asia/Tokyo"
     }
+
+
+@pytest.mark.parametrize("browser", [None, "chromium"])
+def test_create_through_the_profiles_proxy_with_its_credentials(
+    site: SiteServer, tmp_path: Path, browser: str | None
+) -> None:
+    """By default on Lightpanda (started with the proxy, as a crawl's dedicated
+    server), or on Chromium (a per-context proxy); the password comes from
+    the environment, and wrong credentials fail the command."""
+    password = "pw-" + token()
+    proxy = ProxyServer("gamma", auth=f"u:{password}")
+    try:
+        url = f"http://proxied.test:{urlsplit(site.base).port}/login?user=pia"
+        args = ["--url", url, "--dir", str(tmp_path), "--proxy", proxy.url,
+                "--proxy-username", "u", *(["--browser", browser] if browser else [])]  # fmt: skip
+        run = create("pia", *args, env={"CDP_POOL_PROXY_PASSWORD": password})
+        assert run.returncode == 0, run.stderr
+        assert password not in run.stdout + run.stderr
+        cookies = json.loads((tmp_path / "pia.json").read_text())["cookies"]
+        assert [(c["domain"], c["value"]) for c in cookies] == [("proxied.test", "valid-pia")]
+        identity = json.loads((tmp_path / "pia.identity.json").read_text())
+        assert identity == {"proxy": {"server": proxy.url, "username": "u", "password": password}}
+        wrong = create("pib", *args, env={"CDP_POOL_PROXY_PASSWORD": "wrong"})
+        assert wrong.returncode == 1
+        # Lightpanda loads the 407 page (we refuse it); Chromium fails the navigation.
+        assert ("the proxy refused the profile's credentials (407)" in wrong.stderr
+                or "net::ERR_HTTP_RESPONSE_CODE_FAILURE" in wrong.stderr)  # fmt: skip
+        assert not (tmp_path / "pib.json").exists()
+    finally:
+        proxy.stop()
 
 
 def test_create_refuses_what_the_browser_cannot_honour(site: SiteServer, tmp_path: Path) -> None:

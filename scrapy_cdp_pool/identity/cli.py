@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import runpy
 import sys
 from pathlib import Path
@@ -27,8 +28,10 @@ from scrapy_cdp_pool.identity.errors import ProfileFileError
 from scrapy_cdp_pool.identity.options import describe_requirements
 from scrapy_cdp_pool.identity.store import Profile, ProfileStore, check_name
 from scrapy_cdp_pool.identity.validate import identity_problems
+from scrapy_cdp_pool.pool.server_options import SERVER_LEVEL
 
 HELP = "create stored profiles (signed-in identities) and check their files"
+PROXY_PASSWORD_ENV = "CDP_POOL_PROXY_PASSWORD"  # noqa: S105 - a variable name, not a secret
 PROG = "scrapy-cdp-pool profile"
 
 
@@ -41,8 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _dir_argument(create)
     server = create.add_mutually_exclusive_group()
     server.add_argument("--browser", choices=BROWSERS, default=None,
-                        help="embedded server to start (default: lightpanda, or chromium "
-                        "when the identity needs it)")  # fmt: skip
+                        help="embedded server to start (default: lightpanda, started with "
+                        "the proxy and time zone if any; chromium for a \"Mozilla\" user "
+                        "agent)")  # fmt: skip
     server.add_argument("--endpoint", help="a running CDP server (http://host:port or ws://...)")
     create.add_argument("--timeout", type=float, default=60.0, help="seconds (default: 60)")
     create.add_argument("--user-agent", help="identity: User-Agent")
@@ -52,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     create.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
                         help="identity: an extra HTTP header (repeatable)")  # fmt: skip
     create.add_argument("--proxy", help="identity: proxy server, e.g. http://proxy:3128")
+    create.add_argument("--proxy-username",
+                        help=f"identity: the proxy's user name; its password is read from the "
+                        f"environment variable {PROXY_PASSWORD_ENV}")  # fmt: skip
     create.add_argument("--signed-out", help='identity: signed-out rule, "url:REGEX" or "css:SEL"')
     check = actions.add_parser("check", help="validate every profile file")
     _dir_argument(check)
@@ -115,6 +122,16 @@ def identity_from_args(args: argparse.Namespace) -> dict[str, Any]:
         identity["extraHTTPHeaders"] = headers
     if args.proxy:
         identity["proxy"] = {"server": args.proxy}
+        if args.proxy_username:
+            if PROXY_PASSWORD_ENV not in os.environ:
+                raise ValueError(
+                    f"--proxy-username: put the proxy's password in the environment "
+                    f"variable {PROXY_PASSWORD_ENV}"
+                )
+            identity["proxy"]["username"] = args.proxy_username
+            identity["proxy"]["password"] = os.environ[PROXY_PASSWORD_ENV]
+    elif args.proxy_username:
+        raise ValueError("--proxy-username: given without --proxy")
     if args.signed_out:
         identity["signedOut"] = args.signed_out
     problems = identity_problems(identity)
@@ -145,6 +162,10 @@ def _create(store: ProfileStore, args: argparse.Namespace) -> int:
     except ProfileFileError as e:
         print(f"{PROG} create: {e.path}: {e.problem}", file=sys.stderr)
         return 1
+    except TimeoutError:
+        print(f"{PROG} create: not done within --timeout {args.timeout:g} s (opening the page "
+              "or the sign-in script)", file=sys.stderr)  # fmt: skip
+        return 1
     except Exception as e:  # noqa: BLE001 - the user's script, the browser: say what failed
         print(f"{PROG} create: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
@@ -173,7 +194,9 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
     endpoint = args.endpoint
     dedicated = False
     if endpoint is None:
-        browser = args.browser or ("chromium" if needs else "lightpanda")
+        # As in a crawl: Lightpanda, with the proxy and time zone for the
+        # whole server, unless the identity needs what only Chromium does.
+        browser = args.browser or ("chromium" if needs - SERVER_LEVEL else "lightpanda")
         config = PoolConfig(browser=browser)
         if browser == "lightpanda" and server_options is not None:
             # Like a crawl's dedicated server: the proxy and time zone for the
@@ -200,7 +223,9 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
                 page,
             ),
         ):
-            await page.goto(args.url)
+            response = await page.goto(args.url)
+            if response is not None and response.status == 407:
+                raise ValueError(f"{args.url}: the proxy refused the profile's credentials (407)")
             if sign_in is not None:
                 await run_hook(sign_in, page)
             return await context.storage_state()
