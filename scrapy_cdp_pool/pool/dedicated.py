@@ -46,12 +46,13 @@ class DedicatedServers:
             collections.OrderedDict()
         )  # least recently used first
         self.started = 0
-        self.stopped = 0
+        self.stopped = 0  # to make room for another
         self.running_max = 0
         self._pages_stopped = 0  # pages of the servers stopped so far
         self._make_pool = make_pool
         self._users: collections.Counter[ServerOptions] = collections.Counter()
         self._stopping = 0
+        self._closing: set[asyncio.Task[None]] = set()  # stops under way
         self._queue: collections.deque[object] = collections.deque()  # waiting, in order
         self._released = asyncio.Event()
         self._closed = False
@@ -125,6 +126,7 @@ class DedicatedServers:
                     idle = next((o for o in self.pools if not self._users[o]), None)
                     if idle is not None:
                         self._warn_thrash(idle, options)
+                        self.stopped += 1
                         await self._stop(idle, "to make room")
                         continue
                 if not queued:
@@ -168,10 +170,20 @@ class DedicatedServers:
         return pool
 
     async def _stop(self, options: ServerOptions, why: str) -> None:
+        """Stop the server for ``options``. The stop itself is shielded: a
+        request whose deadline ends while it waits for the stop leaves it
+        running to its end, so no server is left behind untracked."""
         pool = self.pools.pop(options)
         self._stopping += 1
-        self.stopped += 1
         logger.info("Stopping the dedicated Lightpanda server for %s %s", options.label, why)
+        task = asyncio.get_running_loop().create_task(
+            self._close(pool), name=f"cdp-pool stop dedicated server for {options.label}"
+        )
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+        await asyncio.shield(task)
+
+    async def _close(self, pool: ConnectionPool) -> None:
         try:
             await pool.close()
         finally:
@@ -203,6 +215,7 @@ class DedicatedServers:
         self._notify()
         for options in list(self.pools):
             await self._stop(options, "(the pool is closing)")
+        await asyncio.gather(*self._closing, return_exceptions=True)
 
     def pids(self) -> list[int]:
         """PIDs of the running dedicated servers."""
