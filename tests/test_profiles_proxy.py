@@ -230,7 +230,8 @@ async def test_a_dead_proxy_fails_only_its_profiles_requests(
 ) -> None:
     alpha, _ = proxies
     dead, good = f"dead-{token()}", f"good-{token()}"
-    write_profile(tmp_path, dead, identity={"proxy": {"server": f"http://127.0.0.1:{free_port()}"}})
+    dead_proxy = f"http://127.0.0.1:{free_port()}"
+    write_profile(tmp_path, dead, identity={"proxy": {"server": dead_proxy}})
     write_profile(tmp_path, good, identity={"proxy": {"server": alpha.url}})
     requests = [
         scrapy.Request(proxied_url(site, f"/echo-html?{name}&i={i}"), meta={"cdp_profile": name})
@@ -248,7 +249,9 @@ async def test_a_dead_proxy_fails_only_its_profiles_requests(
         proxied_url(site, f"/echo-html?{dead}&i={i}") for i in range(2)
     ]
     for failure in spider.failures:
-        assert f"/echo-html?{dead}" in str(failure.value)  # the error names the request
+        # The error names the request and the proxy.
+        assert f"/echo-html?{dead}" in str(failure.value)
+        assert f"through the profile's proxy {dead_proxy}" in str(failure.value)
     assert crawler.stats.get_value("finish_reason") == "finished"
 
 
