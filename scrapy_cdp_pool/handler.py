@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
     from scrapy.crawler import Crawler
 
+    from scrapy_cdp_pool.pool.lease import ContextLease
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_FALLBACK = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
@@ -92,6 +94,7 @@ class CDPDownloadHandler:
             async with asyncio.timeout(timeout_s):
                 async with self.pool.lease(requires, server_options) as lease:
                     leased = True
+                    self._count_page(lease)
                     result = await render(lease, spec)
         except ActionError as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
@@ -156,15 +159,23 @@ class CDPDownloadHandler:
                 name="cdp-pool close spider",
             )
 
+    def _count_page(self, lease: ContextLease) -> None:
+        """This crawler's pages per connection of the pool (or on dedicated
+        servers), counted in its own stats: exact on a shared pool too."""
+        connection = lease.connection
+        if self.pool.owns(connection):
+            self.stats.inc_value(f"cdp_pool/connection/{connection.index}/pages")
+        else:
+            self.stats.inc_value("cdp_pool/dedicated_servers/pages")
+
     async def _record_stats(self) -> None:
-        """At spider close (before the stats are dumped): per-connection pages,
-        contexts opened and closed, reconnects and server restarts."""
+        """At spider close (before the stats are dumped): the pool's contexts
+        opened and closed, reconnects and server restarts (the whole pool's,
+        shared or not)."""
         await self.pool.wait_disposed()
         rows = self.pool.snapshot()
         if not rows:
             return
-        for row in rows:
-            self.stats.set_value(f"cdp_pool/connection/{row['connection']}/pages", row["pages"])
         for key in ("contexts_opened", "contexts_closed", "reconnects", "retired"):
             self.stats.set_value(f"cdp_pool/{key}", sum(row[key] for row in rows))
         if self.pool.server is not None:
@@ -174,7 +185,6 @@ class CDPDownloadHandler:
             self.stats.set_value("cdp_pool/dedicated_servers/started", dedicated.started)
             self.stats.set_value("cdp_pool/dedicated_servers/stopped", dedicated.stopped)
             self.stats.set_value("cdp_pool/dedicated_servers/running_max", dedicated.running_max)
-            self.stats.set_value("cdp_pool/dedicated_servers/pages", dedicated.pages)
 
     async def close(self) -> None:
         """Close the fallback handlers and give the pool back (the last of the

@@ -254,6 +254,9 @@ async def test_same_name_shares_one_pool_and_server_and_its_budget(site: SiteSer
     assert get_pool(beta) is None
     assert site.stats()["inflight_max"][key] <= 3
     assert alpha.stats.get_value("cdp_pool/budget/max") == 3
+    for each in (alpha, beta):  # each crawler's own pages, not the shared pool's
+        stats = each.stats.get_stats()
+        assert sum(v for k, v in stats.items() if k.startswith("cdp_pool/connection/")) == 8
 
 
 @pytest_twisted.ensureDeferred

@@ -48,7 +48,6 @@ class DedicatedServers:
         self.started = 0
         self.stopped = 0  # to make room for another
         self.running_max = 0
-        self._pages_stopped = 0  # pages of the servers stopped so far
         self._make_pool = make_pool
         self._users: collections.Counter[ServerOptions] = collections.Counter()
         self._stopping = 0
@@ -187,7 +186,6 @@ class DedicatedServers:
         try:
             await pool.close()
         finally:
-            self._pages_stopped += sum(c.counters.pages for c in pool.connections)
             self._stopping -= 1
             self._notify()
 
@@ -224,12 +222,6 @@ class DedicatedServers:
             for pool in self.pools.values()
             if pool.server is not None and (pid := pool.server.pid) is not None
         ]
-
-    @property
-    def pages(self) -> int:
-        """Pages loaded on dedicated servers, stopped ones included."""
-        running = sum(c.counters.pages for pool in self.pools.values() for c in pool.connections)
-        return self._pages_stopped + running
 
     @property
     def restarts(self) -> int:

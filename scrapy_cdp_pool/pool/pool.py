@@ -401,6 +401,12 @@ class ConnectionPool:
         """Leases waiting for a free slot."""
         return self.slots.waiting
 
+    def owns(self, connection: PooledConnection) -> bool:
+        """Whether ``connection`` is one of this pool's (not a dedicated
+        server's)."""
+        index = connection.index
+        return index < len(self.connections) and self.connections[index] is connection
+
     def server_pids(self) -> list[int]:
         """PIDs of the embedded server and of the running dedicated ones."""
         pids = [self.server.pid] if self.server is not None and self.server.pid else []
