@@ -32,6 +32,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: seconds a dedicated server serves its profiles, once started, before it
+#: may be stopped to make room for another
+SLICE_S = 1.0
+
 
 class DedicatedServers:
     """The dedicated servers of one main pool. ``make_pool(config, purpose)``
@@ -56,6 +60,8 @@ class DedicatedServers:
         self._released = asyncio.Event()
         self._closed = False
         self._warned = False
+        self._slice_ends: dict[ServerOptions, float] = {}  # loop time
+        self._timer: asyncio.TimerHandle | None = None
 
     @asynccontextmanager
     async def lease(
@@ -103,31 +109,39 @@ class DedicatedServers:
 
         With no request waiting for a server, a running one is joined at
         once. Otherwise requests queue in arrival order, even those whose
-        server runs: the head takes its server, or starts it when there is
-        room, or stops the least recently used idle one first. So profiles
-        that share a server cannot keep it busy for ever while another
-        profile waits for room (their server drains, then is handed over)."""
+        server runs, except during the server's first :data:`SLICE_S`
+        seconds: the head takes its server, or starts it when there is room,
+        or stops the least recently used idle server whose slice is over. So
+        profiles that share a server cannot keep it for ever while another
+        waits for room (it drains, then is handed over), and a server, once
+        started, serves its profiles for a while before it may be stopped
+        (a start costs ~0.1 s: restarting for every page would cost more
+        than the pages)."""
         ticket = object()
         queued = False
+        loop = asyncio.get_running_loop()
         try:
             while True:
                 if self._closed:
                     raise PoolUnavailable("the CDP pool is closing")
                 pool = self.pools.get(options)
                 first = not self._queue or self._queue[0] is ticket
-                if pool is not None and first:
+                if pool is not None and (first or loop.time() < self._slice_ends[options]):
                     self.pools.move_to_end(options)
                     self._users[options] += 1
                     return pool
                 if first and pool is None:
                     if len(self.pools) + self._stopping < self.limit:
                         return self._start(options)
-                    idle = next((o for o in self.pools if not self._users[o]), None)
-                    if idle is not None:
-                        self._warn_thrash(idle, options)
+                    idle = [o for o in self.pools if not self._users[o]]
+                    done = next((o for o in idle if loop.time() >= self._slice_ends[o]), None)
+                    if done is not None:
+                        self._warn_thrash(done, options)
                         self.stopped += 1
-                        await self._stop(idle, "to make room")
+                        await self._stop(done, "to make room")
                         continue
+                    if idle:  # look again when the first of their slices is over
+                        self._wake_at(min(self._slice_ends[o] for o in idle))
                 if not queued:
                     self._queue.append(ticket)
                     queued = True
@@ -138,6 +152,19 @@ class DedicatedServers:
                 self._queue.remove(ticket)
                 self._notify()  # the next in line may go now
 
+    def _wake_at(self, when: float) -> None:
+        """Wake the waiters at loop time ``when`` (one timer: the earliest)."""
+        timer = self._timer
+        if timer is not None and not timer.cancelled() and timer.when() <= when:
+            return
+        if timer is not None:
+            timer.cancel()
+        self._timer = asyncio.get_running_loop().call_at(when, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None  # asyncio may run it a little early: the next look sets another
+        self._notify()
+
     def _warn_thrash(self, stopped: ServerOptions, wanted: ServerOptions) -> None:
         if self._warned:
             return
@@ -145,9 +172,9 @@ class DedicatedServers:
         logger.warning(
             "CDP_POOL_DEDICATED_SERVERS = %d dedicated servers are running: stopping the one "
             "for %s to start one for %s. With more distinct proxies and time zones in flight "
-            "than that, servers are restarted often (~0.1 s each): raise the setting if "
-            "memory allows (~40 MB each)",
-            self.limit, stopped.label, wanted.label,
+            "than that, servers take turns (each keeps its profiles for %.0f s, and a start "
+            "costs ~0.1 s): raise the setting if memory allows (~11 MB PSS each)",
+            self.limit, stopped.label, wanted.label, SLICE_S,
         )  # fmt: skip
 
     def _start(self, options: ServerOptions) -> ConnectionPool:
@@ -159,6 +186,7 @@ class DedicatedServers:
             dedicated_servers=0,
         )
         pool = self.pools[options] = self._make_pool(config, f"for {options.label}")
+        self._slice_ends[options] = asyncio.get_running_loop().time() + SLICE_S
         self._users[options] += 1
         self.started += 1
         self.running_max = max(self.running_max, len(self.pools))
@@ -173,6 +201,7 @@ class DedicatedServers:
         request whose deadline ends while it waits for the stop leaves it
         running to its end, so no server is left behind untracked."""
         pool = self.pools.pop(options)
+        self._slice_ends.pop(options, None)
         self._stopping += 1
         logger.info("Stopping the dedicated Lightpanda server for %s %s", options.label, why)
         task = asyncio.get_running_loop().create_task(
@@ -210,6 +239,8 @@ class DedicatedServers:
     async def close(self) -> None:
         """Stop every dedicated server; later leases fail. Idempotent."""
         self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
         self._notify()
         for options in list(self.pools):
             await self._stop(options, "(the pool is closing)")
