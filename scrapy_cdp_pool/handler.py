@@ -91,11 +91,12 @@ class CDPDownloadHandler:
         started = time.monotonic()
         leased = False
         try:
-            async with asyncio.timeout(timeout_s):
-                async with self.pool.lease(requires, server_options) as lease:
-                    leased = True
-                    self._count_page(lease)
-                    result = await render(lease, spec)
+            # download_timeout bounds the page, not a wait for a dedicated
+            # server's turn (see ConnectionPool.lease).
+            async with self.pool.lease(requires, server_options, timeout_s) as lease:
+                leased = True
+                self._count_page(lease)
+                result = await render(lease, spec)
         except ActionError as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             raise

@@ -10,8 +10,6 @@ Synchronisation is by events, never sleeps.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest_twisted
@@ -30,8 +28,8 @@ class HeldPool:
 
     made: list[HeldPool] = []
 
-    def __init__(self, config: PoolConfig, purpose: str) -> None:
-        self.purpose = purpose
+    def __init__(self, config: PoolConfig, options: ServerOptions) -> None:
+        self.options = options
         self.release = asyncio.Event()
         self.closing = asyncio.Event()
         self.closed = False
@@ -43,14 +41,10 @@ class HeldPool:
     async def start(self) -> None:
         return None
 
-    async def close(self) -> None:
+    async def close(self, *, quick: bool = False) -> None:
         self.closing.set()
         await self.release.wait()
         self.closed = True
-
-    @asynccontextmanager
-    async def lease(self, requires: frozenset[str]) -> AsyncIterator[str]:
-        yield self.purpose
 
 
 @pytest_twisted.ensureDeferred
@@ -62,12 +56,12 @@ async def test_a_stop_outlives_the_request_that_started_it() -> None:
 async def _a_stop_outlives_its_request() -> None:
     HeldPool.made = []
     servers = DedicatedServers(PoolConfig(dedicated_servers=1), HeldPool)  # type: ignore[arg-type]
-    async with servers.lease(PARIS, frozenset()):
+    async with servers.turn(PARIS):
         pass  # Paris's server is now idle
     paris = HeldPool.made[0]
 
     async def tokyo_request() -> None:
-        async with servers.lease(TOKYO, frozenset()):
+        async with servers.turn(TOKYO):
             pass
 
     waiting = asyncio.ensure_future(tokyo_request())
@@ -76,10 +70,10 @@ async def _a_stop_outlives_its_request() -> None:
     await asyncio.gather(waiting, return_exceptions=True)
     assert not paris.closed
     paris.release.set()
-    async with servers.lease(TOKYO, frozenset()) as lease:
+    async with servers.turn(TOKYO) as pool:
         # The stop ran to its end, and only then did Tokyo's server start.
         assert paris.closed
-        assert lease == "for time zone Asia/Tokyo"
+        assert pool.options == TOKYO
     assert (servers.started, servers.stopped, servers.running_max) == (2, 1, 1)
     tokyo = HeldPool.made[1]
     tokyo.release.set()

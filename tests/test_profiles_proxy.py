@@ -53,14 +53,17 @@ def echoed_headers(response: scrapy.http.Response) -> dict[str, str]:
     return headers
 
 
-def record_server_argv(spider: RecordingSpider, response: scrapy.http.Response) -> list[Any]:
-    """A ``then`` hook: keep the command lines of the pool's servers while
-    they run (a request is in flight on each dedicated one)."""
+def record_servers(spider: RecordingSpider, response: scrapy.http.Response) -> list[Any]:
+    """A ``then`` hook: keep the command lines and proxy variables of the
+    pool's servers while they run (a request is in flight on each dedicated
+    one)."""
     pool = get_pool(spider.crawler)
     assert pool is not None
     for pid in pool.server_pids():
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        spider.argvs = [*getattr(spider, "argvs", []), argv]  # type: ignore[attr-defined]
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        proxy = next((v[11:] for v in environ if v.startswith(b"http_proxy=")), None)
+        spider.servers = [*getattr(spider, "servers", []), (argv, proxy)]  # type: ignore[attr-defined]
     return []
 
 
@@ -82,7 +85,7 @@ async def test_each_profile_goes_through_its_own_proxy_and_no_other_request_does
     write_profile(tmp_path, plain, identity={"userAgent": "PlainBot/1.0"})
     requests = [
         scrapy.Request(proxied_url(site, f"/echo-html?{name}&i={i}"),
-                       meta={"cdp_profile": name, "then": record_server_argv})
+                       meta={"cdp_profile": name, "then": record_servers})
         for name in (open_name, auth_name)
         for i in range(3)
     ] + [
@@ -109,12 +112,12 @@ async def test_each_profile_goes_through_its_own_proxy_and_no_other_request_does
     if browser == "lightpanda":
         assert stats["cdp_pool/dedicated_servers/started"] == 2
         assert stats["cdp_pool/dedicated_servers/pages"] == 6
-        argvs = spider.argvs  # type: ignore[attr-defined]
-        proxied = [argv for argv in argvs if b"--http-proxy" in argv]
-        assert {argv[argv.index(b"--http-proxy") + 1] for argv in proxied} == {
-            alpha.url.encode(), beta.url.encode(),
-        }  # fmt: skip
-        assert not any(PASSWORD.encode() in b"".join(argv) for argv in argvs)
+        servers = spider.servers  # type: ignore[attr-defined]
+        # The proxy, credentials included, is in the server's environment
+        # (readable by this user only), never on its command line.
+        beta_with_credentials = beta.url.replace("://", f"://u:{PASSWORD}@").encode()
+        assert {proxy for _, proxy in servers} == {None, alpha.url.encode(), beta_with_credentials}
+        assert not any(PASSWORD.encode() in b"".join(argv) for argv, _ in servers)
     else:
         assert "cdp_pool/dedicated_servers/started" not in stats
     assert PASSWORD not in caplog.text
@@ -272,8 +275,33 @@ async def test_wrong_proxy_credentials_are_tried_once_and_give_the_407(
     )
     assert [r.status for r in spider.responses] == [407]
     beta.stop()
-    # Once without credentials, once with the wrong ones; then the 407 stands.
-    assert [line for line in beta.log if "/favicon.ico" not in line] == [f"DENIED {url}"] * 2
+    # Chromium: once without credentials, once with the wrong ones; the
+    # dedicated Lightpanda sends them with the first request. Then the 407 stands.
+    tries = 1 if browser == "lightpanda" else 2
+    assert [line for line in beta.log if "/favicon.ico" not in line] == [f"DENIED {url}"] * tries
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_a_pages_scripts_go_through_the_authenticating_proxy_too(
+    site: SiteServer, tmp_path: Path, proxies: tuple[ProxyServer, ProxyServer], browser: str
+) -> None:
+    _, beta = proxies
+    name = f"scripted-{token()}"
+    write_profile(tmp_path, name, identity={
+        "proxy": {"server": beta.url, "username": "u", "password": PASSWORD},
+    })  # fmt: skip
+    urls = [proxied_url(site, f"/external-script?{name}&i={i}") for i in range(2)]
+    spider, _ = await crawl(
+        [scrapy.Request(url, meta={"cdp_profile": name}) for url in urls],
+        {"CDP_POOL_PROFILES_DIR": str(tmp_path), "CDP_POOL_BROWSER": browser},
+    )
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    # The external script loaded through the proxy and ran.
+    assert [r.css("#from-script::text").get() for r in spider.responses] == ["loaded"] * 2
+    beta.stop()
+    script = f"FORWARDED {proxied_url(site, '/external-script.js')}"
+    assert beta.log.count(script) >= 1
 
 
 @pytest_twisted.ensureDeferred
@@ -282,11 +310,11 @@ async def test_profiles_sharing_the_only_dedicated_server_cannot_keep_it_from_an
 ) -> None:
     """One dedicated server (``CDP_POOL_DEDICATED_SERVERS = 1``); three
     profiles share one time zone, and their pages hang until staggered
-    ``download_timeout``s, so their server is never idle for long. A fourth
-    profile, with another time zone, is served between them, in arrival
-    order, instead of after all of them (~11 s, past its own 6 s
-    ``download_timeout``); a wait for a server is not a failure of the
-    waiting profile."""
+    ``download_timeout``s of 2.5 s and more, so their server is never idle for
+    long. A fourth profile, with another time zone and a 2 s
+    ``download_timeout``, is served between them, in arrival order: its wait
+    for the server's turn is not part of its ``download_timeout`` (its page
+    was not started), and is not a failure of that profile."""
     hangers = [f"hanger{i}-{token()}" for i in range(3)]
     tokyo = f"tokyo-{token()}"
     for name in hangers:
@@ -294,8 +322,8 @@ async def test_profiles_sharing_the_only_dedicated_server_cannot_keep_it_from_an
     write_profile(tmp_path, tokyo, identity={"timezoneId": "Asia/Tokyo"})
     requests = [
         scrapy.Request(site.url(f"/never?{name}&i={i}"),
-                       meta={"cdp_profile": name, "download_timeout": 1 + n * 0.35})
-        for i in range(8)
+                       meta={"cdp_profile": name, "download_timeout": 2.5 + n * 0.35})
+        for i in range(4)
         for n, name in enumerate(hangers)
     ] + [
         scrapy.Request(site.url(f"/whoami?{tokyo}&i={i}"), meta={"cdp_profile": tokyo})
@@ -304,7 +332,7 @@ async def test_profiles_sharing_the_only_dedicated_server_cannot_keep_it_from_an
     spider, crawler = await crawl(
         requests,
         {"CDP_POOL_PROFILES_DIR": str(tmp_path), "CDP_POOL_DEDICATED_SERVERS": 1,
-         "DOWNLOAD_TIMEOUT": 6, "CDP_POOL_PROFILE_MAX_FAILURES": 100},
+         "DOWNLOAD_TIMEOUT": 2, "CDP_POOL_PROFILE_MAX_FAILURES": 100},
     )  # fmt: skip
     assert sorted(r.url for r in spider.responses) == [
         site.url(f"/whoami?{tokyo}&i={i}") for i in range(3)

@@ -13,8 +13,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.render.errors import PoolUnavailable
+
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
+
+    from scrapy_cdp_pool.pool.pool import ConnectionPool
+    from scrapy_cdp_pool.pool.server_options import ServerOptions
 
 
 @asynccontextmanager
@@ -45,3 +50,28 @@ async def run_hook(hook: Callable[..., Any], *args: Any) -> None:
     result = hook(*args)
     if inspect.isawaitable(result):
         await result
+
+
+@asynccontextmanager
+async def endpoint_for(
+    pool: ConnectionPool, requires: frozenset[str], server_options: ServerOptions | None
+) -> AsyncIterator[str]:
+    """An endpoint of ``pool`` that honours ``requires`` (the first that does,
+    or a dedicated server, kept running until the block ends), for code that
+    opens its own connection (a Playwright sign-in hook).
+
+    :raises PoolUnavailable: none does (``CapabilityUnavailable``), or the
+        pool could not start.
+    """
+    await pool.start()
+    left = pool.dedicated_requires(requires, server_options)
+    if left is not None and server_options is not None and pool.dedicated is not None:
+        async with pool.dedicated.endpoint(server_options) as endpoint:
+            yield endpoint
+        return
+    pool.check_capabilities(requires)
+    for endpoint, info in zip(pool.endpoints, pool.infos, strict=False):
+        if info is not None and not requires & info.unsupported:
+            yield endpoint
+            return
+    raise PoolUnavailable("the CDP pool has no endpoint that answers")

@@ -207,6 +207,8 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
                 browser=browser, lightpanda_args=tuple(server_options.lightpanda_args())
             )
         server = embedded_server(config)
+        if dedicated and server_options is not None:
+            server.extra_env = server_options.lightpanda_env()
         endpoint = await server.ensure_running()
     try:
         info = await discover(endpoint, args.timeout)

@@ -32,7 +32,7 @@ from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.identity.browser import playwright_page, run_hook
+from scrapy_cdp_pool.identity.browser import endpoint_for, playwright_page, run_hook
 from scrapy_cdp_pool.identity.errors import ProfileError, ProfileFileError, ProfileSignedOut
 from scrapy_cdp_pool.identity.health import REFUSED_STATUSES
 from scrapy_cdp_pool.identity.options import (
@@ -259,7 +259,7 @@ class ProfileMiddleware:
         )
         async with (
             asyncio.timeout(timeout_s),
-            pool.endpoint_for(requires, server_options) as endpoint,
+            endpoint_for(pool, requires, server_options) as endpoint,
             playwright_page(endpoint, args, timeout_s) as (context, page),
         ):
             await run_hook(hook, profile, page)

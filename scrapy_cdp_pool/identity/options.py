@@ -59,9 +59,9 @@ def playwright_context_args(profile: Profile, *, dedicated: bool = False) -> dic
     ``profile`` (its storage state and identity).
 
     ``dedicated``: the context is on a dedicated Lightpanda server started
-    with the profile's proxy and time zone: the time zone is not passed (the
-    server has it); the proxy is, so that Playwright answers the proxy's
-    challenge with its credentials (Lightpanda ignores ``proxyServer``)."""
+    with the profile's proxy (credentials included) and time zone: neither is
+    passed (Playwright would answer each 407 of wrong credentials again, ten
+    times on Lightpanda: measured)."""
     identity = profile.identity
     args: dict[str, Any] = {"storage_state": profile.storage_state}
     for key, arg in (
@@ -74,6 +74,7 @@ def playwright_context_args(profile: Profile, *, dedicated: bool = False) -> dic
             args[arg] = identity[key]
     if dedicated:
         args.pop("timezone_id", None)
+        args.pop("proxy", None)
     return args
 
 

@@ -11,6 +11,7 @@ import enum
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPError
 from scrapy_cdp_pool.pool.capabilities import ServerInfo
@@ -123,3 +124,19 @@ class PooledConnection:
         self.counters.retired += 1
         logger.warning("Retiring CDP connection %s: %s", self.name, reason)
         await self.cdp.close()
+
+    def row(self, endpoint: str | None) -> dict[str, Any]:
+        """Index, endpoint, state, open contexts and pages, and life-time
+        counters (pages, contexts opened/closed, reconnects, retired)."""
+        return {
+            "connection": self.index,
+            "endpoint": endpoint,
+            "state": self.state.value,
+            "open_contexts": self.open_contexts,
+            "open_pages": self.open_pages,
+            "pages": self.counters.pages,
+            "contexts_opened": self.counters.contexts_opened,
+            "contexts_closed": self.counters.contexts_closed,
+            "reconnects": self.counters.reconnects,
+            "retired": self.counters.retired,
+        }

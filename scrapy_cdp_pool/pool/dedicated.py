@@ -27,7 +27,6 @@ from scrapy_cdp_pool.pool.server_options import ServerOptions
 from scrapy_cdp_pool.render.errors import DedicatedServerFailed, PoolUnavailable
 
 if TYPE_CHECKING:
-    from scrapy_cdp_pool.pool.lease import ContextLease
     from scrapy_cdp_pool.pool.pool import ConnectionPool
 
 logger = logging.getLogger(__name__)
@@ -38,11 +37,11 @@ SLICE_S = 1.0
 
 
 class DedicatedServers:
-    """The dedicated servers of one main pool. ``make_pool(config, purpose)``
-    builds a pool (the main pool passes one that shares its holds)."""
+    """The dedicated servers of one main pool. ``make_pool(config, options)``
+    builds a server's pool (the main pool passes one that shares its holds)."""
 
     def __init__(
-        self, config: PoolConfig, make_pool: Callable[[PoolConfig, str], ConnectionPool]
+        self, config: PoolConfig, make_pool: Callable[[PoolConfig, ServerOptions], ConnectionPool]
     ) -> None:
         self.config = config
         self.limit = config.dedicated_servers
@@ -64,26 +63,31 @@ class DedicatedServers:
         self._timer: asyncio.TimerHandle | None = None
 
     @asynccontextmanager
-    async def lease(
-        self, options: ServerOptions, requires: frozenset[str]
-    ) -> AsyncIterator[ContextLease]:
-        """A context on the dedicated server for ``options``, started if need be.
+    async def turn(self, options: ServerOptions) -> AsyncIterator[ConnectionPool]:
+        """The dedicated server for ``options`` (its pool, not yet started:
+        see :meth:`start`), kept for the block: a turn, waited for in the
+        order :meth:`_take` gives.
 
-        :raises DedicatedServerFailed: that server did not start.
         :raises PoolUnavailable: the main pool is closing.
         """
         pool = await self._take(options)
         try:
-            try:
-                await pool.start()
-            except PoolUnavailable as e:
-                raise DedicatedServerFailed(
-                    f"the dedicated Lightpanda server for {options.label} did not start: {e}"
-                ) from e
-            async with pool.lease(requires) as lease:
-                yield lease
+            yield pool
         finally:
             self._give_back(options)
+
+    @staticmethod
+    async def start(pool: ConnectionPool, options: ServerOptions) -> None:
+        """Start a dedicated server's pool (once; later calls return at once).
+
+        :raises DedicatedServerFailed: that server did not start.
+        """
+        try:
+            await pool.start()
+        except PoolUnavailable as e:
+            raise DedicatedServerFailed(
+                f"the dedicated Lightpanda server for {options.label} did not start: {e}"
+            ) from e
 
     @asynccontextmanager
     async def endpoint(self, options: ServerOptions) -> AsyncIterator[str]:
@@ -92,17 +96,9 @@ class DedicatedServers:
 
         :raises DedicatedServerFailed: that server did not start.
         """
-        pool = await self._take(options)
-        try:
-            try:
-                await pool.start()
-            except PoolUnavailable as e:
-                raise DedicatedServerFailed(
-                    f"the dedicated Lightpanda server for {options.label} did not start: {e}"
-                ) from e
+        async with self.turn(options) as pool:
+            await self.start(pool, options)
             yield pool.endpoints[0]
-        finally:
-            self._give_back(options)
 
     async def _take(self, options: ServerOptions) -> ConnectionPool:
         """The pool for ``options``, counted as used until :meth:`_give_back`.
@@ -185,7 +181,7 @@ class DedicatedServers:
             lightpanda_args=(*self.config.lightpanda_args, *options.lightpanda_args()),
             dedicated_servers=0,
         )
-        pool = self.pools[options] = self._make_pool(config, f"for {options.label}")
+        pool = self.pools[options] = self._make_pool(config, options)
         self._slice_ends[options] = asyncio.get_running_loop().time() + SLICE_S
         self._users[options] += 1
         self.started += 1
@@ -213,7 +209,7 @@ class DedicatedServers:
 
     async def _close(self, pool: ConnectionPool) -> None:
         try:
-            await pool.close()
+            await pool.close(quick=True)
         finally:
             self._stopping -= 1
             self._notify()
@@ -242,8 +238,10 @@ class DedicatedServers:
         if self._timer is not None:
             self._timer.cancel()
         self._notify()
-        for options in list(self.pools):
-            await self._stop(options, "(the pool is closing)")
+        await asyncio.gather(
+            *(self._stop(options, "(the pool is closing)") for options in list(self.pools)),
+            return_exceptions=True,
+        )
         await asyncio.gather(*self._closing, return_exceptions=True)
 
     def pids(self) -> list[int]:

@@ -53,8 +53,8 @@ class ConnectionPool:
     ``config.connections`` connections are opened per endpoint. With no
     ``CDP_POOL_ENDPOINTS`` the pool starts its own server (``CDP_POOL_BROWSER``),
     and, when that is Lightpanda, :attr:`dedicated` servers for identities
-    whose proxy or time zone it takes only per server (``purpose`` says so in
-    logs). ``holds`` is shared
+    whose proxy or time zone it takes only per server (``dedicated_to``: the
+    options of such a server's own pool). ``holds`` is shared
     with the pool that made this one (a dedicated server's pool).
     """
 
@@ -62,10 +62,10 @@ class ConnectionPool:
         self,
         config: PoolConfig,
         holds: collections.Counter[str] | None = None,
-        purpose: str = "",
+        dedicated_to: ServerOptions | None = None,
     ) -> None:
         self.config = config
-        self.purpose = purpose
+        self.dedicated_to = dedicated_to
         self.state = PoolState.NEW
         self.server: EmbeddedServer | None = None
         self.endpoints: list[str] = list(config.endpoints)
@@ -81,8 +81,8 @@ class ConnectionPool:
         if config.dedicated_servers > 0 and not config.endpoints and config.browser == "lightpanda":
             self.dedicated = DedicatedServers(config, self._dedicated_pool)
 
-    def _dedicated_pool(self, config: PoolConfig, purpose: str) -> ConnectionPool:
-        return ConnectionPool(config, self.slots.holds_count, purpose)
+    def _dedicated_pool(self, config: PoolConfig, options: ServerOptions) -> ConnectionPool:
+        return ConnectionPool(config, self.slots.holds_count, options)
 
     # Lifecycle ---------------------------------------------------------
 
@@ -102,7 +102,9 @@ class ConnectionPool:
         self.state = PoolState.STARTING
         if not self.endpoints:
             self.server = embedded_server(self.config)
-            self.server.purpose = self.purpose
+            if self.dedicated_to is not None:
+                self.server.purpose = f"for {self.dedicated_to.label}"
+                self.server.extra_env = self.dedicated_to.lightpanda_env()
             try:
                 self.endpoints = [await self.server.ensure_running()]
             except ServerStartError as e:
@@ -213,9 +215,15 @@ class ConnectionPool:
             self.slots.wake()
             return
 
-    async def close(self) -> None:
+    async def close(self, *, quick: bool = False) -> None:
         """Fail waiting leases, close every connection, stop the embedded
-        server. Idempotent."""
+        server. Idempotent.
+
+        ``quick``: the server is going away for good (a dedicated server
+        stopped to make room): contexts still being disposed are not waited
+        for, and the server gets 0.5 s, not 5, to exit before SIGKILL (a
+        server stuck on a hung proxy took the whole 5 s, and the room with it).
+        """
         if self.state is PoolState.CLOSED:
             return
         self.state = PoolState.CLOSING
@@ -223,6 +231,9 @@ class ConnectionPool:
         if self._start_task is not None and not self._start_task.done():
             self._start_task.cancel()
         # Disposals are bounded by CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS.
+        if quick:
+            for disposal in self._disposals:
+                disposal.cancel()
         await asyncio.gather(*self._disposals, return_exceptions=True)
         if self.dedicated is not None:
             await self.dedicated.close()
@@ -235,7 +246,7 @@ class ConnectionPool:
                 await connection.cdp.close()
             connection.state = ConnectionState.CLOSED
         if self.server is not None:
-            await self.server.stop()
+            await self.server.stop(grace_s=0.5 if quick else 5.0)
         self.state = PoolState.CLOSED
 
     def _spawn(self, coro: Any, name: str) -> None:
@@ -247,7 +258,10 @@ class ConnectionPool:
 
     @asynccontextmanager
     async def lease(
-        self, requires: frozenset[str] = frozenset(), server_options: ServerOptions | None = None
+        self,
+        requires: frozenset[str] = frozenset(),
+        server_options: ServerOptions | None = None,
+        timeout_s: float | None = None,
     ) -> AsyncIterator[ContextLease]:
         """A slot on the connection with the fewest open contexts, among the
         endpoints that have the capabilities in ``requires``, waited for in FIFO
@@ -256,36 +270,47 @@ class ConnectionPool:
 
         When no endpoint has them but a dedicated server started with
         ``server_options`` would (:meth:`dedicated_requires`), the slot is on
-        that server.
+        that server, once it is this request's turn to use one.
 
+        ``timeout_s`` (seconds; ``None``: none) bounds the start, the wait for
+        a slot and the caller's block (the render), but not the wait for a
+        dedicated server's turn: like a request waiting for one of Scrapy's
+        downloader slots, its page is not started yet (that wait is bounded by
+        the turns ahead of it, each bounded in turn).
+
+        :raises TimeoutError: past ``timeout_s``.
         :raises CapabilityUnavailable: no endpoint has those capabilities.
         :raises DedicatedServerFailed: the dedicated server did not start.
         :raises PoolUnavailable: the pool could not start or is closing.
         """
-        await self.start()
+        async with asyncio.timeout(timeout_s):
+            await self.start()
         left = self.dedicated_requires(requires, server_options)
         if left is not None and server_options is not None and self.dedicated is not None:
+            async with self.dedicated.turn(server_options) as pool, asyncio.timeout(timeout_s):
+                await self.dedicated.start(pool, server_options)
+                async with pool.lease(left) as lease:
+                    self._page_started()
+                    try:
+                        yield lease
+                    finally:
+                        self.pages_in_flight -= 1
+            return
+        async with asyncio.timeout(timeout_s):
+            if requires:
+                self.check_capabilities(requires)
+            connection = await self.slots.acquire(requires)
+            lease = ContextLease(connection, self.config)
             self._page_started()
             try:
-                async with self.dedicated.lease(server_options, left) as lease:
-                    yield lease
+                yield lease
             finally:
                 self.pages_in_flight -= 1
-            return
-        if requires:
-            self.check_capabilities(requires)
-        connection = await self.slots.acquire(requires)
-        lease = ContextLease(connection, self.config)
-        self._page_started()
-        try:
-            yield lease
-        finally:
-            self.pages_in_flight -= 1
-            task = asyncio.get_running_loop().create_task(
-                self._dispose(lease), name=f"cdp-pool dispose {connection.name}"
-            )
-            self._disposals.add(task)
-            task.add_done_callback(self._disposals.discard)
+                task = asyncio.get_running_loop().create_task(
+                    self._dispose(lease), name=f"cdp-pool dispose {connection.name}"
+                )
+                self._disposals.add(task)
+                task.add_done_callback(self._disposals.discard)
 
     def _page_started(self) -> None:
         self.pages_in_flight += 1
@@ -309,30 +334,6 @@ class ConnectionPool:
             and self.config.dedicated_servers == 0
         )
         check_capabilities(self.infos, requires, dedicated_off=off)
-
-    @asynccontextmanager
-    async def endpoint_for(
-        self, requires: frozenset[str], server_options: ServerOptions | None = None
-    ) -> AsyncIterator[str]:
-        """An endpoint that honours ``requires`` (the first that does, or a
-        dedicated server, kept running until the block ends), for code that
-        opens its own connection (a Playwright sign-in hook).
-
-        :raises PoolUnavailable: none does (``CapabilityUnavailable``), or
-            the pool could not start.
-        """
-        await self.start()
-        left = self.dedicated_requires(requires, server_options)
-        if left is not None and server_options is not None and self.dedicated is not None:
-            async with self.dedicated.endpoint(server_options) as endpoint:
-                yield endpoint
-            return
-        self.check_capabilities(requires)
-        for endpoint, info in zip(self.endpoints, self.infos, strict=False):
-            if info is not None and not requires & info.unsupported:
-                yield endpoint
-                return
-        raise PoolUnavailable("the CDP pool has no endpoint that answers")
 
     async def wait_disposed(self) -> None:
         """Wait until every finished lease's context is disposed (each bounded
@@ -413,20 +414,8 @@ class ConnectionPool:
         return pids + (self.dedicated.pids() if self.dedicated is not None else [])
 
     def snapshot(self) -> list[dict[str, Any]]:
-        """Per connection: index, endpoint, state, open contexts and pages,
-        and life-time counters (pages, contexts opened/closed, reconnects)."""
+        """Per connection, :meth:`PooledConnection.row`."""
         return [
-            {
-                "connection": c.index,
-                "endpoint": self.endpoints[c.endpoint_index] if self.endpoints else None,
-                "state": c.state.value,
-                "open_contexts": c.open_contexts,
-                "open_pages": c.open_pages,
-                "pages": c.counters.pages,
-                "contexts_opened": c.counters.contexts_opened,
-                "contexts_closed": c.counters.contexts_closed,
-                "reconnects": c.counters.reconnects,
-                "retired": c.counters.retired,
-            }
+            c.row(self.endpoints[c.endpoint_index] if self.endpoints else None)
             for c in self.connections
         ]

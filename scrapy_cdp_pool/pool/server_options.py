@@ -4,23 +4,25 @@ its pages, not per browser context.
 Chromium takes a proxy per browser context (``Target.createBrowserContext``'s
 ``proxyServer``) and a time zone per page (``Emulation.setTimezoneOverride``).
 Lightpanda 1.0.2 does neither (measured: it has one context per connection, no
-``proxyServer``, and ignores the override), but its ``serve`` command takes
-both for the whole server: ``--http-proxy URL`` and ``--timezone IANA``
-(``lightpanda serve --help``). So an identity with a proxy or a time zone runs
-on a dedicated Lightpanda server started with them; see
-:mod:`scrapy_cdp_pool.pool.dedicated`.
+``proxyServer``, and ignores the override), but a ``lightpanda serve`` process
+takes both for all its pages: ``--timezone IANA`` (``lightpanda serve --help``)
+and a proxy, which it reads, as libcurl does, from the ``http_proxy`` and
+``https_proxy`` environment variables too (measured). So an identity with a
+proxy or a time zone runs on a dedicated Lightpanda server started with them;
+see :mod:`scrapy_cdp_pool.pool.dedicated`.
 
-Proxy credentials are not part of the options: they stay off the server's
-command line (which any local user can read in ``/proc``) and are answered on
-the proxy's challenge (``Fetch.authRequired``, which Lightpanda sends for a
-proxy's 407), so identities with different credentials for one proxy share a
-server.
+The proxy goes in the environment, with its credentials: Lightpanda then sends
+them with every request, the page's scripts and styles included (answering
+the proxy's 407 from CDP covered only the document: measured, a script through
+an authenticating proxy failed), and they stay off the command line, which any
+local user can read in ``/proc``; a process's environment only its user can.
+``no_proxy`` is emptied, so that nothing bypasses the proxy.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from dataclasses import dataclass, field
+from urllib.parse import quote, urlsplit, urlunsplit
 
 #: the capability names (see render/context_options.py) a dedicated server covers
 SERVER_LEVEL = frozenset({"proxy", "timezone"})
@@ -29,11 +31,15 @@ SERVER_LEVEL = frozenset({"proxy", "timezone"})
 @dataclass(frozen=True)
 class ServerOptions:
     """``proxy_server`` is a proxy URL without credentials
-    (``http://host:port``, ``socks5://host:port``); ``timezone_id`` an IANA
-    time zone (``Europe/Paris``)."""
+    (``http://host:port``, ``socks5://host:port``), ``proxy_username`` and
+    ``proxy_password`` its credentials (never shown: not in ``repr`` nor
+    :attr:`label`); ``timezone_id`` an IANA time zone (``Europe/Paris``).
+    Identities with the same proxy, credentials and time zone share a server."""
 
     proxy_server: str | None = None
     timezone_id: str | None = None
+    proxy_username: str | None = field(default=None, repr=False)
+    proxy_password: str | None = field(default=None, repr=False)
 
     @property
     def covers(self) -> frozenset[str]:
@@ -46,13 +52,17 @@ class ServerOptions:
         return frozenset(covered)
 
     def lightpanda_args(self) -> list[str]:
-        """Arguments of ``lightpanda serve``."""
-        args = []
-        if self.proxy_server:
-            args += ["--http-proxy", without_credentials(self.proxy_server)]
-        if self.timezone_id:
-            args += ["--timezone", self.timezone_id]
-        return args
+        """Arguments of ``lightpanda serve`` (the time zone)."""
+        return ["--timezone", self.timezone_id] if self.timezone_id else []
+
+    def lightpanda_env(self) -> dict[str, str]:
+        """Environment variables of ``lightpanda serve`` (the proxy, with its
+        credentials); empty without a proxy."""
+        if not self.proxy_server:
+            return {}
+        url = with_credentials(self.proxy_server, self.proxy_username, self.proxy_password)
+        env = {name: url for name in ("http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy")}
+        return {**env, "ALL_PROXY": url, "no_proxy": "", "NO_PROXY": ""}
 
     @property
     def label(self) -> str:
@@ -63,6 +73,16 @@ class ServerOptions:
         if self.timezone_id:
             parts.append(f"time zone {self.timezone_id}")
         return ", ".join(parts) or "no options"
+
+
+def with_credentials(url: str, username: str | None, password: str | None) -> str:
+    """``url`` (``scheme://host:port``) with ``username:password@``,
+    percent-encoded; ``url`` itself without a username."""
+    if not username:
+        return url
+    parts = urlsplit(url)
+    userinfo = quote(username, safe="") + (":" + quote(password, safe="") if password else "")
+    return urlunsplit((parts.scheme, f"{userinfo}@{parts.netloc}", parts.path, "", ""))
 
 
 def without_credentials(url: str) -> str:

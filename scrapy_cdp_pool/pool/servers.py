@@ -91,6 +91,8 @@ class EmbeddedServer(ABC):
         self.restarts = 0
         #: what it is for, in logs (a dedicated server's proxy or time zone)
         self.purpose = ""
+        #: environment variables added to the process's (a dedicated server's proxy)
+        self.extra_env: dict[str, str] = {}
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
         self._stopping = False
@@ -138,12 +140,12 @@ class EmbeddedServer(ABC):
                 raise
             return self.endpoint
 
-    async def stop(self) -> None:
+    async def stop(self, grace_s: float = 5.0) -> None:
         """Stop the server and its process tree (SIGTERM, then SIGKILL after
-        5 s). Idempotent."""
+        ``grace_s`` seconds). Idempotent."""
         async with self._lock:
             self._stopping = True
-            await self._kill()
+            await self._kill(grace_s)
             await self._cleanup()
 
     async def _spawn(self, argv: list[str]) -> asyncio.subprocess.Process:
@@ -154,6 +156,7 @@ class EmbeddedServer(ABC):
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
                 preexec_fn=_die_with_parent,
+                env={**os.environ, **self.extra_env} if self.extra_env else None,
             )
         except OSError as e:
             raise ServerStartError(f"cannot start {argv[0]}: {e}") from e
@@ -179,14 +182,14 @@ class EmbeddedServer(ABC):
         lines = getattr(self, "_stderr_tail", [])
         return b"".join(lines).decode("utf-8", "replace").strip()[-2000:]
 
-    async def _kill(self) -> None:
+    async def _kill(self, grace_s: float = 5.0) -> None:
         proc = self._proc
         if proc is None or proc.returncode is not None:
             return
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
         try:
-            async with asyncio.timeout(5):
+            async with asyncio.timeout(grace_s):
                 await proc.wait()
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):

@@ -76,7 +76,12 @@ class ContextOptions:
         its pages (a dedicated Lightpanda server); ``None`` without either."""
         if not self.proxy_server and not self.timezone_id:
             return None
-        return ServerOptions(proxy_server=self.proxy_server, timezone_id=self.timezone_id)
+        return ServerOptions(
+            proxy_server=self.proxy_server,
+            timezone_id=self.timezone_id,
+            proxy_username=self.proxy_username if self.proxy_server else None,
+            proxy_password=self.proxy_password if self.proxy_server else None,
+        )
 
     def context_params(self, unsupported: frozenset[str] = frozenset()) -> dict[str, Any]:
         """Parameters of ``Target.createBrowserContext``; no ``proxyServer``

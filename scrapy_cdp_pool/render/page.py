@@ -86,7 +86,8 @@ class Page:
             session_id = attached["sessionId"]
         page = cls(cdp, target_id, session_id, spec)
         context = spec.context
-        commands = [page.command("Page.enable"), page.command("Fetch.enable", _fetch_params(spec))]
+        fetch = _fetch_params(spec, unsupported)
+        commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
         if network_events or (context is not None and context.needs_network_domain):
             commands.append(page.command("Network.enable"))
         if context is not None:
@@ -317,11 +318,14 @@ class Page:
         return str(value.get("origin") or ""), list(value.get("items") or [])
 
 
-def _fetch_params(spec: RenderSpec) -> dict[str, Any]:
+def _fetch_params(spec: RenderSpec, unsupported: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``Fetch.enable`` parameters: the main document at the response stage,
-    its request when it must be rewritten, the blocked resource types."""
+    its request when it must be rewritten, the blocked resource types; proxy
+    challenges answered where the context has the proxy (not on a dedicated
+    server, ``"proxy"`` in ``unsupported``: it sends the credentials itself)."""
     patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
-    proxy_auth = spec.context is not None and bool(spec.context.proxy_username)
+    context = spec.context
+    proxy_auth = context is not None and bool(context.proxy_username) and "proxy" not in unsupported
     if spec.overrides_request or proxy_auth:
         # Lightpanda raises Fetch.authRequired only for a request paused at
         # the request stage; otherwise the proxy's 407 is the response.

@@ -97,3 +97,20 @@ async def slow(request: web.Request) -> web.Response:
 async def busy_loop(request: web.Request) -> web.Response:
     """A page whose inline script never ends (``for(;;){}``)."""
     return html_response("Busy loop", '<p id="before">before</p>\n<script>for(;;){}</script>')
+
+
+@routes.get("/external-script")
+async def external_script(request: web.Request) -> web.Response:
+    """``<p id="from-script">loaded</p>``, written by an external script
+    (``/external-script.js``): without it, ``#out`` stays empty."""
+    return html_response(
+        "External script", '<div id="out"></div><script src="/external-script.js"></script>'
+    )
+
+
+@routes.get("/external-script.js")
+async def external_script_js(request: web.Request) -> web.Response:
+    return web.Response(
+        text="document.getElementById('out').innerHTML = '<p id=\"from-script\">loaded</p>';",
+        content_type="application/javascript",
+    )
