@@ -104,17 +104,19 @@ class CDPDownloadHandler:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             raise self.identities.unsupported(request, e) from e
         except Exception as e:
-            self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
+            waited = isinstance(e, TimeoutError) and not str(e) and not leased
+            kind = "SlotWaitTimeout" if waited else error_kind(e)
+            self.stats.inc_value(f"cdp_pool/errors/{kind}")
             if isinstance(e, PoolUnavailable):
                 self._on_pool_unavailable(e)
             where = str(request)
             if context is not None and context.proxy_server:
                 where += f" (through the profile's proxy {context.proxy_server})"
             if isinstance(e, TimeoutError) and not str(e):
-                if not leased:
+                if waited:
                     raise SlotWaitTimeout(
                         f"{where}: no browser slot within download_timeout = {timeout_s:g} s "
-                        "(every connection busy, or the dedicated server in use)"
+                        "(every connection of the pool busy)"
                     ) from e
                 e = TimeoutError(f"no response within download_timeout = {timeout_s:g} s")
             raise to_scrapy_error(e, where) from e

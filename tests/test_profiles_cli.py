@@ -107,14 +107,24 @@ def test_create_through_the_profiles_proxy_with_its_credentials(
         assert [(c["domain"], c["value"]) for c in cookies] == [("proxied.test", "valid-pia")]
         identity = json.loads((tmp_path / "pia.identity.json").read_text())
         assert identity == {"proxy": {"server": proxy.url, "username": "u", "password": password}}
-        wrong = create("pib", *args, env={"CDP_POOL_PROXY_PASSWORD": "wrong"})
-        assert wrong.returncode == 1
-        # Lightpanda loads the 407 page (we refuse it); Chromium fails the navigation.
-        assert ("the proxy refused the profile's credentials (407)" in wrong.stderr
-                or "net::ERR_HTTP_RESPONSE_CODE_FAILURE" in wrong.stderr)  # fmt: skip
-        assert not (tmp_path / "pib.json").exists()
     finally:
         proxy.stop()
+    other = ProxyServer("delta", auth=f"u:{password}")  # a log for the wrong attempt alone
+    try:
+        args[args.index(proxy.url)] = other.url
+        wrong = create("pib", *args, env={"CDP_POOL_PROXY_PASSWORD": "wrong"})
+        assert wrong.returncode == 1
+        # Lightpanda loads the 407 page (refused); Chromium fails the navigation.
+        refused = "the proxy refused the profile's credentials (407)"
+        not_through = f"did not load through the profile's proxy {other.url}"
+        assert refused in wrong.stderr or not_through in wrong.stderr
+        assert not (tmp_path / "pib.json").exists()
+    finally:
+        other.stop()
+    # Lightpanda sends the credentials with the first request; Chromium once
+    # without, once with them. Never more (a provider may lock the account).
+    denied = [line for line in other.log if line.startswith("DENIED") and "favicon" not in line]
+    assert len(denied) == (1 if browser is None else 2)
 
 
 def test_create_refuses_what_the_browser_cannot_honour(site: SiteServer, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ import runpy
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy_cdp_pool.config import BROWSERS, PoolConfig
 from scrapy_cdp_pool.identity.browser import playwright_page, run_hook
@@ -121,6 +122,11 @@ def identity_from_args(args: argparse.Namespace) -> dict[str, Any]:
     if headers:
         identity["extraHTTPHeaders"] = headers
     if args.proxy:
+        if urlsplit(args.proxy).username is not None:  # never echo it: it holds a password
+            raise ValueError(
+                "--proxy: credentials in the URL; use --proxy-username, and the environment "
+                f"variable {PROXY_PASSWORD_ENV} for the password"
+            )
         identity["proxy"] = {"server": args.proxy}
         if args.proxy_username:
             if PROXY_PASSWORD_ENV not in os.environ:
@@ -225,7 +231,17 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
                 page,
             ),
         ):
-            response = await page.goto(args.url)
+            proxy = (profile.identity.get("proxy") or {}).get("server")
+            try:
+                response = await page.goto(args.url)
+            except Exception as e:
+                if not proxy:
+                    raise
+                reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+                raise ValueError(
+                    f"{args.url}: did not load through the profile's proxy {proxy} (wrong "
+                    f"credentials?): {reason}"
+                ) from e
             if response is not None and response.status == 407:
                 raise ValueError(f"{args.url}: the proxy refused the profile's credentials (407)")
             if sign_in is not None:

@@ -112,6 +112,12 @@ class ProfileMiddleware:
                     "started with them (CDP_POOL_DEDICATED_SERVERS)",
                     name, describe_requirements(missing), extra={"crawler": self.crawler},
                 )  # fmt: skip
+            elif missing and missing <= SERVER_LEVEL and config.browser == "lightpanda":
+                logger.warning(
+                    "Profile %r needs %s, which the embedded lightpanda server takes only on a "
+                    "dedicated server, and CDP_POOL_DEDICATED_SERVERS = 0: its requests will fail",
+                    name, describe_requirements(missing), extra={"crawler": self.crawler},
+                )  # fmt: skip
             elif missing:
                 logger.warning(
                     "Profile %r needs %s, which the embedded %s server does not honour: its "

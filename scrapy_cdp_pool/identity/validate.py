@@ -171,7 +171,8 @@ def _geolocation(problems: list[str], where: str, value: Any) -> None:
 
 
 PROXY_SCHEMES = ("http", "https", "socks4", "socks5")
-_HOSTNAME = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?|[0-9a-f:.]+")  # name, IPv4, IPv6
+# a name (underscores too: container names have them), IPv4, IPv6
+_HOSTNAME = re.compile(r"[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?|[0-9a-f:.]+")
 
 
 def proxy_server_problem(server: str, where: str = "proxy") -> str | None:
