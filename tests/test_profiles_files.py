@@ -105,6 +105,8 @@ BAD_IDENTITIES: list[tuple[dict[str, Any], str]] = [
     ({"proxy": {"server": "http://proxy"}}, "'http://proxy' is not a proxy URL"),
     ({"proxy": {"server": "http://proxy:3128", "password": "x"}},
      "proxy.password: given without proxy.username"),
+    ({"proxy": {"server": "http://proxy:3128", "username": "u", "password": "a\nb"}},
+     "proxy.password: holds a control character"),
     ({"timezoneId": "localtime"}, "timezoneId: 'localtime' is not an IANA time zone"),
     ({"proxy": {"server": "http://u:hunter2@proxy:3128"}},
      "proxy.server: credentials in the URL; put them in proxy.username and proxy.password"),

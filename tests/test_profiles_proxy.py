@@ -341,3 +341,36 @@ async def test_profiles_sharing_the_only_dedicated_server_cannot_keep_it_from_an
     stats = crawler.stats.get_stats()
     assert f"cdp_pool/profile/{tokyo}/failures" not in stats
     assert stats["cdp_pool/dedicated_servers/running_max"] == 1
+
+
+@pytest.mark.parametrize("no_proxy", [None, "*"])
+@pytest_twisted.ensureDeferred
+async def test_a_proxy_in_the_crawlers_environment_neither_stops_the_pool_nor_replaces_a_profiles(
+    site: SiteServer,
+    tmp_path: Path,
+    proxies: tuple[ProxyServer, ProxyServer],
+    monkeypatch: pytest.MonkeyPatch,
+    no_proxy: str | None,
+) -> None:
+    """``http_proxy`` pointing nowhere in the crawler's environment (with or
+    without ``no_proxy=*``): the pool still asks its own servers for
+    ``/json/version`` directly, and the profile's page goes through the
+    profile's proxy, not around it."""
+    alpha, _ = proxies
+    dead = f"http://127.0.0.1:{free_port()}"
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.setenv(name, dead)
+    for name in ("no_proxy", "NO_PROXY"):
+        if no_proxy is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, no_proxy)
+    name = f"open-{token()}"
+    write_profile(tmp_path, name, identity={"proxy": {"server": alpha.url}})
+    spider, crawler = await crawl(
+        [scrapy.Request(proxied_url(site, f"/echo-html?{name}"), meta={"cdp_profile": name})],
+        {"CDP_POOL_PROFILES_DIR": str(tmp_path)},
+    )
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    assert [echoed_headers(r)["X-Via-Proxy"] for r in spider.responses] == ["alpha"]
+    assert crawler.stats.get_value("finish_reason") == "finished"

@@ -243,6 +243,9 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
                     f"credentials?): {reason}"
                 ) from e
             if response is not None and response.status == 407:
+                if not (profile.identity.get("proxy") or {}).get("username"):
+                    raise ValueError(f"{args.url}: the proxy asks for credentials (407): add "
+                                     f"--proxy-username and {PROXY_PASSWORD_ENV}")  # fmt: skip
                 raise ValueError(f"{args.url}: the proxy refused the profile's credentials (407)")
             if sign_in is not None:
                 await run_hook(sign_in, page)

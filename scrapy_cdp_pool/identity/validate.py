@@ -217,6 +217,10 @@ def _proxy(problems: list[str], where: str, value: Any) -> None:
             problems.append(f"{where}.server: {problem}")
     if "password" in value and "username" not in value:
         problems.append(f"{where}.password: given without {where}.username")
+    for key in ("username", "password"):  # never echoed: a secret
+        item = value.get(key)
+        if isinstance(item, str) and any(ord(c) < 32 or ord(c) == 127 for c in item):
+            problems.append(f"{where}.{key}: holds a control character (a newline?)")
 
 
 @functools.cache

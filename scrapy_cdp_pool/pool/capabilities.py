@@ -45,11 +45,17 @@ def _http_root(endpoint: str) -> str:
     return urlunsplit((scheme, parts.netloc, "", "", ""))
 
 
+#: no proxy from the environment (``http_proxy``): a CDP endpoint is asked
+#: directly, like its WebSocket (a crawler's proxy cannot reach its own
+#: 127.0.0.1 servers)
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
 def _get_json(url: str, timeout_s: float) -> dict[str, Any]:
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"{url} is not an http(s) URL")
     request = urllib.request.Request(url, headers={"Accept": "application/json"})  # noqa: S310
-    with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
+    with _DIRECT.open(request, timeout=timeout_s) as response:
         data = json.loads(response.read())
     if not isinstance(data, dict):
         raise ValueError(f"{url} did not answer a JSON object")

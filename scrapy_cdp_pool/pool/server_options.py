@@ -66,10 +66,12 @@ class ServerOptions:
 
     @property
     def label(self) -> str:
-        """For logs and stats: ``proxy http://host:port, time zone Asia/Tokyo``."""
+        """For logs and stats: ``proxy http://host:port as alice, time zone
+        Asia/Tokyo`` (the user name, never the password)."""
         parts = []
         if self.proxy_server:
-            parts.append(f"proxy {without_credentials(self.proxy_server)}")
+            user = f" as {self.proxy_username}" if self.proxy_username else ""
+            parts.append(f"proxy {without_credentials(self.proxy_server)}{user}")
         if self.timezone_id:
             parts.append(f"time zone {self.timezone_id}")
         return ", ".join(parts) or "no options"
