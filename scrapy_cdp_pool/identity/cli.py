@@ -203,18 +203,12 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
         # As in a crawl: Lightpanda, with the proxy and time zone for the
         # whole server, unless the identity needs what only Chromium does.
         browser = args.browser or ("chromium" if needs - SERVER_LEVEL else "lightpanda")
-        config = PoolConfig(browser=browser)
         if browser == "lightpanda" and server_options is not None:
             # Like a crawl's dedicated server: the proxy and time zone for the
             # whole (embedded, short-lived) server.
             needs -= server_options.covers
             dedicated = True
-            config = PoolConfig(
-                browser=browser, lightpanda_args=tuple(server_options.lightpanda_args())
-            )
-        server = embedded_server(config)
-        if dedicated and server_options is not None:
-            server.extra_env = server_options.lightpanda_env()
+        server = embedded_server(PoolConfig(browser=browser), server_options if dedicated else None)
         endpoint = await server.ensure_running()
     try:
         info = await discover(endpoint, args.timeout)

@@ -6,8 +6,9 @@ start-up, reconnects, restarts and context disposal), with
 ``CDP_POOL_CONNECTIONS`` connections, started on first use by the main pool
 (see ``ConnectionPool.lease``). At most ``CDP_POOL_DEDICATED_SERVERS`` run at
 once: when another is needed, the least recently used one with no request in
-flight is stopped first; when every one is busy, the request waits (its
-``download_timeout`` bounds the wait) for one to be free. Only the identity's
+flight (and past its first :data:`SLICE_S` seconds) is stopped first; when
+none can be, the request waits for its turn, in arrival order (not part of
+its ``download_timeout``: see ``ConnectionPool.lease``). Only the identity's
 requests go to its server: every page a dedicated server loads goes through
 its proxy.
 """
@@ -20,7 +21,7 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.server_options import ServerOptions
@@ -174,13 +175,8 @@ class DedicatedServers:
         )  # fmt: skip
 
     def _start(self, options: ServerOptions) -> ConnectionPool:
-        config = dataclasses.replace(
-            self.config,
-            endpoints=(),
-            browser="lightpanda",
-            lightpanda_args=(*self.config.lightpanda_args, *options.lightpanda_args()),
-            dedicated_servers=0,
-        )
+        # Its server is made by embedded_server(config, options).
+        config = dataclasses.replace(self.config, endpoints=(), dedicated_servers=0)
         pool = self.pools[options] = self._make_pool(config, options)
         self._slice_ends[options] = asyncio.get_running_loop().time() + SLICE_S
         self._users[options] += 1
@@ -250,21 +246,4 @@ class DedicatedServers:
             pid
             for pool in self.pools.values()
             if pool.server is not None and (pid := pool.server.pid) is not None
-        ]
-
-    @property
-    def restarts(self) -> int:
-        return sum(p.server.restarts for p in self.pools.values() if p.server is not None)
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        """Per running dedicated server: its options (``label``, no
-        credentials), endpoint, and its connections as
-        ``ConnectionPool.snapshot`` gives them."""
-        return [
-            {
-                "server": options.label,
-                "endpoint": pool.endpoints[0] if pool.endpoints else None,
-                "connections": pool.snapshot(),
-            }
-            for options, pool in self.pools.items()
         ]

@@ -101,10 +101,7 @@ class ConnectionPool:
     async def _start(self) -> None:
         self.state = PoolState.STARTING
         if not self.endpoints:
-            self.server = embedded_server(self.config)
-            if self.dedicated_to is not None:
-                self.server.purpose = f"for {self.dedicated_to.label}"
-                self.server.extra_env = self.dedicated_to.lightpanda_env()
+            self.server = embedded_server(self.config, self.dedicated_to)
             try:
                 self.endpoints = [await self.server.ensure_running()]
             except ServerStartError as e:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import dataclasses
 import logging
 import os
 import re
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.pool.server_options import ServerOptions
 
 logger = logging.getLogger(__name__)
 
@@ -357,8 +359,23 @@ class ChromiumServer(EmbeddedServer):
             self._user_data_dir = None
 
 
-def embedded_server(config: PoolConfig) -> EmbeddedServer:
-    """The server ``CDP_POOL_BROWSER`` names."""
+def embedded_server(
+    config: PoolConfig, dedicated_to: ServerOptions | None = None
+) -> EmbeddedServer:
+    """The server ``CDP_POOL_BROWSER`` names; with ``dedicated_to``, a
+    Lightpanda server started with those options (a profile's time zone in
+    its arguments, its proxy in its environment: see
+    :mod:`~scrapy_cdp_pool.pool.server_options`), whatever the browser."""
+    if dedicated_to is not None:
+        config = dataclasses.replace(
+            config,
+            browser="lightpanda",
+            lightpanda_args=(*config.lightpanda_args, *dedicated_to.lightpanda_args()),
+        )
+        server = LightpandaServer(config)
+        server.purpose = f"for {dedicated_to.label}"
+        server.extra_env = dedicated_to.lightpanda_env()
+        return server
     if config.browser == "chromium":
         return ChromiumServer(config)
     return LightpandaServer(config)

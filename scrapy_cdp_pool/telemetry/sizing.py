@@ -170,17 +170,12 @@ async def measure(
     server_options = context.server_options() if context is not None else None
     if endpoint is None:
         # Lightpanda needs one connection per page: start it with room for them.
-        dedicated = browser == "lightpanda" and server_options is not None
-        args = tuple(server_options.lightpanda_args()) if server_options and dedicated else ()
+        # As a crawl's dedicated server: the profile's proxy and time zone for
+        # the whole Lightpanda server.
         server = embedded_server(
-            PoolConfig(
-                browser=browser, connections=max(connections, steps[-1]), lightpanda_args=args
-            )
+            PoolConfig(browser=browser, connections=max(connections, steps[-1])),
+            server_options if browser == "lightpanda" else None,
         )
-        if server_options is not None and dedicated:
-            # As a crawl's dedicated server: the profile's proxy and time zone
-            # for the whole server.
-            server.extra_env = server_options.lightpanda_env()
     open_connections: list[CDPConnection] = []
     pages: list[_OpenPage] = []
     try:
