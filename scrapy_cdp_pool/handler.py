@@ -17,6 +17,7 @@ from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.identity.registry import identities_for
 from scrapy_cdp_pool.pool.registry import acquire_pool, release_pool
 from scrapy_cdp_pool.pool.routing import CapabilityUnavailable
+from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
 from scrapy_cdp_pool.render.errors import (
     ActionError,
     PoolUnavailable,
@@ -96,7 +97,7 @@ class CDPDownloadHandler:
             async with self.pool.lease(requires, server_options, timeout_s) as lease:
                 leased = True
                 self._count_page(lease)
-                result = await render(lease, spec)
+                result = await render(lease, spec, collect_cookies=self._merges_cookies(request))
         except ActionError as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             raise
@@ -121,6 +122,8 @@ class CDPDownloadHandler:
                 e = TimeoutError(f"no response within download_timeout = {timeout_s:g} s")
             raise to_scrapy_error(e, where) from e
         seconds = time.monotonic() - started
+        if result.cookies:
+            merge_into_jar(self.crawler, request, result.cookies, spec.cookies)
         if context is not None and result.storage_state is not None:
             await self.identities.save_state(request, result.storage_state)
         self.stats.inc_value("cdp_pool/pages" if result.rendered else "cdp_pool/documents_raw")
@@ -136,6 +139,17 @@ class CDPDownloadHandler:
                 extra={"crawler": self.crawler},
             )  # fmt: skip
         return build_response(request, result)
+
+    def _merges_cookies(self, request: Request) -> bool:
+        """Whether the context's cookies go to Scrapy's jar after the render:
+        with Scrapy's cookie middleware running, for a request without a
+        profile (its cookies stay in the profile) and without
+        ``meta["dont_merge_cookies"]``."""
+        return (
+            not request.meta.get("dont_merge_cookies", False)
+            and not request.meta.get("cdp_profile")
+            and cookies_middleware(self.crawler) is not None
+        )
 
     def _fallback(self, request: Request) -> Any:
         scheme = urlparse_cached(request).scheme
