@@ -25,8 +25,9 @@ from scrapy_cdp_pool.render.errors import (
     error_kind,
     to_scrapy_error,
 )
+from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.response import build_response
-from scrapy_cdp_pool.render.session import render
+from scrapy_cdp_pool.render.session import RenderResult, render
 from scrapy_cdp_pool.render.spec import build_spec, default_header_values, is_rendered
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ class CDPDownloadHandler:
             merge_into_jar(self.crawler, request, result.cookies, spec.cookies)
         if context is not None and result.storage_state is not None:
             await self.identities.save_state(request, result.storage_state)
-        self.stats.inc_value("cdp_pool/pages" if result.rendered else "cdp_pool/documents_raw")
+        self.stats.inc_value(_outcome_stat(result))
         self.stats.max_value("cdp_pool/render_seconds_max", round(seconds, 3))
         self.stats.max_value("cdp_pool/pages_in_flight_max", self.pool.pages_in_flight_max)
         for resource_type, count in result.blocked.items():
@@ -210,3 +211,13 @@ class CDPDownloadHandler:
             await handler.close()
         self._fallbacks.clear()
         await release_pool(self.crawler)
+
+
+def _outcome_stat(result: RenderResult) -> str:
+    """The stat a render counts in: a page, a raw document, or a redirect
+    returned to Scrapy's ``RedirectMiddleware``."""
+    if result.rendered:
+        return "cdp_pool/pages"
+    if is_handed_back(result.status, result.headers):
+        return "cdp_pool/redirects_returned"
+    return "cdp_pool/documents_raw"

@@ -6,8 +6,9 @@ plain Scrapy and a browser can fetch the same thing and be compared:
 - ``/fid/encoded/<name>``: a document sent with ``Content-Encoding`` (gzip or
   br): ``csv`` (an attachment), ``json`` (br), ``pdf``, ``html``, ``text``
   (gzip, ``text/plain; charset=windows-1251``).
-- ``/fid/redirect/<code>?to=<path>&cookie=<name>``: any method; a ``<code>``
-  redirect to ``to``, setting cookie ``<name>=<code>`` when asked.
+- ``/fid/redirect/<code>?to=<path>&cookie=<name>&body=<text>``: any method; a
+  ``<code>`` redirect to ``to``, setting cookie ``<name>=<code>`` and with a
+  text body when asked.
 - ``/fid/chain``: 302 → 301 → 303 → 307 → 308 → ``/fid/cookies``, each hop
   setting its own cookie.
 - ``/fid/login`` → 302 ``/fid/home`` with ``sid``; ``/fid/home`` sets ``theme``.
@@ -86,11 +87,16 @@ async def encoded(request: web.Request) -> web.Response:
 @routes.route("*", r"/fid/redirect/{code:\d{3}}")
 async def redirect(request: web.Request) -> web.Response:
     """A ``code`` redirect to ``to`` (default ``/echo``), with cookie
-    ``<cookie>=<code>; Path=/`` when ``cookie`` is given."""
+    ``<cookie>=<code>; Path=/`` when ``cookie`` is given and ``body`` as a text
+    body."""
     code = int(request.match_info["code"])
     if code not in (301, 302, 303, 307, 308):
         raise web.HTTPNotFound(text="not a redirect status")
-    response = web.Response(status=code, headers={"Location": request.query.get("to", "/echo")})
+    response = web.Response(
+        status=code,
+        headers={"Location": request.query.get("to", "/echo")},
+        text=request.query.get("body"),
+    )
     if request.query.get("cookie"):
         response.set_cookie(request.query["cookie"], str(code), path="/")
     return response
