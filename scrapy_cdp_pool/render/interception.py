@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_cdp_pool.cdp import CDPError
 from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.errors import ResponseTooLarge
-from scrapy_cdp_pool.render.redirects import hands_back_redirects
+from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -159,7 +159,7 @@ class FetchInterceptor:
         url = params.get("request", {}).get("url", self.page.spec.url)
         location = next((v for k, v in headers if k.lower() == "location"), None)
         if 300 <= status < 400 and location:
-            if self._hands_back_redirect():
+            if self._hands_back_redirect() and is_handed_back(status, headers):
                 await self._hand_back(request_id, url, status, headers, params)
                 return
             self.page.tracker.on_redirect(url, status)
