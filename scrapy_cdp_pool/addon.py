@@ -21,6 +21,7 @@ PRIORITY_QUEUE = "scrapy_cdp_pool.scheduling.queue.IdentityAwarePriorityQueue"
 GATE_RELEASE_MIDDLEWARE = "scrapy_cdp_pool.scheduling.release.GateReleaseMiddleware"
 PROFILE_MIDDLEWARE = "scrapy_cdp_pool.identity.middleware.ProfileMiddleware"
 EXTENSION = "scrapy_cdp_pool.telemetry.EngineStatusExtension"
+CACHE_STORAGE = "scrapy_cdp_pool.httpcache.RenderAwareCacheStorage"
 BUDGET_EXTENSION = "scrapy_cdp_pool.budget.extension.BudgetExtension"
 SCRAPY_RETRY_MIDDLEWARE = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
 RESILIENCE_COMPONENTS = (
@@ -94,6 +95,7 @@ class Addon:
                 "addon",
             )
         settings.set("SCHEDULER_PRIORITY_QUEUE", PRIORITY_QUEUE, "addon")
+        _wrap_cache_storage(settings)
         if settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
             for name, value, priority in durable_settings(settings):
                 settings.set(name, value, priority)
@@ -109,6 +111,17 @@ class Addon:
             extensions.set(EXTENSION, 500, "addon")
         else:
             settings.set("EXTENSIONS", {EXTENSION: 500, **(extensions or {})}, "addon")
+
+
+def _wrap_cache_storage(settings: BaseSettings) -> None:
+    """Keep rendered and plain responses apart in Scrapy's HTTP cache: the
+    storage set so far is wrapped (see :mod:`scrapy_cdp_pool.httpcache`)."""
+    current = settings.get("HTTPCACHE_STORAGE")
+    if current is None or _path(current) == CACHE_STORAGE:
+        return
+    settings.set("CDP_POOL_HTTPCACHE_STORAGE", current, "addon")
+    priority = max(settings.getpriority("HTTPCACHE_STORAGE") or 0, SETTINGS_PRIORITIES["addon"])
+    settings.set("HTTPCACHE_STORAGE", CACHE_STORAGE, priority)
 
 
 def _add_component(settings: BaseSettings, name: str, path: str, order: int | None) -> None:

@@ -17,6 +17,7 @@ from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.identity.registry import identities_for
 from scrapy_cdp_pool.pool.registry import acquire_pool, release_pool
 from scrapy_cdp_pool.pool.routing import CapabilityUnavailable
+from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
 from scrapy_cdp_pool.render.errors import (
     ActionError,
     PoolUnavailable,
@@ -24,8 +25,9 @@ from scrapy_cdp_pool.render.errors import (
     error_kind,
     to_scrapy_error,
 )
+from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.response import build_response
-from scrapy_cdp_pool.render.session import render
+from scrapy_cdp_pool.render.session import RenderResult, render
 from scrapy_cdp_pool.render.spec import build_spec, default_header_values, is_rendered
 
 if TYPE_CHECKING:
@@ -96,7 +98,7 @@ class CDPDownloadHandler:
             async with self.pool.lease(requires, server_options, timeout_s) as lease:
                 leased = True
                 self._count_page(lease)
-                result = await render(lease, spec)
+                result = await render(lease, spec, collect_cookies=self._merges_cookies(request))
         except ActionError as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             raise
@@ -121,9 +123,11 @@ class CDPDownloadHandler:
                 e = TimeoutError(f"no response within download_timeout = {timeout_s:g} s")
             raise to_scrapy_error(e, where) from e
         seconds = time.monotonic() - started
+        if result.cookies:
+            merge_into_jar(self.crawler, request, result.cookies, spec.cookies)
         if context is not None and result.storage_state is not None:
             await self.identities.save_state(request, result.storage_state)
-        self.stats.inc_value("cdp_pool/pages" if result.rendered else "cdp_pool/documents_raw")
+        self.stats.inc_value(_outcome_stat(result))
         self.stats.max_value("cdp_pool/render_seconds_max", round(seconds, 3))
         self.stats.max_value("cdp_pool/pages_in_flight_max", self.pool.pages_in_flight_max)
         for resource_type, count in result.blocked.items():
@@ -136,6 +140,17 @@ class CDPDownloadHandler:
                 extra={"crawler": self.crawler},
             )  # fmt: skip
         return build_response(request, result)
+
+    def _merges_cookies(self, request: Request) -> bool:
+        """Whether the context's cookies go to Scrapy's jar after the render:
+        with Scrapy's cookie middleware running, for a request without a
+        profile (its cookies stay in the profile) and without
+        ``meta["dont_merge_cookies"]``."""
+        return (
+            not request.meta.get("dont_merge_cookies", False)
+            and not request.meta.get("cdp_profile")
+            and cookies_middleware(self.crawler) is not None
+        )
 
     def _fallback(self, request: Request) -> Any:
         scheme = urlparse_cached(request).scheme
@@ -196,3 +211,13 @@ class CDPDownloadHandler:
             await handler.close()
         self._fallbacks.clear()
         await release_pool(self.crawler)
+
+
+def _outcome_stat(result: RenderResult) -> str:
+    """The stat a render counts in: a page, a raw document, or a redirect
+    returned to Scrapy's ``RedirectMiddleware``."""
+    if result.rendered:
+        return "cdp_pool/pages"
+    if is_handed_back(result.status, result.headers):
+        return "cdp_pool/redirects_returned"
+    return "cdp_pool/documents_raw"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_cdp_pool.cdp import CDPError
 from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.errors import ResponseTooLarge
+from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -158,6 +159,9 @@ class FetchInterceptor:
         url = params.get("request", {}).get("url", self.page.spec.url)
         location = next((v for k, v in headers if k.lower() == "location"), None)
         if 300 <= status < 400 and location:
+            if self._hands_back_redirect() and is_handed_back(status, headers):
+                await self._hand_back(request_id, url, status, headers, params)
+                return
             self.page.tracker.on_redirect(url, status)
             await self.page.command("Fetch.continueRequest", {"requestId": request_id})
             return
@@ -183,6 +187,29 @@ class FetchInterceptor:
         document.body = body
         self.page.tracker.on_document(document)
         await self._abort(request_id)  # taken as bytes: neither render nor download it
+
+    def _hands_back_redirect(self) -> bool:
+        """Whether a redirect of the main document goes back to Scrapy instead
+        of being followed: for the request's own navigation (no document yet)
+        without a profile, so Scrapy's ``RedirectMiddleware`` and
+        ``CookiesMiddleware`` handle every hop exactly as for a plain request
+        (see :mod:`scrapy_cdp_pool.render.redirects`). A profile keeps its
+        cookies in the browser, which then follows the redirects itself, as it
+        does for navigations an action starts."""
+        return hands_back_redirects(self.page.spec) and self.page.tracker.document is None
+
+    async def _hand_back(
+        self, request_id: str, url: str, status: int, headers: list[tuple[str, str]],
+        params: dict[str, Any],
+    ) -> None:  # fmt: skip
+        """Take a redirect as the document (no body: Chromium cannot read a
+        redirect's) and stop the navigation there."""
+        document = DocumentResponse(
+            url=url, status=status, headers=headers, network_id=params.get("networkId"),
+            body=b"", received_at=time.monotonic(),
+        )  # fmt: skip
+        self.page.tracker.on_document(document)
+        await self._abort(request_id)
 
     async def _abort(self, request_id: str) -> None:
         try:

@@ -6,6 +6,7 @@ from scrapy import Request
 from scrapy.http import Headers, HtmlResponse, Response
 from scrapy.responsetypes import responsetypes
 
+from scrapy_cdp_pool.render.redirects import record_browser_hops
 from scrapy_cdp_pool.render.session import RenderResult
 
 # Describe the bytes on the wire, not the rendered DOM we return.
@@ -18,18 +19,23 @@ def build_response(request: Request, result: RenderResult) -> Response:
     A rendered page is an :class:`~scrapy.http.HtmlResponse` of the DOM in UTF-8
     (``Content-Type`` says so); a raw document keeps its bytes and gets the
     class Scrapy picks from its headers and URL (``JsonResponse`` for JSON).
-    Redirect hops go to ``meta["redirect_urls"]`` and
-    ``meta["redirect_reasons"]`` as Scrapy's redirect middleware writes them,
-    action results to ``meta["cdp_results"]``.
+    A raw document's body is decoded, so ``Content-Encoding`` is dropped, as
+    Scrapy's ``HttpCompressionMiddleware`` does. Redirects the browser followed
+    are appended to ``meta["redirect_urls"]``, ``meta["redirect_reasons"]`` and
+    ``meta["redirect_times"]`` (see :mod:`scrapy_cdp_pool.render.redirects`),
+    action results go to ``meta["cdp_results"]``.
     """
     headers = Headers()
     for name, value in result.headers:
         if result.rendered and name.lower() in _WIRE_HEADERS | {"content-type"}:
             continue
+        if name.lower() == "content-encoding" and request.method != "HEAD":
+            # The browser hands over the body decoded: as after Scrapy's
+            # HttpCompressionMiddleware, which keeps Content-Length (and, for
+            # HEAD, which it does not decode, Content-Encoding).
+            continue
         headers.appendlist(name, value)
-    if result.redirects:
-        request.meta["redirect_urls"] = [url for url, _ in result.redirects]
-        request.meta["redirect_reasons"] = [status for _, status in result.redirects]
+    record_browser_hops(request.meta, result.redirects)
     request.meta["cdp_results"] = result.results
     request.meta["download_latency"] = result.latency_s
     if result.rendered:

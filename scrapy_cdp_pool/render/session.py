@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy_cdp_pool.pool.lease import ContextLease
-from scrapy_cdp_pool.render.actions import run_action
+from scrapy_cdp_pool.render.actions import Action, run_action
 from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
+from scrapy_cdp_pool.render.cookies import browser_cookies
 from scrapy_cdp_pool.render.errors import (
     ActionError,
     PageCrashed,
@@ -17,6 +18,7 @@ from scrapy_cdp_pool.render.errors import (
     ResponseTooLarge,
 )
 from scrapy_cdp_pool.render.page import Page
+from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.spec import RenderSpec
 
 
@@ -43,10 +45,18 @@ class RenderResult:
     #: Playwright ``storageState`` of the context at the end, when the spec's
     #: context options ask to save it
     storage_state: dict[str, Any] | None = None
+    #: the context's cookies at the end (CDP ``Network.Cookie`` objects), when
+    #: asked for (see :func:`render`)
+    cookies: list[dict[str, Any]] | None = None
 
 
-async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
+async def render(
+    lease: ContextLease, spec: RenderSpec, *, collect_cookies: bool = False
+) -> RenderResult:
     """Render ``spec`` in a fresh context on ``lease``'s connection.
+
+    ``collect_cookies``: read the context's cookies at the end into
+    :attr:`RenderResult.cookies` (not for a profile, which keeps its own).
 
     :raises ActionError: an action failed (names the action); not retried.
     :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
@@ -86,7 +96,7 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
     try:
         await page.navigate(spec.navigation_timeout_s)
         results: list[Any] = []
-        for index, action in enumerate(spec.actions):
+        for index, action in enumerate(_actions_to_run(page)):
             if page.tracker.document is not None and page.tracker.document.body is not None:
                 raise ActionError(
                     f"{spec.url}: action #{index} {action.describe()}: the page is not HTML"
@@ -113,6 +123,9 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
         storage_state = None
         if options is not None and options.save_state:
             storage_state = await _storage_state(lease, page, options, spec.action_timeout_s)
+        cookies = None
+        if collect_cookies and options is None:
+            cookies = await browser_cookies(page, spec.action_timeout_s)
         lease.finished_cleanly = True
         headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
         headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
@@ -127,9 +140,19 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
             blocked=dict(tracker.blocked),
             latency_s=document.received_at - page.started_at,
             storage_state=storage_state,
+            cookies=cookies,
         )
     finally:
         page.detach()
+
+
+def _actions_to_run(page: Page) -> tuple[Action, ...]:
+    """The spec's actions, or none for a redirect handed back to Scrapy (they
+    run on the page it leads to)."""
+    document = page.tracker.document
+    if document is not None and is_handed_back(document.status, document.headers):
+        return ()
+    return page.spec.actions
 
 
 def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:

@@ -1,0 +1,123 @@
+"""Scrapy's HTTP cache with rendered and plain responses kept apart.
+
+:class:`RenderAwareCacheStorage` is installed by the add-on as
+``HTTPCACHE_STORAGE`` and wraps the storage that was set before
+(``CDP_POOL_HTTPCACHE_STORAGE``, Scrapy's filesystem storage by default). For a
+rendered request:
+
+- the cache key is the request's fingerprint combined with its render key
+  (:func:`render_key`: rendered, profile, actions, wait), so a rendered and a
+  plain response of one URL, or two renders with different actions, get
+  different entries; plain requests keep their fingerprint, and the
+  dupefilter's fingerprints are not touched;
+- each stored response carries its render key and action results in two
+  headers (``X-Cdp-Render-Key``, ``X-Cdp-Results``), checked and removed when
+  it is read back: a cached entry stands in only for a request with the same
+  render key (even with a storage whose key cannot be changed), and a cached
+  render gives back ``meta["cdp_results"]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy.http import Headers
+from scrapy.utils.misc import load_object
+
+from scrapy_cdp_pool.render.spec import is_rendered
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.http import Response
+    from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_STORAGE = "scrapy.extensions.httpcache.FilesystemCacheStorage"
+KEY_HEADER = b"X-Cdp-Render-Key"
+RESULTS_HEADER = b"X-Cdp-Results"
+#: meta keys that change what a render gives (``cdp_results`` is its output)
+RENDER_META_KEYS = ("cdp_profile", "cdp_actions", "cdp_wait_until")
+
+
+def render_key(request: Request, render_all: bool) -> str | None:
+    """A digest of what the render of ``request`` depends on beyond its URL,
+    method, headers and body; ``None`` for a request that is not rendered."""
+    if not is_rendered(request, render_all):
+        return None
+    parts = {key: request.meta.get(key) for key in RENDER_META_KEYS}
+    text = json.dumps(parts, sort_keys=True, default=repr)
+    return "cdp-" + hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+
+
+class RenderKeyFingerprinter:
+    """The wrapped storage's fingerprinter, with the render key mixed in for
+    rendered requests only."""
+
+    def __init__(self, inner: Any, render_all: bool) -> None:
+        self.inner = inner
+        self.render_all = render_all
+
+    def fingerprint(self, request: Request) -> bytes:
+        base: bytes = self.inner.fingerprint(request)
+        key = render_key(request, self.render_all)
+        if key is None:
+            return base
+        return hashlib.sha1(base + key.encode(), usedforsecurity=False).digest()
+
+
+class RenderAwareCacheStorage:
+    """An ``HTTPCACHE_STORAGE`` that wraps another (see the module docstring)."""
+
+    def __init__(self, settings: BaseSettings) -> None:
+        path = settings.get("CDP_POOL_HTTPCACHE_STORAGE") or DEFAULT_STORAGE
+        self.inner = load_object(path)(settings)
+        self.render_all = settings.getbool("CDP_POOL_RENDER_ALL")
+
+    def open_spider(self, spider: Spider) -> None:
+        self.inner.open_spider(spider)
+        # Scrapy's filesystem and DBM storages key entries with the
+        # fingerprinter they take from the crawler at open_spider.
+        fingerprinter = getattr(self.inner, "_fingerprinter", None)
+        if fingerprinter is not None:
+            self.inner._fingerprinter = RenderKeyFingerprinter(fingerprinter, self.render_all)
+        else:
+            logger.warning(
+                "HTTPCACHE_STORAGE %s has no fingerprinter to extend: a rendered and a plain "
+                "response of one URL share its cache entry (neither is served for the other; "
+                "each replaces the other)",
+                type(self.inner).__name__,
+                extra={"spider": spider},
+            )
+
+    def close_spider(self, spider: Spider) -> None:
+        self.inner.close_spider(spider)
+
+    def retrieve_response(self, spider: Spider, request: Request) -> Response | None:
+        response: Response | None = self.inner.retrieve_response(spider, request)
+        if response is None:
+            return None
+        stored = response.headers.get(KEY_HEADER)
+        key = render_key(request, self.render_all)
+        if (stored.decode("ascii") if stored else None) != key:
+            return None
+        if key is None:
+            return response
+        results = response.headers.get(RESULTS_HEADER)
+        request.meta["cdp_results"] = json.loads(results) if results else []
+        headers = Headers(response.headers)
+        headers.pop(KEY_HEADER, None)
+        headers.pop(RESULTS_HEADER, None)
+        return response.replace(headers=headers)
+
+    def store_response(self, spider: Spider, request: Request, response: Response) -> None:
+        key = render_key(request, self.render_all)
+        if key is not None:
+            headers = Headers(response.headers)
+            headers[KEY_HEADER] = key
+            headers[RESULTS_HEADER] = json.dumps(request.meta.get("cdp_results", []))
+            response = response.replace(headers=headers)
+        self.inner.store_response(spider, request, response)

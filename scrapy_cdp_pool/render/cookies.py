@@ -1,0 +1,115 @@
+"""Cookies a render leaves in its browser context, handed to Scrapy's jar.
+
+A rendered request without a profile gets Scrapy's cookies in a fresh context
+(:attr:`RenderSpec.cookies`); whatever the page then adds (its document's
+``Set-Cookie``, ``document.cookie``, an XHR's ``Set-Cookie``) is read from the
+context at the end (:func:`browser_cookies`) and set in the request's jar of
+Scrapy's ``CookiesMiddleware`` (:func:`merge_into_jar`) as
+:class:`http.cookiejar.Cookie` objects, domain, path, expiry, ``Secure`` and
+``HttpOnly`` intact, so the next request sends what a browser would.
+
+Set straight into the jar rather than as synthetic ``Set-Cookie`` headers: a
+header is parsed against the response's URL, so a host-only cookie of another
+host (an XHR's, a redirect hop's) would be refused, and the response's headers
+would no longer be the server's.
+"""
+
+from __future__ import annotations
+
+import logging
+from http.cookiejar import Cookie
+from typing import TYPE_CHECKING, Any
+
+from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+    from scrapy_cdp_pool.render.page import Page
+
+logger = logging.getLogger(__name__)
+
+
+async def browser_cookies(page: Page, timeout_s: float) -> list[dict[str, Any]]:
+    """Every cookie of ``page``'s browser context, as CDP ``Network.Cookie``
+    objects (``name``, ``value``, ``domain`` with a leading dot for a domain
+    cookie, ``path``, ``expires`` in seconds since the epoch or -1,
+    ``secure``, ``httpOnly``, ``sameSite``)."""
+    result = await page.command("Network.getAllCookies", None, timeout_s)
+    return list(result.get("cookies", []))
+
+
+def jar_cookie(cdp_cookie: dict[str, Any]) -> Cookie:
+    """A :class:`http.cookiejar.Cookie` as the standard library builds it
+    from the equivalent ``Set-Cookie`` header."""
+    domain = str(cdp_cookie["domain"])
+    expires = cdp_cookie.get("expires", -1)
+    session = bool(cdp_cookie.get("session")) or expires is None or float(expires) < 0
+    rest: dict[str, Any] = {}
+    if cdp_cookie.get("httpOnly"):
+        rest["HttpOnly"] = None  # as http.cookiejar records a flag attribute
+    same_site = cdp_cookie.get("sameSite")
+    if same_site:
+        rest["SameSite"] = str(same_site)
+    return Cookie(
+        version=0,
+        name=str(cdp_cookie["name"]),
+        value=str(cdp_cookie["value"]),
+        port=None,
+        port_specified=False,
+        domain=domain,
+        domain_specified=domain.startswith("."),
+        domain_initial_dot=domain.startswith("."),
+        path=str(cdp_cookie.get("path") or "/"),
+        path_specified=True,
+        secure=bool(cdp_cookie.get("secure")),
+        expires=None if session else int(float(expires)),
+        discard=session,
+        comment=None,
+        comment_url=None,
+        rest=rest,
+    )
+
+
+def cookies_middleware(crawler: Crawler) -> CookiesMiddleware | None:
+    """The crawler's running ``CookiesMiddleware`` (or a subclass), ``None``
+    when cookies are disabled (``COOKIES_ENABLED = False``) or the engine is
+    not running."""
+    engine = crawler.engine
+    if engine is None:
+        return None
+    for middleware in engine.downloader.middleware.middlewares:
+        if isinstance(middleware, CookiesMiddleware):
+            return middleware
+    return None
+
+
+def merge_into_jar(
+    crawler: Crawler,
+    request: Request,
+    cookies: list[dict[str, Any]],
+    sent: tuple[tuple[str, str], ...],
+) -> int:
+    """Set ``cookies`` in the jar ``CookiesMiddleware`` keeps for ``request``
+    (``meta["cookiejar"]``), except those the request sent itself unchanged
+    (``sent``: the ``(name, value)`` pairs set in the context before the
+    navigation, whose attributes the context does not know). Nothing is set
+    with cookies disabled or ``meta["dont_merge_cookies"]``, as Scrapy does.
+    Returns how many cookies were set."""
+    middleware = cookies_middleware(crawler)
+    if middleware is None or request.meta.get("dont_merge_cookies", False):
+        return 0
+    jar = middleware.jars[request.meta.get("cookiejar")]
+    sent_pairs = set(sent)
+    count = 0
+    for cdp_cookie in cookies:
+        if (cdp_cookie.get("name"), cdp_cookie.get("value")) in sent_pairs:
+            continue
+        try:
+            jar.set_cookie(jar_cookie(cdp_cookie))
+        except (KeyError, TypeError, ValueError) as e:
+            logger.debug("%s: cookie %r not merged: %r", request, cdp_cookie.get("name"), e)
+            continue
+        count += 1
+    return count

@@ -1,0 +1,12 @@
+"""Issue 13's inputs (items 1, 2, 3, 8) on the embedded Chromium."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.fidelity import FidelityContract
+
+
+class TestFidelityChromium(FidelityContract):
+    def backend_settings(self) -> dict[str, Any]:
+        return {"CDP_POOL_BROWSER": "chromium"}

@@ -1,0 +1,12 @@
+"""Issue 13's inputs (items 1, 2, 3, 8) on the embedded Lightpanda."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.fidelity import FidelityContract
+
+
+class TestFidelityLightpanda(FidelityContract):
+    def backend_settings(self) -> dict[str, Any]:
+        return {"CDP_POOL_BROWSER": "lightpanda"}
