@@ -11,6 +11,7 @@ Routes live in small modules grouped by purpose:
 - ``faults``: /flaky, /rate-limited, /fault-records
 - ``sessions``: /login, /account, /refresh, /whoami, /local-storage, /session-inflight
 - ``jobsite``: /jobsite/<n>, /jobsite/fetches (pause-and-resume crawls)
+- ``throws``: /throws (a page script error with a very long message)
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import signal
 
 from aiohttp import web
 
-from . import assets, browser, faults, jobsite, protocol, sessions, shop, stats
+from . import assets, browser, faults, jobsite, protocol, sessions, shop, stats, throws
 from .common import PARKED, cancel_parked
 
 HOST = "127.0.0.1"
@@ -37,6 +38,7 @@ def make_app() -> web.Application:
         app.router.add_routes(module.routes)
     app.router.add_routes(faults.routes)
     app.router.add_routes(jobsite.routes)
+    app.router.add_routes(throws.routes)
     return app
 
 
