@@ -14,10 +14,23 @@ survives the process being killed (SIGKILL, the OOM killer), not a power loss;
 which survives that too. A crash at any moment leaves a prefix of the
 transactions, so the queue, the fingerprints and the acknowledgements always
 agree with each other.
+
+Guarded (issue 12): the store holds the JOBDIR's lock
+(:class:`~scrapy_cdp_pool.jobdir.lock.JobdirLock`) while it is open, so a
+second crawl on the same JOBDIR is refused by name. A database that is there
+but empty, without its tables, or damaged (``PRAGMA quick_check``) is refused
+(:class:`~scrapy_cdp_pool.jobdir.errors.JobdirCorrupt`); only a JOBDIR with no
+database at all starts afresh. The database holds request cookies and
+``Authorization`` headers: it is created 0600 (built under a temporary name and
+renamed, so a crash never leaves an empty one), and SQLite gives its ``-wal``
+and ``-shm`` files the same mode; a database found with looser modes is made
+0600 with them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 import weakref
 from collections.abc import Iterable, Iterator
@@ -29,7 +42,9 @@ from typing import TYPE_CHECKING
 from scrapy.utils.job import job_dir
 
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.jobdir.errors import JobdirCorrupt, JobdirError
 from scrapy_cdp_pool.jobdir.inflight import InFlight
+from scrapy_cdp_pool.jobdir.lock import JobdirLock
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -48,12 +63,9 @@ CREATE TABLE IF NOT EXISTS requests (
 CREATE INDEX IF NOT EXISTS requests_by_queue ON requests (queue, in_flight, id);
 CREATE TABLE IF NOT EXISTS seen (fingerprint BLOB PRIMARY KEY) WITHOUT ROWID;
 """
+_TABLES = ("requests", "seen")
 _NEXT = "SELECT id, data FROM requests WHERE queue = ? AND in_flight = 0 ORDER BY id"
 _HEAD = {True: _NEXT + " DESC LIMIT 1", False: _NEXT + " LIMIT 1"}  # LIFO: newest; FIFO: oldest
-
-
-class JobdirError(RuntimeError):
-    """The JOBDIR cannot be used as it is; the message says why and what to do."""
 
 
 @dataclass(frozen=True)
@@ -71,25 +83,32 @@ class JobStore:
     """Not thread-safe: Scrapy calls it from the reactor thread only."""
 
     def __init__(self, path: Path, *, fsync: bool = False) -> None:
+        """Lock the JOBDIR, then open (or create) its database.
+
+        :raises JobdirLocked: another crawl holds the JOBDIR.
+        :raises JobdirCorrupt: the database is empty, not this plugin's, or
+            damaged (naming the file and SQLite's error).
+        :raises JobdirError: written by a newer version, or the lock file
+            cannot be opened.
+        """
         self.path = path
         self.queue_root = str(path.parent / QUEUE_DIR_NAME)
-        self.created = not path.exists()
         self.in_flight = InFlight()
         self.commits = 0
         self._depth = 0
         self._in_transaction = False
-        self._db: sqlite3.Connection | None = sqlite3.connect(path, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, SCHEMA_VERSION):
+        self._db: sqlite3.Connection | None = None
+        self._lock: JobdirLock | None = JobdirLock(path.parent)
+        try:
+            self.created = not path.exists()
+            if self.created:
+                _create(path)
+            else:
+                make_private(path)
+            self._db = _open(path, fsync=fsync, check=not self.created)
+        except BaseException:
             self.close()
-            raise JobdirError(
-                f"{path}: written by a newer scrapy-cdp-pool (schema {version}, "
-                f"this one reads {SCHEMA_VERSION}); resume it with that version"
-            )
-        self._db.executescript(_SCHEMA)
-        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            raise
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -207,11 +226,114 @@ class JobStore:
             yield StoredRequest(row_id, name, bool(in_flight), data)
 
     def close(self) -> None:
-        if self._db is None:
-            return
-        self._commit()
-        self._db.close()
-        self._db = None
+        """Commit, close the database and release the JOBDIR's lock. Idempotent."""
+        try:
+            if self._db is not None:
+                db = self._db
+                self._commit()
+                self._db = None
+                db.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
+
+def _create(path: Path) -> None:
+    """A new, empty database at ``path``, mode 0600: built under a temporary
+    name and renamed, so that ``path`` is either absent or complete."""
+    building = path.with_name(path.name + ".new")
+    for leftover in (building, *_companions(building)):  # a crash while building
+        leftover.unlink(missing_ok=True)
+    try:
+        os.close(os.open(building, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        with contextlib.closing(sqlite3.connect(building, isolation_level=None)) as db:
+            db.execute("PRAGMA journal_mode=WAL")  # kept in the file
+            db.executescript(_SCHEMA)
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        os.replace(building, path)
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)  # the rename survives a power loss too
+        finally:
+            os.close(directory)
+    except (OSError, sqlite3.Error) as e:
+        raise JobdirError(f"{path}: cannot be created ({e})") from e
+
+
+def _open(path: Path, *, fsync: bool, check: bool) -> sqlite3.Connection:
+    """Connect to the database; with ``check``, make sure it is one this
+    plugin wrote and is not damaged.
+
+    :raises JobdirCorrupt: naming the file and SQLite's error.
+    """
+    if check and path.stat().st_size == 0:
+        raise JobdirCorrupt(path, "is empty (0 bytes), not a durable JOBDIR database")
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
+        if check:
+            _check(db, path)
+    except sqlite3.DatabaseError as e:
+        db.close()
+        raise JobdirCorrupt(path, f"cannot be read (SQLite: {e})") from e
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _check(db: sqlite3.Connection, path: Path) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise JobdirError(
+            f"{path}: written by a newer scrapy-cdp-pool (schema {version}, "
+            f"this one reads {SCHEMA_VERSION}); resume it with that version"
+        )
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    missing = [name for name in _TABLES if name not in tables]
+    if version != SCHEMA_VERSION or missing:
+        raise JobdirCorrupt(
+            path,
+            f"is not a durable JOBDIR database (schema version {version}, "
+            f"tables missing: {', '.join(missing) or 'none'})",
+        )
+    problems = [row[0] for row in db.execute("PRAGMA quick_check(3)")]
+    if problems != ["ok"]:
+        raise JobdirCorrupt(path, f"is damaged (SQLite quick_check: {'; '.join(problems)})")
+
+
+def _companions(path: Path) -> tuple[Path, Path]:
+    """SQLite's WAL and shared-memory files of the database ``path``."""
+    return path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")
+
+
+def make_private(path: Path) -> None:
+    """Mode 0600 for the database ``path`` and its ``-wal`` and ``-shm`` files
+    that exist (a JOBDIR written by an older version, 0644)."""
+    for file in (path, *_companions(path)):
+        with contextlib.suppress(FileNotFoundError):
+            if file.stat().st_mode & 0o077:
+                file.chmod(0o600)
+
+
+def check_jobdir(directory: str | Path) -> None:
+    """What the store would refuse, checked before the crawl starts (by the
+    add-on): the JOBDIR locked by another crawl, a database that is empty,
+    not this plugin's or damaged. The lock is released again; the scheduler
+    takes it for the crawl's life when it opens the store.
+
+    :raises JobdirLocked, JobdirCorrupt, JobdirError: as :class:`JobStore`.
+    """
+    path = Path(directory, DATABASE_NAME)
+    lock = JobdirLock(path.parent)
+    try:
+        if path.exists():
+            make_private(path)
+            _open(path, fsync=False, check=True).close()
+    finally:
+        lock.release()
 
 
 def open_jobdir(directory: str | Path) -> JobStore:
