@@ -211,3 +211,15 @@ def test_the_add_on_creates_a_missing_jobdir_0700(tmp_path: Path) -> None:
     existing.chmod(0o755)
     addon_settings({"JOBDIR": str(existing)})
     assert mode(existing) == 0o755  # the user's own directory is left as it is
+
+
+def test_a_database_damaged_after_the_start_check_is_still_refused(tmp_path: Path) -> None:
+    """The store skips the page scan only for the file check_jobdir() saw."""
+    store = JobStore(tmp_path / DATABASE_NAME)
+    for n in range(300):
+        store.push("0", b"request %d " % n * 20)
+    store.close()
+    check_jobdir(tmp_path)
+    damage_pages(tmp_path / DATABASE_NAME)
+    with pytest.raises(JobdirCorrupt, match="SQLite"):
+        JobStore(tmp_path / DATABASE_NAME)
