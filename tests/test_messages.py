@@ -15,6 +15,7 @@ import pytest_twisted
 import scrapy
 
 from scrapy_cdp_pool.cdp import CDPProtocolError
+from scrapy_cdp_pool.identity.errors import ProfileError
 from scrapy_cdp_pool.messages import MESSAGE_LIMIT_CHARS, cap_message
 from scrapy_cdp_pool.render.errors import ActionError, NavigationFailed, to_scrapy_error
 from tests.crawl import RecordingSpider, crawl
@@ -108,3 +109,10 @@ async def test_a_page_error_of_200_kb_is_cut_in_the_failures_file_and_the_log(
     assert f"message cut: {len('Error: ') + CHARS} characters" in text  # the page's error itself
     assert crawler.stats.get_value("cdp_pool/failures/ActionError") == 1
     assert all(len(key) < 200 for key in crawler.stats.get_stats())
+
+
+def test_a_profile_error_carrying_a_sign_in_hook_s_long_error_is_bounded() -> None:
+    error = ProfileError("ann", f"signing in failed ({'z' * CHARS})")
+    assert len(str(error)) <= MESSAGE_LIMIT_CHARS
+    assert len(error.reason) <= MESSAGE_LIMIT_CHARS
+    assert CUT.search(str(error))
