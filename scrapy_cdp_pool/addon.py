@@ -8,6 +8,8 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.jobdir.install import durable_settings, refuse_durable_queue
+from scrapy_cdp_pool.jobdir.store import check_jobdir
+from scrapy_cdp_pool.paths import check_directory, check_writable_file, make_private_directory
 from scrapy_cdp_pool.pool.registry import check_pool_config
 from scrapy_cdp_pool.pool.servers import ServerStartError, embedded_server
 
@@ -47,7 +49,14 @@ class Addon:
         ``CDP_POOL_LIGHTPANDA_PATH``). Scrapy only logs a download handler's
         own start-up errors, so they are raised here, loudly; so is a crawler
         whose pool settings differ from those of the pool it would share
-        (``CDP_POOL_NAME``).
+        (``CDP_POOL_NAME``), a file or directory setting that cannot be used
+        (``CDP_POOL_STATUS_FILE``, ``CDP_POOL_FAILURES_FILE``,
+        ``CDP_POOL_PROFILES_DIR``, ``JOBDIR``: the message names the setting,
+        the path and the OS's reason).
+    :raises JobdirError: with the durable JOBDIR, another crawl holds the
+        JOBDIR (:class:`~scrapy_cdp_pool.jobdir.JobdirLocked`) or its database
+        is damaged, empty or not this plugin's
+        (:class:`~scrapy_cdp_pool.jobdir.JobdirCorrupt`).
     """
 
     def __init__(self, crawler: Crawler | None = None) -> None:
@@ -61,6 +70,7 @@ class Addon:
         config = PoolConfig.from_settings(settings)
         if self.crawler is not None:
             check_pool_config(self.crawler, config)
+        _check_paths(config, settings.get("JOBDIR"))
         if not config.endpoints:
             try:
                 embedded_server(config).checked_binary()
@@ -97,8 +107,11 @@ class Addon:
         settings.set("SCHEDULER_PRIORITY_QUEUE", PRIORITY_QUEUE, "addon")
         _wrap_cache_storage(settings)
         if settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
-            for name, value, priority in durable_settings(settings):
+            changes = durable_settings(settings)
+            for name, value, priority in changes:
                 settings.set(name, value, priority)
+            if changes:  # refused now, not in the middle of the engine's start
+                check_jobdir(str(settings.get("JOBDIR")))
         elif settings.get("JOBDIR"):
             refuse_durable_queue(str(settings.get("JOBDIR")))
         _add_component(settings, "DOWNLOADER_MIDDLEWARES", GATE_RELEASE_MIDDLEWARE, 950)
@@ -122,6 +135,20 @@ def _wrap_cache_storage(settings: BaseSettings) -> None:
     settings.set("CDP_POOL_HTTPCACHE_STORAGE", current, "addon")
     priority = max(settings.getpriority("HTTPCACHE_STORAGE") or 0, SETTINGS_PRIORITIES["addon"])
     settings.set("HTTPCACHE_STORAGE", CACHE_STORAGE, priority)
+
+
+def _check_paths(config: PoolConfig, jobdir: Any) -> None:
+    """:raises ValueError: naming the setting, the path and the OS's reason."""
+    for name, path in (
+        ("CDP_POOL_STATUS_FILE", config.status_file),
+        ("CDP_POOL_FAILURES_FILE", config.failures_file),
+    ):
+        if path is not None:
+            check_writable_file(name, path)
+    if config.profiles_dir is not None:
+        check_directory("CDP_POOL_PROFILES_DIR", config.profiles_dir)
+    if jobdir:  # Scrapy would create it 0755; it holds cookies and credentials
+        make_private_directory("JOBDIR", str(jobdir))
 
 
 def _add_component(settings: BaseSettings, name: str, path: str, order: int | None) -> None:

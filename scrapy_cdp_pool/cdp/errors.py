@@ -6,9 +6,16 @@ place that turns them into Scrapy download exceptions.
 
 from __future__ import annotations
 
+from scrapy_cdp_pool.messages import cap_message
+
 
 class CDPError(Exception):
-    """Base class of every error raised by :mod:`scrapy_cdp_pool.cdp`."""
+    """Base class of every error raised by :mod:`scrapy_cdp_pool.cdp`; the
+    message (a server's words, of any size) is cut to
+    :data:`~scrapy_cdp_pool.messages.MESSAGE_LIMIT_CHARS` characters."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(cap_message(message))
 
 
 class CDPProtocolError(CDPError):
@@ -22,7 +29,7 @@ class CDPProtocolError(CDPError):
         super().__init__(f"{method} failed: {message} (code {code})")
         self.method = method
         self.code = code
-        self.message = message
+        self.message = cap_message(message)
 
 
 class CDPConnectionClosed(CDPError):

@@ -2,7 +2,8 @@
 
 Each is an :class:`~scrapy.exceptions.IgnoreRequest`: the request's errback
 gets it, Scrapy's retry middleware does not retry it, and the message says
-why (never a cookie value, token or password).
+why (never a cookie value, token or password), bounded by
+:func:`~scrapy_cdp_pool.messages.cap_message`.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from pathlib import Path
 
 from scrapy.exceptions import IgnoreRequest
 
+from scrapy_cdp_pool.messages import cap_message
+
 
 class ProfileError(IgnoreRequest):
     """A request of profile ``name`` cannot be sent as that identity."""
 
     def __init__(self, name: str, reason: str) -> None:
-        super().__init__(f"profile {name!r}: {reason}")
+        reason = cap_message(reason)  # may carry a sign-in hook's error
+        super().__init__(cap_message(f"profile {name!r}: {reason}"))
         self.name = name
         self.reason = reason
 

@@ -8,6 +8,10 @@ transaction): after a crash either both are stored or neither is, so a request
 is never "seen" without being queued, and a finished one is never fetched again.
 Lookups go to the database (its primary key), so memory does not grow with the
 crawl. Without ``JOBDIR`` it is Scrapy's ``RFPDupeFilter``, in memory.
+
+The store is opened when the scheduler opens (``open()``), not when the
+dupefilter is built: a JOBDIR refused then (locked, damaged) stops the crawl
+through the engine's start, which closes what it opened.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.utils.request import RequestFingerprinterProtocol
+    from twisted.internet.defer import Deferred
 
 
 class DurableDupeFilter(RFPDupeFilter):
@@ -34,19 +39,34 @@ class DurableDupeFilter(RFPDupeFilter):
         debug: bool = False,
         *,
         fingerprinter: RequestFingerprinterProtocol | None = None,
+        crawler: Crawler | None = None,
     ) -> None:
+        """``store``, or ``crawler`` whose JOBDIR store :meth:`open` opens;
+        neither: in memory."""
         super().__init__(None, debug, fingerprinter=fingerprinter)
         self.store = store
+        self._crawler = crawler
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(
-            store_for(crawler) if job_dir(crawler.settings) else None,
+            None,
             crawler.settings.getbool("DUPEFILTER_DEBUG"),
             fingerprinter=crawler.request_fingerprinter,
+            crawler=crawler if job_dir(crawler.settings) else None,
         )
 
+    def _store(self) -> JobStore | None:
+        if self.store is None and self._crawler is not None:
+            self.store = store_for(self._crawler)
+        return self.store
+
+    def open(self) -> Deferred[None] | None:
+        self._store()
+        return super().open()
+
     def request_seen(self, request: Request) -> bool:
-        if self.store is None:
+        store = self._store()
+        if store is None:
             return super().request_seen(request)
-        return not self.store.add_fingerprint(self.fingerprinter.fingerprint(request))
+        return not store.add_fingerprint(self.fingerprinter.fingerprint(request))

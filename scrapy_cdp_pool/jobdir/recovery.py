@@ -23,7 +23,8 @@ from urllib.parse import urlparse
 from scrapy import Request
 from scrapy.pqueues import ScrapyPriorityQueue
 
-from scrapy_cdp_pool.jobdir.store import JobdirError, JobStore
+from scrapy_cdp_pool.jobdir.errors import JobdirError
+from scrapy_cdp_pool.jobdir.store import JobStore
 from scrapy_cdp_pool.scheduling.gates import NOT_BEFORE_META_KEY, PROFILE_META_KEY, gate_key
 from scrapy_cdp_pool.scheduling.queue import IdentityAwarePriorityQueue, _path_safe
 

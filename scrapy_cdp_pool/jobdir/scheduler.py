@@ -25,19 +25,25 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.core.scheduler import Scheduler
 from scrapy.dupefilters import RFPDupeFilter
+from scrapy.exceptions import CloseSpider
+from scrapy.extensions.spiderstate import SpiderState
 from scrapy.pqueues import ScrapyPriorityQueue
 
 from scrapy_cdp_pool.jobdir import _engine
 from scrapy_cdp_pool.jobdir.dupefilter import DurableDupeFilter
+from scrapy_cdp_pool.jobdir.errors import JobdirError
 from scrapy_cdp_pool.jobdir.queues import _SqliteQueue
 from scrapy_cdp_pool.jobdir.recovery import recover_state
-from scrapy_cdp_pool.jobdir.store import JobdirError, JobStore, store_for
+from scrapy_cdp_pool.jobdir.store import JobStore, store_for
 
 if TYPE_CHECKING:
     from typing import Self
@@ -48,6 +54,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+REFUSED_REASON = "cdp_pool_jobdir_refused"
+"""The finish reason of a crawl whose JOBDIR was refused when the scheduler
+opened (taken by another crawl after the add-on's check)."""
 DISK_QUEUES = "scrapy_cdp_pool.jobdir.SqliteLifoQueue or scrapy_cdp_pool.jobdir.SqliteFifoQueue"
 
 
@@ -96,13 +105,34 @@ class DurableScheduler(Scheduler):
             if self.crawler is None:
                 raise JobdirError("DurableScheduler needs a crawler: build it with from_crawler()")
             _engine.check(self.crawler)
-            self._job = _Job(self.crawler, store_for(self.crawler))
+            try:
+                store = store_for(self.crawler)
+            except JobdirError as e:
+                self._refuse(self.crawler, spider, e)
+                return None
+            self._job = _Job(self.crawler, store)
+            _private_spider_state(self.crawler, self._job.store.path.parent)
             try:
                 return super().open(spider)
             except BaseException:
                 self._job.store.close()
                 raise
         return super().open(spider)
+
+    def _refuse(self, crawler: Crawler, spider: Spider, error: JobdirError) -> None:
+        """The JOBDIR was refused as the scheduler opened (another crawl took
+        it after the add-on's check): say so once, open with nothing stored
+        (memory queues, no disk queue, the dupefilter not opened), and close
+        the spider when it has opened, as a component that cannot start does
+        (Scrapy's engine does not close cleanly after a failed open)."""
+        logger.error("%s", error, extra={"crawler": crawler})
+        self.spider = spider
+        self.mqs = self._mq()
+        self.dqs = None
+        crawler.signals.connect(self._close_refused, signal=signals.spider_opened)
+
+    def _close_refused(self) -> None:
+        raise CloseSpider(REFUSED_REASON)
 
     def _read_dqs_state(self, dqdir: str) -> Any:
         if self._job is None:
@@ -165,6 +195,26 @@ class DurableScheduler(Scheduler):
         if rows:
             job.store.ack(rows)
             job.crawler.stats.inc_value("cdp_pool/jobdir/acked", len(rows))
+
+
+def _private_spider_state(crawler: Crawler, directory: Path) -> None:
+    """Scrapy's ``SpiderState`` extension pickles ``spider.state`` (where a
+    spider may keep tokens) to ``JOBDIR/spider.state`` when the spider closes,
+    with the process's umask (0644). An existing file is made 0600, which a
+    rewrite keeps; a missing one is created 0600 holding the empty state
+    Scrapy starts from (``{}``), before the extension reads it."""
+    extensions = getattr(crawler.extensions, "middlewares", ())
+    if not any(isinstance(extension, SpiderState) for extension in extensions):
+        return
+    path = directory / "spider.state"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+        return
+    with os.fdopen(fd, "wb") as file:
+        pickle.dump({}, file, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def _refuse_scrapy_queue(dqdir: Path) -> None:

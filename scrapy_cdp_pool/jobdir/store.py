@@ -14,6 +14,17 @@ survives the process being killed (SIGKILL, the OOM killer), not a power loss;
 which survives that too. A crash at any moment leaves a prefix of the
 transactions, so the queue, the fingerprints and the acknowledgements always
 agree with each other.
+
+Guarded (issue 12): the store holds the JOBDIR's lock
+(:class:`~scrapy_cdp_pool.jobdir.lock.JobdirLock`) while it is open, so a
+second crawl on the same JOBDIR is refused by name. A database that is there
+but empty, without its tables, or damaged (``PRAGMA quick_check``) is refused
+(:class:`~scrapy_cdp_pool.jobdir.errors.JobdirCorrupt`); only a JOBDIR with no
+database at all starts afresh. The database holds request cookies and
+``Authorization`` headers: it is created 0600 (built under a temporary name and
+renamed, so a crash never leaves an empty one), and SQLite gives its ``-wal``
+and ``-shm`` files the same mode; a database found with looser modes is made
+0600 with them.
 """
 
 from __future__ import annotations
@@ -29,31 +40,23 @@ from typing import TYPE_CHECKING
 from scrapy.utils.job import job_dir
 
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.jobdir.database import (
+    create_database,
+    make_private,
+    mark_scanned,
+    open_database,
+)
+from scrapy_cdp_pool.jobdir.errors import JobdirError
 from scrapy_cdp_pool.jobdir.inflight import InFlight
+from scrapy_cdp_pool.jobdir.lock import JobdirLock
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 DATABASE_NAME = "cdp_pool.sqlite3"
 QUEUE_DIR_NAME = "requests.queue"  # Scrapy's Scheduler: JOBDIR/requests.queue
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS requests (
-    id INTEGER PRIMARY KEY,
-    queue TEXT NOT NULL,
-    in_flight INTEGER NOT NULL DEFAULT 0,
-    data BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS requests_by_queue ON requests (queue, in_flight, id);
-CREATE TABLE IF NOT EXISTS seen (fingerprint BLOB PRIMARY KEY) WITHOUT ROWID;
-"""
 _NEXT = "SELECT id, data FROM requests WHERE queue = ? AND in_flight = 0 ORDER BY id"
 _HEAD = {True: _NEXT + " DESC LIMIT 1", False: _NEXT + " LIMIT 1"}  # LIFO: newest; FIFO: oldest
-
-
-class JobdirError(RuntimeError):
-    """The JOBDIR cannot be used as it is; the message says why and what to do."""
 
 
 @dataclass(frozen=True)
@@ -71,25 +74,32 @@ class JobStore:
     """Not thread-safe: Scrapy calls it from the reactor thread only."""
 
     def __init__(self, path: Path, *, fsync: bool = False) -> None:
+        """Lock the JOBDIR, then open (or create) its database.
+
+        :raises JobdirLocked: another crawl holds the JOBDIR.
+        :raises JobdirCorrupt: the database is empty, not this plugin's, or
+            damaged (naming the file and SQLite's error).
+        :raises JobdirError: written by a newer version, or the lock file
+            cannot be opened.
+        """
         self.path = path
         self.queue_root = str(path.parent / QUEUE_DIR_NAME)
-        self.created = not path.exists()
         self.in_flight = InFlight()
         self.commits = 0
         self._depth = 0
         self._in_transaction = False
-        self._db: sqlite3.Connection | None = sqlite3.connect(path, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={'FULL' if fsync else 'NORMAL'}")
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, SCHEMA_VERSION):
+        self._db: sqlite3.Connection | None = None
+        self._lock: JobdirLock | None = JobdirLock(path.parent)
+        try:
+            self.created = not path.exists()
+            if self.created:
+                create_database(path)
+            else:
+                make_private(path)
+            self._db = open_database(path, fsync=fsync, check=not self.created)
+        except BaseException:
             self.close()
-            raise JobdirError(
-                f"{path}: written by a newer scrapy-cdp-pool (schema {version}, "
-                f"this one reads {SCHEMA_VERSION}); resume it with that version"
-            )
-        self._db.executescript(_SCHEMA)
-        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            raise
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -207,11 +217,36 @@ class JobStore:
             yield StoredRequest(row_id, name, bool(in_flight), data)
 
     def close(self) -> None:
-        if self._db is None:
-            return
-        self._commit()
-        self._db.close()
-        self._db = None
+        """Commit, close the database and release the JOBDIR's lock. Idempotent."""
+        try:
+            if self._db is not None:
+                db = self._db
+                self._commit()
+                self._db = None
+                db.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
+
+
+def check_jobdir(directory: str | Path) -> None:
+    """What the store would refuse, checked before the crawl starts (by the
+    add-on): the JOBDIR locked by another crawl, a database that is empty,
+    not this plugin's or damaged. The lock is released again; the scheduler
+    takes it for the crawl's life when it opens the store.
+
+    :raises JobdirLocked, JobdirCorrupt, JobdirError: as :class:`JobStore`.
+    """
+    path = Path(directory, DATABASE_NAME)
+    lock = JobdirLock(path.parent)
+    try:
+        if path.exists():
+            make_private(path)
+            open_database(path, fsync=False, check=True).close()  # checkpoints the WAL
+            mark_scanned(path)
+    finally:
+        lock.release()
 
 
 def open_jobdir(directory: str | Path) -> JobStore:

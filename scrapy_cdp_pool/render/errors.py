@@ -5,6 +5,10 @@ Scrapy's ``RetryMiddleware`` retries the exceptions in ``RETRY_EXCEPTIONS``
 refused endpoint, a crashed page and a closed connection map onto those, so they
 are retried with no extra setting. Bad input (an unknown action) and a page
 script error are not retried.
+
+Every message here is bounded (:func:`~scrapy_cdp_pool.messages.cap_message`):
+a page's, a browser's or a server's words can be of any size, and they end up
+in the log, the failures file and the exception Scrapy is given.
 """
 
 from __future__ import annotations
@@ -23,10 +27,15 @@ from scrapy_cdp_pool.cdp import (
     CDPError,
     CDPTimeoutError,
 )
+from scrapy_cdp_pool.messages import cap_message
 
 
 class RenderError(Exception):
-    """Base class of the render errors below."""
+    """Base class of the render errors below; the message is cut to
+    :data:`~scrapy_cdp_pool.messages.MESSAGE_LIMIT_CHARS` characters."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(cap_message(message))
 
 
 class NavigationFailed(RenderError):
@@ -36,7 +45,7 @@ class NavigationFailed(RenderError):
     def __init__(self, url: str, reason: str) -> None:
         super().__init__(f"{url}: navigation failed: {reason}")
         self.url = url
-        self.reason = reason
+        self.reason = cap_message(reason)
 
 
 class PageCrashed(RenderError):
@@ -86,8 +95,9 @@ _DNS_TEXT = ("ERR_NAME_NOT_RESOLVED", "ERR_NAME_RESOLUTION_FAILED")
 
 def to_scrapy_error(error: BaseException, request_text: str) -> BaseException:
     """The Scrapy download exception for ``error`` (to raise ``from error``),
-    or ``error`` itself when it is not a download failure (bad input)."""
-    message = f"{request_text}: {error}"
+    or ``error`` itself when it is not a download failure (bad input). The
+    message is cut (:func:`~scrapy_cdp_pool.messages.cap_message`)."""
+    message = cap_message(f"{request_text}: {error}")
     if isinstance(error, (TimeoutError, CDPTimeoutError)):
         return DownloadTimeoutError(message)
     if isinstance(error, ResponseTooLarge):

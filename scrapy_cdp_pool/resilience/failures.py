@@ -11,7 +11,8 @@ Stats: ``cdp_pool/failures`` and ``cdp_pool/failures/<reason>``. With
 ``CDP_POOL_FAILURES_FILE`` set, one JSON object per line is appended to that
 file for each failure: ``time`` (UTC, ISO 8601), ``spider``, ``url``,
 ``method``, ``reason``, ``status`` (``null`` for an exception), ``retry_times``
-and ``message``.
+and ``message`` (cut to 2,000 characters, the original length said:
+:func:`~scrapy_cdp_pool.messages.cap_message`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from scrapy.http import Response
 from scrapy.utils.response import response_status_message
 
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.messages import cap_message
 
 if TYPE_CHECKING:
     from typing import Self
@@ -82,7 +84,7 @@ class FailureRecorderMiddleware:
             "reason": reason,
             "status": status,
             "retry_times": request.meta.get("retry_times", 0),
-            "message": message,
+            "message": cap_message(message),
         }
         self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
 

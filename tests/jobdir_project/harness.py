@@ -135,9 +135,13 @@ class Run:
 
     def finish(self) -> None:
         """Wait for the crawl to end by itself; it must exit with status 0."""
+        assert self.end() == 0, self.log()
+
+    def end(self) -> int:
+        """Wait for the crawl to end by itself; its exit status."""
         self.proc.wait(timeout=EXIT_DEADLINE_S)
         self._close()
-        assert self.proc.returncode == 0, self.log()
+        return self.proc.returncode
 
     def _close(self) -> None:
         self._reader.join(timeout=30)

@@ -12,6 +12,7 @@ Routes live in small modules grouped by purpose:
 - ``sessions``: /login, /account, /refresh, /whoami, /local-storage, /session-inflight
 - ``jobsite``: /jobsite/<n>, /jobsite/fetches (pause-and-resume crawls)
 - ``fidelity``: /fid/* (rendered vs plain Scrapy: encodings, redirects, cookies, auth)
+- ``throws``: /throws (a page script error with a very long message)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import signal
 
 from aiohttp import web
 
-from . import assets, browser, faults, fidelity, jobsite, protocol, sessions, shop, stats
+from . import assets, browser, faults, fidelity, jobsite, protocol, sessions, shop, stats, throws
 from .common import PARKED, cancel_parked
 
 HOST = "127.0.0.1"
@@ -39,6 +40,7 @@ def make_app() -> web.Application:
     app.router.add_routes(faults.routes)
     app.router.add_routes(jobsite.routes)
     app.router.add_routes(fidelity.routes)
+    app.router.add_routes(throws.routes)
     return app
 
 

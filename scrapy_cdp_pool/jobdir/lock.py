@@ -1,0 +1,88 @@
+"""JobdirLock: one crawl at a time per JOBDIR.
+
+Two crawls on one JOBDIR would share its queue: the second would "resume"
+and take the first one's requests in flight, and fetch them again. The durable
+JOBDIR therefore holds an exclusive ``flock`` on ``JOBDIR/cdp_pool.lock`` from
+the moment its database is opened until it is closed, and writes its PID in
+that file. ``flock`` is released by the kernel when the process holding it
+dies, even by SIGKILL: a lock file left by a dead crawl does not block the
+resume (the file stays; only a held lock refuses).
+
+The lock is taken on a file of its own, not on the database: SQLite uses POSIX
+``fcntl`` locks on the database, which a second ``open``/``close`` of the same
+file in this process would drop.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import weakref
+from pathlib import Path
+
+from scrapy_cdp_pool.jobdir.errors import JobdirError
+
+LOCK_NAME = "cdp_pool.lock"
+
+
+class JobdirLocked(JobdirError):
+    """Another crawl (``pid``, when its lock file says) holds the JOBDIR."""
+
+    def __init__(self, directory: Path, pid: int | None) -> None:
+        holder = f"process {pid}" if pid is not None else "another process"
+        super().__init__(
+            f"JOBDIR {directory} is in use by {holder} ({directory / LOCK_NAME} is locked): "
+            "two crawls on one JOBDIR would fetch the same requests; wait for that crawl "
+            "to end (or stop it), or use another JOBDIR"
+        )
+        self.directory = directory
+        self.pid = pid
+
+
+class JobdirLock:
+    """An exclusive ``flock`` on ``directory/cdp_pool.lock`` (created 0600),
+    taken at once or refused.
+
+    :raises JobdirLocked: another open file description holds it (another
+        crawl, or another crawler of this process on the same JOBDIR).
+    :raises JobdirError: the lock file cannot be opened (naming it and the OS
+        error).
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / LOCK_NAME
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            raise JobdirError(f"{self.path}: cannot be opened ({e.strerror})") from e
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            pid = _read_pid(fd)
+            os.close(fd)
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise JobdirLocked(directory, pid) from None
+            raise JobdirError(f"{self.path}: cannot be locked ({e.strerror})") from e
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        # Closing the only descriptor releases the flock: on release(), or
+        # when the lock is garbage-collected unreleased.
+        self._close = weakref.finalize(self, os.close, fd)
+
+    @property
+    def held(self) -> bool:
+        return self._close.alive
+
+    def release(self) -> None:
+        """Unlock and close. Idempotent. The file stays: removing it would let
+        a crawl lock a new file while another still holds the old one."""
+        self._close()
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        return int(text) if text else None
+    except (OSError, ValueError):
+        return None
