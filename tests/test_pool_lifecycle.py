@@ -81,7 +81,7 @@ async def test_embedded_server_is_stopped_at_close(site: SiteServer, browser: st
         assert pool is not None
         assert pool.server is not None
         seen["pid"] = pool.server.pid
-        seen["user_data_dir"] = getattr(pool.server, "_user_data_dir", None)
+        seen["private_dir"] = pool.server.private_dir
         return []
 
     spider, crawler = await crawl(
@@ -91,9 +91,8 @@ async def test_embedded_server_is_stopped_at_close(site: SiteServer, browser: st
     assert len(spider.responses) == 1
     assert seen["pid"]
     assert not process_tree_alive(seen["pid"])
-    if browser == "chromium":
-        assert seen["user_data_dir"]
-        assert not os.path.exists(seen["user_data_dir"])  # noqa: ASYNC240 - a test check
+    assert seen["private_dir"]
+    assert not os.path.exists(seen["private_dir"])  # noqa: ASYNC240 - a test check
     assert get_pool(crawler) is None  # released by both handlers
 
 
