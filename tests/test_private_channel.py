@@ -10,6 +10,7 @@ itself is shown to work. Needs root (to become ``nobody``): skipped otherwise.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -17,14 +18,20 @@ import stat
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import psutil
 import pytest
 import pytest_twisted
 import scrapy
+from twisted.internet.defer import Deferred
 
+from scrapy_cdp_pool.cdp import CDPConnection
 from scrapy_cdp_pool.cdp.transport import split_unix_url
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.identity.relay import unix_socket_relay
 from scrapy_cdp_pool.pool.registry import get_pool
+from scrapy_cdp_pool.pool.servers import embedded_server
 from tests.crawl import crawl
 from tests.profiles import write_profile
 from tests.servers import SiteServer
@@ -162,3 +169,51 @@ async def test_no_other_user_can_reach_a_server_the_crawl_started(
         assert len(lightpanda_sockets) == 2
         assert all(r[2:4] == ["connected", r[3]] and "101" in r[3] for r in lightpanda_sockets)
     assert set(seen["dir_modes"]) == {0o700}
+
+
+async def _upgrade(url: str) -> bytes:
+    """Send a WebSocket upgrade to ``url`` (ws://127.0.0.1:port/path); the
+    status line of the answer, or b"" when the connection is refused."""
+    parts = urlsplit(url)
+    try:
+        reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    except OSError:
+        return b""
+    writer.write(
+        f"GET {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nUpgrade: websocket\r\n"
+        "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    line = await reader.readline()
+    writer.close()
+    return line.strip()
+
+
+async def _relay_checks() -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    server = embedded_server(PoolConfig())
+    endpoint = await server.ensure_running()
+    try:
+        async with unix_socket_relay(endpoint) as url:
+            token = urlsplit(url).path.lstrip("/")
+            seen["token_length"] = len(token)
+            base = url.removesuffix(token)
+            seen["no_token"] = await _upgrade(base)
+            seen["wrong_token"] = await _upgrade(base + "x" * len(token))
+            cdp = await CDPConnection.open(url, open_timeout_s=10, command_timeout_s=10)
+            seen["version"] = (await cdp.send("Browser.getVersion"))["product"]
+            seen["second"] = await _upgrade(url)  # one upgrade only
+            await cdp.close()
+        seen["after"] = await _upgrade(url)
+    finally:
+        await server.stop()
+    return seen
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_sign_in_relay_takes_one_upgrade_at_its_secret_path() -> None:
+    seen = await Deferred.fromFuture(asyncio.ensure_future(_relay_checks()))
+    assert seen["token_length"] >= 43  # 32 random bytes
+    assert seen["no_token"] == seen["wrong_token"] == b"HTTP/1.1 404 Not Found"
+    assert seen["version"]  # Lightpanda answered through the relay
+    assert seen["second"] == seen["after"] == b""  # no longer listening

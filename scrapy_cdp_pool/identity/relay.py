@@ -46,6 +46,8 @@ class _Relay:
             self._tasks.add(task)
         try:
             await self._handle(reader, writer)
+        except asyncio.CancelledError:
+            pass  # the relay is closing (the hook ended): nothing to report
         finally:
             writer.close()
             if task is not None:
