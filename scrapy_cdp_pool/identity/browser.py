@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import os
 import shutil
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -58,7 +57,7 @@ async def playwright_page(
     from playwright.async_api import async_playwright
 
     from scrapy_cdp_pool.pool.private_dir import make_private_dir
-    from scrapy_cdp_pool.pool.servers import CHROMIUM_FLAGS
+    from scrapy_cdp_pool.pool.servers import CHROMIUM_FLAGS, private_env
 
     async with contextlib.AsyncExitStack() as stack:
         playwright = await stack.enter_async_context(async_playwright())
@@ -73,7 +72,7 @@ async def playwright_page(
             browser = await playwright.chromium.launch(
                 executable_path=config.chromium_path,
                 args=[*args, f"--crash-dumps-dir={private / 'crashes'}"],
-                env={**os.environ, "TMPDIR": str(private)},
+                env={**private_env(private)},
                 timeout=timeout_s * 1000,
             )
         else:

@@ -113,6 +113,23 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
 
 _XDG = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
 
+#: the longest path of a Unix socket (``sun_path`` is 108 bytes on Linux)
+MAX_SOCKET_PATH = 107
+
+
+def private_env(private_dir: Path) -> dict[str, str]:
+    """The crawler's environment with ``TMPDIR`` and the XDG base
+    directories in ``private_dir`` (Chromium's ``org.chromium.Chromium.*``
+    files and its crash database, otherwise in /tmp and ~/.config/chromium;
+    Lightpanda's ~/.local/share/lightpanda): all removed with it."""
+    env = {**os.environ}
+    for name in ("TMPDIR", *_XDG):
+        # Short names: Chromium's singleton socket goes in TMPDIR
+        folder = private_dir / name.removeprefix("XDG_").removesuffix("_HOME").lower()
+        folder.mkdir(mode=0o700, exist_ok=True)
+        env[name] = str(folder)
+    return env
+
 
 def _child_setup(pipe_fds: tuple[int, int] | None) -> Callable[[], None]:
     def setup() -> None:  # pragma: no cover - runs in the child
@@ -223,18 +240,8 @@ class EmbeddedServer(ABC):
         return self.private_dir
 
     def _env(self) -> dict[str, str]:
-        """The process's environment: the crawler's, with ``TMPDIR`` and the
-        XDG base directories in the private directory (Chromium's
-        ``org.chromium.Chromium.*`` files and its crash database, otherwise
-        in /tmp and ~/.config/chromium, Lightpanda's ~/.local/share/lightpanda:
-        all removed at stop), and :attr:`extra_env`."""
-        env = {**os.environ}
-        for name in ("TMPDIR", *_XDG):
-            # Short: Chromium's singleton socket goes in TMPDIR (108 bytes at most)
-            folder = self._dir() / name.removeprefix("XDG_").removesuffix("_HOME").lower()
-            folder.mkdir(mode=0o700, exist_ok=True)
-            env[name] = str(folder)
-        return {**env, **self.extra_env}
+        """The process's environment: :func:`private_env` and :attr:`extra_env`."""
+        return {**private_env(self._dir()), **self.extra_env}
 
     async def _spawn(
         self, argv: list[str], pipe_fds: tuple[int, int] | None = None
@@ -374,6 +381,11 @@ class LightpandaServer(EmbeddedServer):
     async def _start(self) -> str:
         binary = self.checked_binary()
         path = str(self._dir() / "cdp.sock")
+        if len(path.encode()) > MAX_SOCKET_PATH:
+            raise ServerStartError(
+                f"the server's socket path {path!r} is longer than a Unix socket's "
+                f"{MAX_SOCKET_PATH} bytes: set TMPDIR to a shorter directory"
+            )
         max_connections = max(16, self.config.connections * 2)
         watchdog = ["--watchdog-ms", str(watchdog_ms(self.config))]
         if any(arg.startswith("--watchdog-ms") for arg in self.config.lightpanda_args):
