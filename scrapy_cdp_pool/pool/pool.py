@@ -172,7 +172,8 @@ class ConnectionPool:
                 connection.endpoint_index
             )
         if self.server is not None and connection.endpoint_index == 0:
-            # Embedded Chromium: every connection shares its pipe.
+            # The embedded server's own channel: Lightpanda's Unix socket (a
+            # connection each), Chromium's pipe (one, every connection shares it).
             cdp = await self.server.connect(info, self.config.connect_timeout_s)
             connection.shared = self.server.shared_channel
         else:
