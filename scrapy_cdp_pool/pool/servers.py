@@ -62,11 +62,12 @@ CHROMIUM_FLAGS = (
     "--safebrowsing-disable-auto-update",
     "--disable-breakpad",
     "--disable-crash-reporter",
-    # Measured with strace on Chromium 156, these flags still left look-ups of
-    # accounts.google.com (its account list, at start), update.googleapis.com
-    # (component updates) and clients2.google.com (network time): their
-    # services are pointed at port 1, which Chromium refuses to connect to
-    # (ERR_UNSAFE_PORT) before any connection is attempted.
+    # Measured with strace on Chromium 156, the flags above still left DNS
+    # look-ups of accounts.google.com (its account list, at start),
+    # update.googleapis.com (component updates) and clients2.google.com
+    # (network time, off below: NetworkTimeServiceQuerying). The first two are
+    # pointed at port 1, which Chromium refuses (ERR_UNSAFE_PORT) before any
+    # connection is attempted.
     "--gaia-url=http://127.0.0.1:1/",
     "--component-updater=url-source=http://127.0.0.1:1/",
     "--disable-dev-shm-usage",
