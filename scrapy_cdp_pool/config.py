@@ -160,9 +160,11 @@ class PoolConfig:
             endpoints=endpoints,
             browser=browser,
             chromium_path=chromium_path,
-            chromium_args=tuple(_str_list(settings, "CDP_POOL_CHROMIUM_ARGS")),
+            chromium_args=_server_args(settings, "CDP_POOL_CHROMIUM_ARGS", _CHROMIUM_EXPOSING),
             lightpanda_path=lightpanda_path,
-            lightpanda_args=tuple(_str_list(settings, "CDP_POOL_LIGHTPANDA_ARGS")),
+            lightpanda_args=_server_args(
+                settings, "CDP_POOL_LIGHTPANDA_ARGS", _LIGHTPANDA_EXPOSING
+            ),
             connections=connections,
             contexts_per_connection=_int(
                 settings, "CDP_POOL_CONTEXTS_PER_CONNECTION", minimum=1, default=1
@@ -343,6 +345,33 @@ def _str_list(settings: BaseSettings, name: str) -> list[str]:
     if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):
         raise ValueError(f"{name}: {raw!r} is not a list of strings")
     return list(raw)
+
+
+#: flags that would open a server to other users (or take its channel from
+#: the plugin): refused by name, whatever their value
+_LIGHTPANDA_EXPOSING = ("--host", "--port", "--advertise-host", "--unix-socket")
+_CHROMIUM_EXPOSING = (
+    "--remote-debugging-address",
+    "--remote-debugging-port",
+    "--remote-debugging-pipe",
+    "--remote-debugging-io-pipes",
+)
+
+
+def _server_args(settings: BaseSettings, name: str, refused: tuple[str, ...]) -> tuple[str, ...]:
+    """A server's extra arguments, without the flags that would expose it:
+    the plugin owns the server's channel (a Unix socket, a pipe) so that no
+    other local user can drive it."""
+    args = _str_list(settings, name)
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        if flag in refused:
+            raise ValueError(
+                f"{name}: {arg!r} is not allowed: the plugin serves CDP on a channel only "
+                f"this user can open (refused flags: {', '.join(refused)}); use "
+                "CDP_POOL_ENDPOINTS for a server of your own"
+            )
+    return tuple(args)
 
 
 def _optional_name(settings: BaseSettings, name: str) -> str | None:

@@ -113,3 +113,31 @@ def test_addon_refuses_a_missing_browser_binary_at_start_up(
         Addon().update_settings(Settings(settings))
     # With endpoints, the pool starts no server: no binary is needed.
     Addon().update_settings(Settings({**settings, "CDP_POOL_ENDPOINTS": ["http://127.0.0.1:9"]}))
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "flag"),
+    [
+        ("CDP_POOL_LIGHTPANDA_ARGS", ["--host", "0.0.0.0"], "--host"),  # noqa: S104
+        ("CDP_POOL_LIGHTPANDA_ARGS", ["--port=9333"], "--port"),
+        ("CDP_POOL_LIGHTPANDA_ARGS", "--log-level,info,--advertise-host,me", "--advertise-host"),
+        ("CDP_POOL_LIGHTPANDA_ARGS", ["--unix-socket", "/run/x.sock"], "--unix-socket"),
+        ("CDP_POOL_CHROMIUM_ARGS", ["--remote-debugging-address=::"], "--remote-debugging-address"),
+        ("CDP_POOL_CHROMIUM_ARGS", ["--remote-debugging-port=9222"], "--remote-debugging-port"),
+    ],
+)  # fmt: skip
+def test_flags_that_would_expose_a_server_are_refused_by_name(
+    name: str, args: Any, flag: str
+) -> None:
+    with pytest.raises(ValueError, match=rf"{name}: '{flag}.*not allowed") as error:
+        config(**{name: args})
+    assert "this user" in str(error.value)
+
+
+def test_other_server_flags_pass() -> None:
+    cfg = config(
+        CDP_POOL_LIGHTPANDA_ARGS=["--log-level", "info", "--watchdog-ms", "500"],
+        CDP_POOL_CHROMIUM_ARGS=["--lang=fr"],
+    )
+    assert cfg.lightpanda_args == ("--log-level", "info", "--watchdog-ms", "500")
+    assert cfg.chromium_args == ("--lang=fr",)

@@ -4,6 +4,7 @@ unreachable endpoint ending the crawl cleanly."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from typing import Any
@@ -12,7 +13,10 @@ import pytest
 import pytest_twisted
 import scrapy
 from scrapy.http import HtmlResponse, Response
+from twisted.internet.defer import Deferred
 
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.pool.pool import ConnectionPool
 from scrapy_cdp_pool.pool.registry import get_pool
 from scrapy_cdp_pool.pool.servers import free_port
 from tests.crawl import crawl
@@ -81,7 +85,7 @@ async def test_embedded_server_is_stopped_at_close(site: SiteServer, browser: st
         assert pool is not None
         assert pool.server is not None
         seen["pid"] = pool.server.pid
-        seen["user_data_dir"] = getattr(pool.server, "_user_data_dir", None)
+        seen["private_dir"] = pool.server.private_dir
         return []
 
     spider, crawler = await crawl(
@@ -91,9 +95,8 @@ async def test_embedded_server_is_stopped_at_close(site: SiteServer, browser: st
     assert len(spider.responses) == 1
     assert seen["pid"]
     assert not process_tree_alive(seen["pid"])
-    if browser == "chromium":
-        assert seen["user_data_dir"]
-        assert not os.path.exists(seen["user_data_dir"])  # noqa: ASYNC240 - a test check
+    assert seen["private_dir"]
+    assert not os.path.exists(seen["private_dir"])  # noqa: ASYNC240 - a test check
     assert get_pool(crawler) is None  # released by both handlers
 
 
@@ -138,3 +141,40 @@ async def test_unreachable_endpoint_ends_the_crawl_with_a_clear_error(site: Site
     assert crawler.stats.get_value("finish_reason") == "cdp_pool_unavailable"
     assert spider.failures
     assert all(dead in str(f.value) for f in spider.failures), spider.failures
+
+
+async def _retire_on_the_shared_pipe() -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    pool = ConnectionPool(PoolConfig(browser="chromium", connections=2))
+    await pool.start()
+    try:
+        first = pool.connections[0].cdp
+        seen["shared"] = all(c.cdp is first and c.shared for c in pool.connections)
+        pid = pool.server.pid if pool.server is not None else None
+        await pool.connections[0].retire("a test")
+        async with pool.lease() as lease:  # waits for the reconnect
+            context = await lease.new_context()
+            target = await lease.cdp.send(
+                "Target.createTarget", {"url": "about:blank", "browserContextId": context}
+            )
+            seen["target"] = bool(target.get("targetId"))
+        second = pool.connections[0].cdp
+        seen["new_pipe"] = second is not first and all(c.cdp is second for c in pool.connections)
+        seen["restarts"] = pool.server.restarts if pool.server is not None else None
+        seen["new_browser"] = pool.server is not None and pool.server.pid != pid
+        seen["old_gone"] = pid is not None and not process_tree_alive(pid)
+    finally:
+        await pool.close()
+    return seen
+
+
+@pytest_twisted.ensureDeferred
+async def test_retiring_a_connection_on_chromiums_pipe_restarts_the_browser() -> None:
+    """The embedded Chromium's connections share its one pipe: retiring one
+    (a dispose that did not answer) closes the pipe, the browser exits, and
+    the pool starts a new one that every connection shares again."""
+    seen = await Deferred.fromFuture(asyncio.ensure_future(_retire_on_the_shared_pipe()))
+    assert seen == {
+        "shared": True, "target": True, "new_pipe": True, "restarts": 1,
+        "new_browser": True, "old_gone": True,
+    }  # fmt: skip

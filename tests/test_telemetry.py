@@ -171,7 +171,7 @@ async def test_embedded_server_status_lines_json_lines_and_stats(
     idle_line = next(line for line in lines if line.startswith("Status (idle)"))
     assert "downloads 0/4 active" in idle_line
     assert "server lightpanda (embedded)" in idle_line
-    assert "per endpoint http://127.0.0.1:" in idle_line
+    assert "per endpoint ws+unix:///" in idle_line  # its private socket
 
     stats = crawler.stats.get_stats()
     assert stats["cdp_pool/server_rss_mb_max"] > 0

@@ -24,7 +24,7 @@ from scrapy_cdp_pool.cdp.errors import (
     CDPProtocolError,
     CDPTimeoutError,
 )
-from scrapy_cdp_pool.cdp.transport import WebSocketStream, open_stream
+from scrapy_cdp_pool.cdp.transport import Stream, open_pipe, open_stream
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ class CDPConnection:
     def __init__(self, url: str, command_timeout_s: float) -> None:
         self.url = url
         self.command_timeout_s = command_timeout_s
-        self._stream: WebSocketStream | None = None
+        self._stream: Stream | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
         self._handlers: dict[str, EventHandler] = {}
@@ -72,7 +72,8 @@ class CDPConnection:
     async def open(
         cls, url: str, *, open_timeout_s: float, command_timeout_s: float
     ) -> CDPConnection:
-        """Connect to ``url`` (``ws://host:port/...``).
+        """Connect to ``url`` (``ws://host:port/...``, or
+        ``ws+unix:///path/to/socket:/`` for a Unix socket).
 
         :raises CDPConnectError: refused, unreachable, timed out after
             ``open_timeout_s`` seconds, or the upgrade answered with an HTTP
@@ -93,6 +94,20 @@ class CDPConnection:
             ) from e
         except (OSError, TimeoutError, InvalidURI, WebSocketException) as e:
             raise CDPConnectError(f"cannot connect to {url}: {e!r}") from e
+        return connection
+
+    @classmethod
+    async def open_pipe(
+        cls, name: str, write_fd: int, read_fd: int, *, command_timeout_s: float
+    ) -> CDPConnection:
+        """A connection over a Chromium started with
+        ``--remote-debugging-pipe``: ``write_fd`` feeds its fd 3, ``read_fd``
+        reads its fd 4 (both owned by the connection from then on; closing it
+        makes the browser exit). ``name`` stands for the URL in messages."""
+        connection = cls(name, command_timeout_s)
+        connection._stream = await open_pipe(
+            name, write_fd, read_fd, connection._on_message, connection._mark_closed
+        )
         return connection
 
     @property

@@ -8,6 +8,12 @@ received message is handed to the caller straight from ``data_received``.
 Framing, masking, the opening and closing handshakes and ping replies are
 websockets' own (``websockets.client.ClientProtocol``), the documented way to
 embed it in another I/O layer.
+
+Three channels: a WebSocket over TCP (``ws://``, ``wss://``: remote
+endpoints), a WebSocket over a Unix socket (``ws+unix:///path/to/sock:/``, the
+form Lightpanda advertises for ``serve --unix-socket``: the socket's path, a
+colon, the resource), and Chromium's ``--remote-debugging-pipe``
+(:class:`PipeStream`: JSON messages each ended by a NUL byte).
 """
 
 from __future__ import annotations
@@ -15,18 +21,49 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import ssl
 from collections.abc import Callable
-from typing import cast
+from typing import Protocol, cast
 
 from websockets.client import ClientProtocol
 from websockets.exceptions import InvalidState, InvalidStatus, InvalidURI
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
-from websockets.uri import parse_uri
+from websockets.uri import WebSocketURI, parse_uri
 
 MessageHandler = Callable[[bytes], None]
 LostHandler = Callable[[str], None]
+
+UNIX_SCHEME = "ws+unix://"
+
+
+def unix_socket_url(path: str, resource: str = "/") -> str:
+    """The endpoint naming a WebSocket on the Unix socket at ``path`` (absolute)."""
+    return f"{UNIX_SCHEME}{path}:{resource}"
+
+
+def split_unix_url(url: str) -> tuple[str, str]:
+    """``(socket path, resource)`` of a ``ws+unix:///path:/resource`` URL.
+
+    :raises InvalidURI: not that form (the path must be absolute).
+    """
+    rest = url[len(UNIX_SCHEME) :] if url.startswith(UNIX_SCHEME) else ""
+    path, sep, resource = rest.partition(":")
+    if not path.startswith("/") or not sep:
+        raise InvalidURI(url, "expected ws+unix:///absolute/path/to/socket:/resource")
+    return path, resource or "/"
+
+
+class Stream(Protocol):
+    """What :class:`~scrapy_cdp_pool.cdp.client.CDPConnection` needs of a channel."""
+
+    url: str
+    closed: bool
+
+    def send_text(self, data: bytes) -> None: ...
+    def close(self) -> None: ...
+    def abort(self) -> None: ...
 
 
 class WebSocketStream(asyncio.Protocol):
@@ -36,7 +73,7 @@ class WebSocketStream(asyncio.Protocol):
         self, url: str, on_message: MessageHandler, on_lost: LostHandler, logger: logging.Logger
     ) -> None:
         self.url = url
-        self._ws = ClientProtocol(parse_uri(url), max_size=None, logger=logger)
+        self._ws = ClientProtocol(_ws_uri(url), max_size=None, logger=logger)
         self._on_message = on_message
         self._on_lost = on_lost
         self._transport: asyncio.Transport | None = None
@@ -135,6 +172,13 @@ class WebSocketStream(asyncio.Protocol):
                 self._fragments.append(bytes(frame.data))
 
 
+def _ws_uri(url: str) -> WebSocketURI:
+    if url.startswith(UNIX_SCHEME):
+        # The host only fills the Host header (Lightpanda accepts "localhost").
+        return parse_uri("ws://localhost" + split_unix_url(url)[1])
+    return parse_uri(url)
+
+
 async def open_stream(
     url: str,
     on_message: MessageHandler,
@@ -143,21 +187,26 @@ async def open_stream(
     timeout_s: float,
     logger: logging.Logger,
 ) -> WebSocketStream:
-    """Connect to ``url`` (``ws://`` or ``wss://``) and complete the opening
-    handshake within ``timeout_s`` seconds.
+    """Connect to ``url`` (``ws://``, ``wss://`` or ``ws+unix://``) and
+    complete the opening handshake within ``timeout_s`` seconds.
 
     :raises InvalidStatus: the server answered the upgrade with an HTTP error.
     :raises InvalidURI: ``url`` is not a WebSocket URL.
     :raises OSError, TimeoutError: refused, unreachable or too slow.
     """
-    uri = parse_uri(url)
     loop = asyncio.get_running_loop()
     stream = WebSocketStream(url, on_message, on_lost, logger)
-    ssl_context = ssl.create_default_context() if uri.secure else None
     async with asyncio.timeout(timeout_s):
-        transport, _ = await loop.create_connection(
-            lambda: stream, uri.host, uri.port, ssl=ssl_context
-        )
+        transport: asyncio.BaseTransport
+        if url.startswith(UNIX_SCHEME):
+            path = split_unix_url(url)[0]
+            transport, _ = await loop.create_unix_connection(lambda: stream, path)
+        else:
+            uri = parse_uri(url)
+            ssl_context = ssl.create_default_context() if uri.secure else None
+            transport, _ = await loop.create_connection(
+                lambda: stream, uri.host, uri.port, ssl=ssl_context
+            )
         try:
             await stream.wait_open()
         except BaseException:
@@ -166,4 +215,112 @@ async def open_stream(
     return stream
 
 
-__all__ = ["InvalidStatus", "InvalidURI", "WebSocketStream", "open_stream"]
+class PipeStream(asyncio.Protocol):
+    """Chromium's ``--remote-debugging-pipe``: messages written to the
+    browser's fd 3 and read from its fd 4, each a JSON text ended by a NUL
+    byte. Create with :func:`open_pipe`. The browser exits when the pipe
+    closes."""
+
+    def __init__(self, url: str, on_message: MessageHandler, on_lost: LostHandler) -> None:
+        self.url = url
+        self._on_message = on_message
+        self._on_lost = on_lost
+        self._writer: asyncio.WriteTransport | None = None
+        self._reader: asyncio.ReadTransport | None = None
+        self._buffer = bytearray()
+        self._pending: list[bytes] = []
+        self._flush_scheduled = False
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._reader = cast(asyncio.ReadTransport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._buffer += data
+        while True:
+            end = self._buffer.find(0)
+            if end < 0:
+                return
+            message = bytes(self._buffer[:end])
+            del self._buffer[: end + 1]
+            self._on_message(message)
+            if self.closed:
+                return
+
+    def eof_received(self) -> bool | None:
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost(f"connection lost: {exc!r}" if exc else "closed by the browser")
+
+    def _lost(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._writer is not None:
+            self._writer.close()
+        self._on_lost(reason)
+
+    def send_text(self, data: bytes) -> None:
+        """Queue one message; those queued in one event-loop turn are written
+        together at its end.
+
+        :raises ConnectionError: the pipe is closed."""
+        if self.closed or self._writer is None or self._writer.is_closing():
+            raise ConnectionError(f"{self.url}: pipe closed")
+        self._pending.append(data)
+        self._pending.append(b"\0")
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        data, self._pending = b"".join(self._pending), []
+        if data and self._writer is not None and not self._writer.is_closing():
+            self._writer.write(data)
+
+    def close(self) -> None:
+        """Close both ends (the browser then exits)."""
+        self._flush()
+        if self._writer is not None:
+            self._writer.close()
+        if self._reader is not None:
+            self._reader.close()
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.abort()
+        if self._reader is not None:
+            self._reader.close()
+
+
+async def open_pipe(
+    url: str, write_fd: int, read_fd: int, on_message: MessageHandler, on_lost: LostHandler
+) -> PipeStream:
+    """A :class:`PipeStream` over the parent's ends of the browser's pipe
+    (``write_fd`` feeds its fd 3, ``read_fd`` reads its fd 4); both fds are
+    owned by the stream from then on. ``url`` names it in messages."""
+    loop = asyncio.get_running_loop()
+    stream = PipeStream(url, on_message, on_lost)
+    os.set_blocking(write_fd, False)
+    os.set_blocking(read_fd, False)
+    await loop.connect_read_pipe(lambda: stream, os.fdopen(read_fd, "rb", buffering=0))
+    writer, _ = await loop.connect_write_pipe(
+        asyncio.BaseProtocol, os.fdopen(write_fd, "wb", buffering=0)
+    )
+    stream._writer = writer
+    return stream
+
+
+__all__ = [
+    "InvalidStatus",
+    "InvalidURI",
+    "PipeStream",
+    "Stream",
+    "WebSocketStream",
+    "open_pipe",
+    "open_stream",
+    "split_unix_url",
+    "unix_socket_url",
+]

@@ -1,18 +1,33 @@
 """Playwright pages for code you write yourself (sign-in hooks, ``profile
 create``), on the same CDP servers the pool uses.
 
-Playwright connects over CDP (``chromium.connect_over_cdp``) to a running
-server, opens one context with a profile's storage state and identity, gives
-the page to the caller, and reads the context's storage state at the end.
+Playwright opens one context with a profile's storage state and identity,
+gives the page to the caller, and reads the context's storage state at the
+end. It reaches the browser by a channel only the crawl's user can use:
+
+- a remote endpoint (``CDP_POOL_ENDPOINTS``): ``chromium.connect_over_cdp``
+  to it, as given;
+- the embedded Lightpanda (a Unix socket): ``connect_over_cdp`` through a
+  one-use relay on 127.0.0.1 at a random path
+  (:func:`~scrapy_cdp_pool.identity.relay.unix_socket_relay`);
+- the embedded Chromium (a pipe nothing else can join): a short-lived
+  Chromium of the hook's own, ``chromium.launch`` with
+  ``CDP_POOL_CHROMIUM_PATH`` and the pool's flags (Playwright talks to it
+  over a pipe too).
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import shutil
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.cdp.transport import UNIX_SCHEME
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.identity.relay import unix_socket_relay
 from scrapy_cdp_pool.render.errors import PoolUnavailable
 
 if TYPE_CHECKING:
@@ -22,17 +37,48 @@ if TYPE_CHECKING:
     from scrapy_cdp_pool.pool.server_options import ServerOptions
 
 
+#: Playwright's own pipe replaces these; it chooses headless itself
+_NOT_FOR_LAUNCH = ("--headless", "--remote-debugging-")
+
+
 @asynccontextmanager
 async def playwright_page(
-    endpoint: str, context_args: dict[str, Any], timeout_s: float
+    endpoint: str,
+    context_args: dict[str, Any],
+    timeout_s: float,
+    config: PoolConfig | None = None,
 ) -> AsyncIterator[tuple[BrowserContext, Page]]:
     """A new context (``Browser.new_context(**context_args)``) and page on
-    the CDP server at ``endpoint``; both closed at the end, the server left
-    running. ``timeout_s`` is Playwright's default timeout for each step."""
+    the CDP server at ``endpoint`` (a URL, the embedded Lightpanda's
+    ``ws+unix://`` socket, or the embedded Chromium's ``pipe:`` name: then a
+    Chromium of its own is launched, with ``config``'s path and flags); both
+    closed at the end, the server left running. ``timeout_s`` is
+    Playwright's default timeout for each step."""
     from playwright.async_api import async_playwright
 
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.connect_over_cdp(endpoint, timeout=timeout_s * 1000)
+    from scrapy_cdp_pool.pool.private_dir import make_private_dir
+    from scrapy_cdp_pool.pool.servers import CHROMIUM_FLAGS, private_env
+
+    async with contextlib.AsyncExitStack() as stack:
+        playwright = await stack.enter_async_context(async_playwright())
+        if endpoint.startswith("pipe:"):
+            config = config or PoolConfig(browser="chromium")
+            private = make_private_dir("hook")
+            stack.callback(shutil.rmtree, private, True)
+            args = [
+                a for a in (*CHROMIUM_FLAGS, *config.chromium_args)
+                if not a.startswith(_NOT_FOR_LAUNCH)
+            ]  # fmt: skip
+            browser = await playwright.chromium.launch(
+                executable_path=config.chromium_path,
+                args=[*args, f"--crash-dumps-dir={private / 'crashes'}"],
+                env={**private_env(private)},
+                timeout=timeout_s * 1000,
+            )
+        else:
+            if endpoint.startswith(UNIX_SCHEME):
+                endpoint = await stack.enter_async_context(unix_socket_relay(endpoint))
+            browser = await playwright.chromium.connect_over_cdp(endpoint, timeout=timeout_s * 1000)
         try:
             context = await browser.new_context(**context_args)
             context.set_default_timeout(timeout_s * 1000)

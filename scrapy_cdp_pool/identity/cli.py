@@ -199,6 +199,7 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
     server = None
     endpoint = args.endpoint
     dedicated = False
+    config = None
     if endpoint is None:
         # As in a crawl: Lightpanda, with the proxy and time zone for the
         # whole server, unless the identity needs what only Chromium does.
@@ -208,10 +209,14 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
             # whole (embedded, short-lived) server.
             needs -= server_options.covers
             dedicated = True
-        server = embedded_server(PoolConfig(browser=browser), server_options if dedicated else None)
+        config = PoolConfig(browser=browser)
+        server = embedded_server(config, server_options if dedicated else None)
         endpoint = await server.ensure_running()
     try:
-        info = await discover(endpoint, args.timeout)
+        if server is not None:
+            info = await server.server_info(args.timeout)
+        else:
+            info = await discover(endpoint, args.timeout)
         missing = needs & info.unsupported
         if missing:
             raise ValueError(f"{info.label} cannot honour {describe_requirements(missing)}; "
@@ -219,7 +224,10 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
         async with (
             asyncio.timeout(args.timeout),
             playwright_page(
-                endpoint, playwright_context_args(profile, dedicated=dedicated), args.timeout
+                endpoint,
+                playwright_context_args(profile, dedicated=dedicated),
+                args.timeout,
+                config,
             ) as (
                 context,
                 page,

@@ -266,7 +266,7 @@ class ProfileMiddleware:
         async with (
             asyncio.timeout(timeout_s),
             endpoint_for(pool, requires, server_options) as endpoint,
-            playwright_page(endpoint, args, timeout_s) as (context, page),
+            playwright_page(endpoint, args, timeout_s, pool.config) as (context, page),
         ):
             await run_hook(hook, profile, page)
             state = await context.storage_state()

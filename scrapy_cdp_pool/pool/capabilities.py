@@ -15,6 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from scrapy_cdp_pool.cdp.transport import UNIX_SCHEME, split_unix_url
+
+#: the most a ``/json/version`` answer over a Unix socket may hold
+_MAX_VERSION_BYTES = 1 << 20
+
 
 @dataclass(frozen=True)
 class ServerInfo:
@@ -62,11 +67,60 @@ def _get_json(url: str, timeout_s: float) -> dict[str, Any]:
     return data
 
 
+async def _get_json_unix(endpoint: str, resource: str, timeout_s: float) -> dict[str, Any]:
+    """GET ``resource`` over the Unix socket of a ``ws+unix://`` endpoint
+    (our own Lightpanda's), within ``timeout_s`` seconds in all."""
+    path = split_unix_url(endpoint)[0]
+    async with asyncio.timeout(timeout_s):
+        reader, writer = await asyncio.open_unix_connection(path)
+        try:
+            writer.write(
+                f"GET {resource} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n"
+                "Connection: close\r\n\r\n".encode()
+            )
+            head = await reader.readuntil(b"\r\n\r\n")
+            status = head.split(b"\r\n", 1)[0].split(b" ")
+            if len(status) < 2 or status[1] != b"200":
+                raise ValueError(f"answered {head[:80]!r}")
+            length = next(
+                (
+                    int(line.split(b":", 1)[1])
+                    for line in head.lower().split(b"\r\n")
+                    if line.startswith(b"content-length:")
+                ),
+                None,
+            )
+            if length is None or not 0 <= length <= _MAX_VERSION_BYTES:
+                raise ValueError(f"answered no usable Content-Length: {head[:200]!r}")
+            body = await reader.readexactly(length)
+        finally:
+            writer.close()
+    data = json.loads(body)
+    if not isinstance(data, dict):
+        raise ValueError(f"{endpoint}{resource} did not answer a JSON object")
+    return data
+
+
+def info_from_browser_version(endpoint: str, version: dict[str, Any]) -> ServerInfo:
+    """:class:`ServerInfo` of a Chromium reached over its pipe, from its
+    ``Browser.getVersion`` answer (there is no ``/json/version``)."""
+    return info_from_version(
+        endpoint,
+        {
+            "Browser": str(version.get("product", "")),
+            "User-Agent": str(version.get("userAgent", "")),
+            "webSocketDebuggerUrl": endpoint,
+        },
+    )
+
+
 def info_from_version(endpoint: str, version: dict[str, Any]) -> ServerInfo:
     """Build :class:`ServerInfo` from a ``/json/version`` document."""
     parts = urlsplit(endpoint)
     ws_url = version.get("webSocketDebuggerUrl") or ""
-    if parts.scheme in ("ws", "wss"):
+    if not parts.scheme.startswith(("http", "ws")) or parts.scheme == "ws+unix":
+        ws_url = endpoint  # our own server's channel (a Unix socket, a pipe)
+    elif parts.scheme in ("ws", "wss"):
         ws_url = endpoint
     elif ws_url:
         # A server advertises its own idea of its host; use the one we reached.
@@ -103,9 +157,19 @@ async def discover(endpoint: str, timeout_s: float) -> ServerInfo:
     A ``ws://`` endpoint whose HTTP root does not answer is used as is, with
     kind ``"unknown"`` and Chromium's capabilities.
 
-    :raises OSError: an ``http://`` endpoint is unreachable or answers garbage
-        within ``timeout_s`` seconds.
+    A ``ws+unix://`` endpoint (the embedded Lightpanda's socket) is asked
+    over that socket.
+
+    :raises OSError: an ``http://`` or ``ws+unix://`` endpoint is unreachable
+        or answers garbage within ``timeout_s`` seconds.
     """
+    if endpoint.startswith(UNIX_SCHEME):
+        try:
+            return info_from_version(
+                endpoint, await _get_json_unix(endpoint, "/json/version", timeout_s)
+            )
+        except (OSError, ValueError, TimeoutError, asyncio.IncompleteReadError) as e:
+            raise OSError(f"{endpoint} /json/version: {e!r}") from e
     url = _http_root(endpoint) + "/json/version"
     try:
         version = await asyncio.to_thread(_get_json, url, timeout_s)

@@ -69,6 +69,9 @@ class PooledConnection:
     #: pages kept for reuse (``CDP_POOL_REUSE_PAGES``); with the leased ones,
     #: never more live contexts than ``capacity``
     idle_pages: list[IdlePage] = field(default_factory=list)
+    #: its CDP connection is shared with the pool's other connections (the
+    #: embedded Chromium's pipe): retiring it restarts the browser
+    shared: bool = False
 
     def drop_idle_pages(self) -> None:
         """Forget the kept pages of a connection that is gone: they went
@@ -118,11 +121,17 @@ class PooledConnection:
 
     async def retire(self, reason: str) -> None:
         """Close the WebSocket (the server then ends every page on it, even one
-        stuck in JavaScript); the pool replaces the connection."""
+        stuck in JavaScript); the pool replaces the connection. On a
+        :attr:`shared` channel (the embedded Chromium's pipe) that closes the
+        pipe: the browser exits, the pages of the other connections fail (and
+        are retried), and the pool starts a new browser."""
         if self.cdp is None or self.cdp.closed:
             return
         self.counters.retired += 1
-        logger.warning("Retiring CDP connection %s: %s", self.name, reason)
+        logger.warning(
+            "Retiring CDP connection %s: %s%s", self.name, reason,
+            " (it shares the browser's pipe: restarting the browser)" if self.shared else "",
+        )  # fmt: skip
         await self.cdp.close()
 
     def row(self, endpoint: str | None) -> dict[str, Any]:

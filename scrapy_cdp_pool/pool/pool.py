@@ -155,6 +155,8 @@ class ConnectionPool:
         self.slots.wake()
 
     async def _discover(self, endpoint_index: int) -> ServerInfo:
+        if self.server is not None and endpoint_index == 0:
+            return await self.server.server_info(self.config.connect_timeout_s)
         return await discover(self.endpoints[endpoint_index], self.config.connect_timeout_s)
 
     async def _connect(self, connection: PooledConnection) -> None:
@@ -169,11 +171,17 @@ class ConnectionPool:
             info = self.infos[connection.endpoint_index] = await self._discover(
                 connection.endpoint_index
             )
-        cdp = await CDPConnection.open(
-            info.ws_url,
-            open_timeout_s=self.config.connect_timeout_s,
-            command_timeout_s=self.config.command_timeout_s,
-        )
+        if self.server is not None and connection.endpoint_index == 0:
+            # The embedded server's own channel: Lightpanda's Unix socket (a
+            # connection each), Chromium's pipe (one, every connection shares it).
+            cdp = await self.server.connect(info, self.config.connect_timeout_s)
+            connection.shared = self.server.shared_channel
+        else:
+            cdp = await CDPConnection.open(
+                info.ws_url,
+                open_timeout_s=self.config.connect_timeout_s,
+                command_timeout_s=self.config.command_timeout_s,
+            )
         if self.state in (PoolState.CLOSING, PoolState.CLOSED):
             await cdp.close()
             return

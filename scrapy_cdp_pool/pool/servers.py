@@ -1,9 +1,15 @@
 """Embedded CDP servers: the Lightpanda binary of the ``lightpanda`` wheel, or a
 local Chromium. Start, wait until ready (with a deadline), stop, restart.
 
-Both listen on 127.0.0.1 only. Each runs in its own process group, so the whole
-tree (Chromium is a dozen processes) is stopped with its leader, and on Linux
-the leader is sent SIGTERM if the crawler process dies first.
+Neither listens on a network port: Lightpanda serves CDP on a Unix socket
+(``serve --unix-socket``, mode 0600) in a private directory (mode 0700, see
+:mod:`~scrapy_cdp_pool.pool.private_dir`), Chromium over a pipe
+(``--remote-debugging-pipe``): no other local user can open a CDP session on
+them. Neither phones home: Lightpanda runs with
+``LIGHTPANDA_DISABLE_TELEMETRY=true``, Chromium with its background services
+switched off (:data:`CHROMIUM_FLAGS`). Each runs in its own process group, so
+the whole tree (Chromium is a dozen processes) is stopped with its leader, and
+on Linux the leader is sent SIGTERM if the crawler process dies first.
 """
 
 from __future__ import annotations
@@ -12,19 +18,23 @@ import asyncio
 import contextlib
 import ctypes
 import dataclasses
+import fcntl
 import logging
 import os
-import re
 import shutil
 import signal
 import socket
 import sys
-import tempfile
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scrapy_cdp_pool.cdp import CDPConnectError, CDPConnection, CDPError
+from scrapy_cdp_pool.cdp.transport import unix_socket_url
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover, info_from_browser_version
+from scrapy_cdp_pool.pool.private_dir import make_private_dir, sweep_once
 from scrapy_cdp_pool.pool.server_options import ServerOptions
 
 logger = logging.getLogger(__name__)
@@ -35,9 +45,31 @@ CHROMIUM_FLAGS = (
     "--disable-gpu",
     "--disable-quic",
     "--no-first-run",
+    # No connection the pages did not cause: no background services (update,
+    # sync, safe browsing lists, field trials, domain reliability reports,
+    # hyperlink pings), no crash reports (no dumps under $HOME either).
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--disable-field-trial-config",
+    "--disable-default-apps",
+    "--disable-component-extensions-with-background-pages",
+    "--disable-search-engine-choice-screen",
+    "--no-service-autorun",
+    "--no-pings",
+    "--safebrowsing-disable-auto-update",
+    "--disable-breakpad",
+    "--disable-crash-reporter",
+    # Measured with strace on Chromium 156, the flags above still left DNS
+    # look-ups of accounts.google.com (its account list, at start),
+    # update.googleapis.com (component updates) and clients2.google.com
+    # (network time, off below: NetworkTimeServiceQuerying). The first two are
+    # pointed at port 1, which Chromium refuses (ERR_UNSAFE_PORT) before any
+    # connection is attempted.
+    "--gaia-url=http://127.0.0.1:1/",
+    "--component-updater=url-source=http://127.0.0.1:1/",
     "--disable-dev-shm-usage",
     "--mute-audio",
     "--hide-scrollbars",
@@ -54,9 +86,19 @@ CHROMIUM_FLAGS = (
     "--no-default-browser-check",
     "--metrics-recording-only",
     "--password-store=basic",
-    "--disable-features=Translate,OptimizationHints,MediaRouter,PaintHolding",
+    # One --disable-features only: Chromium reads the last one it is given.
+    (
+        "--disable-features=Translate,OptimizationHints,OptimizationHintsFetching,"
+        "OptimizationGuideModelDownloading,OptimizationTargetPrediction,MediaRouter,"
+        "DialMediaRouteProvider,PaintHolding,AutofillServerCommunication,"
+        "CertificateTransparencyComponentUpdater,SafeBrowsingOnDemand,"
+        "InterestFeedContentSuggestions,LensOverlay,GlobalMediaControls,NetworkTimeServiceQuerying"
+    ),
 )
-_DEVTOOLS_LINE = re.compile(rb"DevTools listening on (ws://\S+)")
+
+#: Lightpanda reads it at start (``strings`` on 1.0.2 shows it): without it,
+#: every server looks up and calls its vendor's telemetry host
+LIGHTPANDA_ENV = {"LIGHTPANDA_DISABLE_TELEMETRY": "true"}
 
 
 class ServerStartError(RuntimeError):
@@ -70,6 +112,39 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
+_XDG = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+
+#: the longest path of a Unix socket (``sun_path`` is 108 bytes on Linux)
+MAX_SOCKET_PATH = 107
+
+
+def private_env(private_dir: Path) -> dict[str, str]:
+    """The crawler's environment with ``TMPDIR`` and the XDG base
+    directories in ``private_dir`` (Chromium's ``org.chromium.Chromium.*``
+    files and its crash database, otherwise in /tmp and ~/.config/chromium;
+    Lightpanda's ~/.local/share/lightpanda): all removed with it."""
+    env = {**os.environ}
+    for name in ("TMPDIR", *_XDG):
+        # Short names: Chromium's singleton socket goes in TMPDIR
+        folder = private_dir / name.removeprefix("XDG_").removesuffix("_HOME").lower()
+        folder.mkdir(mode=0o700, exist_ok=True)
+        env[name] = str(folder)
+    return env
+
+
+def _child_setup(pipe_fds: tuple[int, int] | None) -> Callable[[], None]:
+    def setup() -> None:  # pragma: no cover - runs in the child
+        _die_with_parent()
+        if pipe_fds is not None:
+            # Chromium's --remote-debugging-pipe: it reads fd 3, writes fd 4.
+            # Moved out of the way first, in case either already is 3 or 4.
+            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in pipe_fds]
+            os.dup2(high[0], 3)
+            os.dup2(high[1], 4)
+
+    return setup
+
+
 def free_port() -> int:
     """A free TCP port on 127.0.0.1 (bind to 0, read, release)."""
     with socket.socket() as s:
@@ -80,9 +155,11 @@ def free_port() -> int:
 class EmbeddedServer(ABC):
     """A CDP server process this crawler owns.
 
-    :attr:`endpoint` is the ``http://127.0.0.1:<port>`` root (Lightpanda) or the
-    ``ws://`` browser URL (Chromium) of the running process; it changes when the
-    server is restarted.
+    :attr:`endpoint` names the running process's channel: the
+    ``ws+unix:///<private dir>/cdp.sock:/`` socket (Lightpanda) or
+    ``pipe:chromium/<pid>`` (Chromium); it changes when the server is
+    restarted. :attr:`private_dir` is the server's own directory (mode 0700),
+    removed at stop.
     """
 
     kind: str
@@ -98,6 +175,7 @@ class EmbeddedServer(ABC):
         self._proc: asyncio.subprocess.Process | None = None
         self._lock = asyncio.Lock()
         self._stopping = False
+        self.private_dir: Path | None = None
 
     @property
     def pid(self) -> int | None:
@@ -120,13 +198,20 @@ class EmbeddedServer(ABC):
                 return self.endpoint
             if self._proc is not None:
                 self.restarts += 1
+                how = (
+                    f"exited with code {self._proc.returncode}"
+                    if self._proc.returncode is not None
+                    else "closed its channel"
+                )
                 logger.warning(
-                    "The embedded %s server%s (pid %s) exited with code %s; restarting it",
-                    self.kind, f" {self.purpose}" if self.purpose else "", self._proc.pid,
-                    self._proc.returncode,
+                    "The embedded %s server%s (pid %s) %s; restarting it",
+                    self.kind, f" {self.purpose}" if self.purpose else "", self._proc.pid, how,
                 )  # fmt: skip
+                await self._kill(1.0)
                 await self._cleanup()
             self._stopping = False
+            sweep_once()
+            self.private_dir = make_private_dir(self.kind)
             try:
                 async with asyncio.timeout(self.config.server_start_timeout_s):
                     self.endpoint = await self._start()
@@ -150,15 +235,27 @@ class EmbeddedServer(ABC):
             await self._kill(grace_s)
             await self._cleanup()
 
-    async def _spawn(self, argv: list[str]) -> asyncio.subprocess.Process:
+    def _dir(self) -> Path:
+        if self.private_dir is None:
+            raise RuntimeError("the server's private directory is made by ensure_running()")
+        return self.private_dir
+
+    def _env(self) -> dict[str, str]:
+        """The process's environment: :func:`private_env` and :attr:`extra_env`."""
+        return {**private_env(self._dir()), **self.extra_env}
+
+    async def _spawn(
+        self, argv: list[str], pipe_fds: tuple[int, int] | None = None
+    ) -> asyncio.subprocess.Process:
         try:
             self._proc = await asyncio.create_subprocess_exec(
                 *argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE,
-                preexec_fn=_die_with_parent,
-                env={**os.environ, **self.extra_env} if self.extra_env else None,
+                preexec_fn=_child_setup(pipe_fds),
+                pass_fds=(3, 4) if pipe_fds is not None else (),
+                env=self._env(),
             )
         except OSError as e:
             raise ServerStartError(f"cannot start {argv[0]}: {e}") from e
@@ -209,6 +306,27 @@ class EmbeddedServer(ABC):
         if drain is not None:
             drain.cancel()
             await asyncio.gather(drain, return_exceptions=True)
+        if self.private_dir is not None:
+            shutil.rmtree(self.private_dir, ignore_errors=True)
+            self.private_dir = None
+
+    #: whether every connection to it is one shared channel (:meth:`connect`)
+    shared_channel = False
+
+    async def server_info(self, timeout_s: float) -> ServerInfo:
+        """What the running server is (see :func:`discover`).
+
+        :raises OSError: it does not answer within ``timeout_s`` seconds."""
+        return await discover(self.endpoint or "", timeout_s)
+
+    async def connect(self, info: ServerInfo, timeout_s: float) -> CDPConnection:
+        """A CDP connection to the running server (:attr:`shared_channel`:
+        the same one each time; closing it stops the server).
+
+        :raises CDPConnectError: it does not accept one within ``timeout_s``."""
+        return await CDPConnection.open(
+            info.ws_url, open_timeout_s=timeout_s, command_timeout_s=self.config.command_timeout_s
+        )
 
     @abstractmethod
     def checked_binary(self) -> str:
@@ -231,7 +349,8 @@ def watchdog_ms(config: PoolConfig) -> int:
 
 class LightpandaServer(EmbeddedServer):
     """``lightpanda serve`` from the ``lightpanda`` wheel (or
-    ``CDP_POOL_LIGHTPANDA_PATH``), with ``--cdp-max-connections`` at least the
+    ``CDP_POOL_LIGHTPANDA_PATH``) on a Unix socket in its private directory,
+    with telemetry off (:data:`LIGHTPANDA_ENV`), ``--cdp-max-connections`` at least the
     pool's connections (Lightpanda answers HTTP 503 past it), and
     ``--watchdog-ms`` below ``DOWNLOAD_TIMEOUT`` (:func:`watchdog_ms`) unless
     ``CDP_POOL_LIGHTPANDA_ARGS`` sets it."""
@@ -257,21 +376,29 @@ class LightpandaServer(EmbeddedServer):
             )
         return binary
 
+    def _env(self) -> dict[str, str]:
+        return {**super()._env(), **LIGHTPANDA_ENV}
+
     async def _start(self) -> str:
         binary = self.checked_binary()
-        port = free_port()
+        path = str(self._dir() / "cdp.sock")
+        if len(path.encode()) > MAX_SOCKET_PATH:
+            raise ServerStartError(
+                f"the server's socket path {path!r} is longer than a Unix socket's "
+                f"{MAX_SOCKET_PATH} bytes: set TMPDIR to a shorter directory"
+            )
         max_connections = max(16, self.config.connections * 2)
         watchdog = ["--watchdog-ms", str(watchdog_ms(self.config))]
         if any(arg.startswith("--watchdog-ms") for arg in self.config.lightpanda_args):
             watchdog = []
         argv = [
-            binary, "serve", "--host", "127.0.0.1", "--port", str(port),
+            binary, "serve", "--unix-socket", path,
             "--cdp-max-connections", str(max_connections),
             "--log-level", "error", *watchdog,
             *self.config.lightpanda_args,
         ]  # fmt: skip
         proc = await self._spawn(argv)
-        endpoint = f"http://127.0.0.1:{port}"
+        endpoint = unix_socket_url(path)
         delay = 0.01
         while True:  # no readiness line to read: connect until it accepts
             if proc.returncode is not None:
@@ -279,7 +406,7 @@ class LightpandaServer(EmbeddedServer):
                     f"lightpanda exited with code {proc.returncode} at start: {self.stderr_tail()}"
                 )
             try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
+                _, writer = await asyncio.open_unix_connection(path)
             except OSError:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 0.2)
@@ -293,21 +420,38 @@ class LightpandaServer(EmbeddedServer):
 
 class ChromiumServer(EmbeddedServer):
     """A local Chromium (``CDP_POOL_CHROMIUM_PATH``) with
-    ``--remote-debugging-port=0``, headless flags and a temporary
-    ``--user-data-dir`` removed at stop; ready when it prints its
-    ``DevTools listening on ws://...`` line."""
+    ``--remote-debugging-pipe`` (no port), headless and quiet flags
+    (:data:`CHROMIUM_FLAGS`), its ``--user-data-dir``, crash directory and
+    ``TMPDIR`` in its private directory. Ready when it answers
+    ``Browser.getVersion`` over the pipe.
+
+    The pipe is one CDP connection, :attr:`cdp`, shared by the pool's
+    connections (commands have distinct ids, events are routed by session);
+    closing it makes Chromium exit, and :meth:`ensure_running` starts a new
+    one."""
 
     kind = "chromium"
 
     def __init__(self, config: PoolConfig) -> None:
         super().__init__(config)
-        self._user_data_dir: str | None = None
-        self._ws_url: asyncio.Future[str] | None = None
+        #: the CDP connection over the pipe, while the browser runs
+        self.cdp: CDPConnection | None = None
+        #: its ``Browser.getVersion`` answer
+        self.version: dict[str, Any] = {}
 
-    def _on_stderr_line(self, line: bytes) -> None:
-        match = _DEVTOOLS_LINE.search(line)
-        if match and self._ws_url is not None and not self._ws_url.done():
-            self._ws_url.set_result(match.group(1).decode())
+    shared_channel = True
+
+    @property
+    def running(self) -> bool:
+        return super().running and self.cdp is not None and not self.cdp.closed
+
+    async def server_info(self, timeout_s: float) -> ServerInfo:
+        return info_from_browser_version(self.endpoint or "", self.version)
+
+    async def connect(self, info: ServerInfo, timeout_s: float) -> CDPConnection:
+        if self.cdp is None or self.cdp.closed:
+            raise CDPConnectError(f"{self.endpoint}: the browser's pipe is closed")
+        return self.cdp
 
     def checked_binary(self) -> str:
         """The binary's path.
@@ -323,8 +467,7 @@ class ChromiumServer(EmbeddedServer):
 
     async def _start(self) -> str:
         path = self.checked_binary()
-        self._user_data_dir = tempfile.mkdtemp(prefix="cdp-pool-chromium-")
-        self._ws_url = asyncio.get_running_loop().create_future()
+        private = self._dir()
         extra: list[str] = []
         if "image" in self.config.block_resources:
             # Not even requested: cheaper than intercepting each image (they are
@@ -332,31 +475,59 @@ class ChromiumServer(EmbeddedServer):
             extra.append("--blink-settings=imagesEnabled=false")
         argv = [
             path, *CHROMIUM_FLAGS, *extra, *self.config.chromium_args,
-            "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
-            f"--user-data-dir={self._user_data_dir}", "about:blank",
+            "--remote-debugging-pipe",
+            f"--user-data-dir={private / 'profile'}",
+            f"--crash-dumps-dir={private / 'crashes'}",
+            "about:blank",
         ]  # fmt: skip
-        proc = await self._spawn(argv)
+        to_browser = os.pipe()  # (read: its fd 3, write: ours)
+        from_browser = os.pipe()  # (read: ours, write: its fd 4)
+        try:
+            proc = await self._spawn(argv, pipe_fds=(to_browser[0], from_browser[1]))
+        except BaseException:
+            for fd in (*to_browser, *from_browser):
+                os.close(fd)
+            raise
+        os.close(to_browser[0])
+        os.close(from_browser[1])
+        name = f"pipe:chromium/{proc.pid}"
+        self.cdp = await CDPConnection.open_pipe(
+            name, to_browser[1], from_browser[0],
+            command_timeout_s=self.config.command_timeout_s,
+        )  # fmt: skip
         exited: asyncio.Future[int] = asyncio.ensure_future(proc.wait())
-        waited: set[asyncio.Future[Any]] = {self._ws_url, exited}
+        answer = asyncio.ensure_future(self.cdp.send("Browser.getVersion", timeout_s=3600))
+        waited: set[asyncio.Future[Any]] = {answer, exited}
         try:
             await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
         finally:
             exited.cancel()
-        if self._ws_url.done():
-            ws_url = self._ws_url.result()
-            logger.debug("chromium pid %s serves CDP at %s", proc.pid, ws_url)
-            return ws_url
+            answer.cancel()
+        if answer.done() and not answer.cancelled() and answer.exception() is None:
+            self.version = answer.result()
+            logger.debug("chromium pid %s serves CDP over its pipe", proc.pid)
+            return name
+        error = answer.exception() if answer.done() and not answer.cancelled() else None
+        if isinstance(error, CDPError) and proc.returncode is None:
+            raise ServerStartError(
+                f"chromium did not answer over its pipe: {error}: {self.stderr_tail()}"
+            )
         raise ServerStartError(
             f"chromium exited with code {proc.returncode} at start: {self.stderr_tail()}"
         )
 
+    async def _kill(self, grace_s: float = 5.0) -> None:
+        # Closing the pipe is Chromium's own way out: it exits at once.
+        if self.cdp is not None:
+            await self.cdp.close()
+        await super()._kill(grace_s)
+
     async def _cleanup(self) -> None:
+        cdp, self.cdp = self.cdp, None
+        if cdp is not None:
+            await cdp.close()
+        self.version = {}
         await super()._cleanup()
-        if self._ws_url is not None and not self._ws_url.done():
-            self._ws_url.cancel()
-        if self._user_data_dir:
-            shutil.rmtree(self._user_data_dir, ignore_errors=True)
-            self._user_data_dir = None
 
 
 def embedded_server(

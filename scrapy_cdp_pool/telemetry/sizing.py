@@ -181,7 +181,8 @@ async def measure(
     try:
         if server is not None:
             where = "embedded"
-            info = await discover(await server.ensure_running(), timeout_s)
+            await server.ensure_running()
+            info = await server.server_info(timeout_s)
             server_pid = server.pid
         else:
             where = f"endpoint {endpoint}"
@@ -220,9 +221,13 @@ async def measure(
             return value
 
         report.idle_mb = await reading("idle")
-        open_connections.extend(
-            await asyncio.gather(*(_connect(info, timeout_s) for _ in range(connections)))
-        )
+
+        async def connect() -> CDPConnection:
+            if server is not None:  # its own channel (a Unix socket, Chromium's pipe)
+                return await server.connect(info, timeout_s)
+            return await _connect(info, timeout_s)
+
+        open_connections.extend(await asyncio.gather(*(connect() for _ in range(connections))))
         report.connections_mb = await reading(f"{_count(connections, 'connection')}, no page")
         one_per_page = info.max_contexts_per_connection == 1
         gate = asyncio.Semaphore(max(4, connections))  # pages loading at once
@@ -235,7 +240,7 @@ async def measure(
         for target in steps:
             needed = target if one_per_page else connections
             while len(open_connections) < needed:
-                open_connections.append(await _connect(info, timeout_s))
+                open_connections.append(await connect())
             opened = await asyncio.gather(*(open_one(i) for i in range(len(pages), target)))
             pages.extend(opened)
             failed = sum(1 for p in pages if not p.loaded)
@@ -249,7 +254,8 @@ async def measure(
         pages.clear()
         report.after_closing_pages_mb = await reading("after closing the pages")
         for cdp in open_connections:
-            await cdp.close()
+            if server is None or not server.shared_channel:  # closing a pipe stops Chromium
+                await cdp.close()
         open_connections.clear()
         report.after_closing_connections_mb = await reading("after closing the connections")
         return report

@@ -1,0 +1,101 @@
+"""The private directory of each server the plugin starts: its CDP socket,
+its ``TMPDIR``, Chromium's profile and crash directories.
+
+Made with :func:`tempfile.mkdtemp` (mode 0700, in the system's temporary
+directory) as ``cdp-pool-*``, with a marker file naming the process that made
+it (PID and start time). Removed when the server stops; what a killed crawl
+left behind is removed by the next start (:func:`remove_stale_dirs`): only
+directories with the marker, owned by this user, whose maker is no longer
+running.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import psutil
+
+logger = logging.getLogger(__name__)
+
+PREFIX = "cdp-pool-"
+MARKER = ".cdp-pool-owner"
+
+_swept = False
+
+
+def _start_time(pid: int) -> float | None:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.Error, OSError):
+        return None
+
+
+def make_private_dir(kind: str) -> Path:
+    """A new ``cdp-pool-<kind>-*`` directory, mode 0700, with the marker."""
+    path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-"))
+    owner = {"pid": os.getpid(), "start_time": _start_time(os.getpid())}
+    marker = path / MARKER
+    fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(owner, f)
+    return path
+
+
+def _maker_alive(marker: Path) -> bool:
+    try:
+        owner = json.loads(marker.read_text(encoding="utf-8"))
+        pid = int(owner["pid"])
+        started = owner.get("start_time")
+    except (OSError, ValueError, KeyError, TypeError):
+        return True  # unreadable: not ours to judge, leave it
+    now = _start_time(pid)
+    if now is None:
+        return False
+    return started is None or abs(now - float(started)) < 1.0  # else: the PID was reused
+
+
+def remove_stale_dirs(root: str | None = None) -> list[Path]:
+    """Remove the private directories of servers whose crawl died without
+    stopping them (SIGKILL, power loss): only ``cdp-pool-*`` directories in
+    ``root`` (default: the system's temporary directory) that are owned by
+    this user, hold the marker, and whose maker process is gone. Returns
+    what it removed. Never raises."""
+    base = Path(root or tempfile.gettempdir())
+    removed: list[Path] = []
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return removed
+    uid = os.getuid()
+    for entry in entries:
+        if not entry.name.startswith(PREFIX):
+            continue
+        try:
+            if not entry.is_dir() or entry.is_symlink() or entry.stat().st_uid != uid:
+                continue
+        except OSError:
+            continue
+        marker = entry / MARKER
+        if not marker.is_file() or _maker_alive(marker):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    if removed:
+        logger.info(
+            "Removed %d directory(ies) left by crawls that were killed: %s",
+            len(removed), ", ".join(str(p) for p in removed),
+        )  # fmt: skip
+    return removed
+
+
+def sweep_once() -> None:
+    """:func:`remove_stale_dirs`, once per process (at the first server start)."""
+    global _swept
+    if not _swept:
+        _swept = True
+        remove_stale_dirs()
