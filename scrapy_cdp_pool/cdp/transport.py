@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import cast
 
 from websockets.client import ClientProtocol
-from websockets.exceptions import InvalidState, InvalidStatus, InvalidURI
+from websockets.exceptions import InvalidState, InvalidStatus, InvalidURI, PayloadTooBig
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.uri import parse_uri
@@ -33,10 +33,23 @@ class WebSocketStream(asyncio.Protocol):
     """One client WebSocket. Create with :func:`open_stream`."""
 
     def __init__(
-        self, url: str, on_message: MessageHandler, on_lost: LostHandler, logger: logging.Logger
+        self,
+        url: str,
+        on_message: MessageHandler,
+        on_lost: LostHandler,
+        logger: logging.Logger,
+        max_size: int | None = None,
     ) -> None:
         self.url = url
-        self._ws = ClientProtocol(parse_uri(url), max_size=None, logger=logger)
+        # websockets checks max_size against each frame's announced length
+        # before reading its payload, and against the sum of a fragmented
+        # message's frames, so neither one huge frame nor endless fragments
+        # are buffered past it (here or in self._fragments).
+        self._ws = ClientProtocol(parse_uri(url), max_size=max_size, logger=logger)
+        self.max_size = max_size
+        #: why the connection was failed by this side (``PayloadTooBig``: a
+        #: message over ``max_size``), read by the owner in ``on_lost``
+        self.failure: Exception | None = None
         self._on_message = on_message
         self._on_lost = on_lost
         self._transport: asyncio.Transport | None = None
@@ -53,6 +66,8 @@ class WebSocketStream(asyncio.Protocol):
         self._write_pending()
 
     def data_received(self, data: bytes) -> None:
+        if self.failure is not None:
+            return  # failed: what still arrives is dropped
         self._ws.receive_data(data)
         for event in self._ws.events_received():
             if isinstance(event, Frame):
@@ -63,7 +78,25 @@ class WebSocketStream(asyncio.Protocol):
                     self._opened.set_result(None)
                 else:
                     self._opened.set_exception(error)
+        if self._ws.parser_exc is not None:
+            self._fail(self._ws.parser_exc)
+            return
         self._write_pending()  # pongs, close replies
+
+    def _fail(self, error: Exception) -> None:
+        """websockets failed the connection (a message over ``max_size``:
+        ``PayloadTooBig``, code 1009; a framing error): send its close frame,
+        drop the socket at once (a hostile server may go on sending and never
+        close its side) and tell the owner."""
+        self.failure = error
+        self._fragments = []
+        self._write_pending()
+        self.abort()
+        if not self.closed:
+            self.closed = True
+            if not self._opened.done():
+                self._opened.set_exception(ConnectionError(str(error)))
+            self._on_lost(f"failed: {error}")
 
     def eof_received(self) -> bool | None:
         self._ws.receive_eof()
@@ -71,6 +104,8 @@ class WebSocketStream(asyncio.Protocol):
         return None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.failure is not None:
+            return  # the owner was told in _fail
         self.closed = True
         reason = f"connection lost: {exc!r}" if exc else "closed by the server"
         if not self._opened.done():
@@ -142,9 +177,12 @@ async def open_stream(
     *,
     timeout_s: float,
     logger: logging.Logger,
+    max_size: int | None = None,
 ) -> WebSocketStream:
     """Connect to ``url`` (``ws://`` or ``wss://``) and complete the opening
-    handshake within ``timeout_s`` seconds.
+    handshake within ``timeout_s`` seconds. A received message over
+    ``max_size`` bytes (``None``: no limit) fails the connection: the stream's
+    ``failure`` is then websockets' ``PayloadTooBig`` when ``on_lost`` is called.
 
     :raises InvalidStatus: the server answered the upgrade with an HTTP error.
     :raises InvalidURI: ``url`` is not a WebSocket URL.
@@ -152,7 +190,7 @@ async def open_stream(
     """
     uri = parse_uri(url)
     loop = asyncio.get_running_loop()
-    stream = WebSocketStream(url, on_message, on_lost, logger)
+    stream = WebSocketStream(url, on_message, on_lost, logger, max_size)
     ssl_context = ssl.create_default_context() if uri.secure else None
     async with asyncio.timeout(timeout_s):
         transport, _ = await loop.create_connection(
@@ -166,4 +204,4 @@ async def open_stream(
     return stream
 
 
-__all__ = ["InvalidStatus", "InvalidURI", "WebSocketStream", "open_stream"]
+__all__ = ["InvalidStatus", "InvalidURI", "PayloadTooBig", "WebSocketStream", "open_stream"]

@@ -9,9 +9,12 @@ in ``Network.responseReceivedExtraInfo``.
 from __future__ import annotations
 
 import asyncio
+import http.client
+import io
 import json
-import urllib.request
+import ssl
 from dataclasses import dataclass
+from email.message import Message
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -45,21 +48,100 @@ def _http_root(endpoint: str) -> str:
     return urlunsplit((scheme, parts.netloc, "", "", ""))
 
 
-#: no proxy from the environment (``http_proxy``): a CDP endpoint is asked
-#: directly, like its WebSocket (a crawler's proxy cannot reach its own
-#: 127.0.0.1 servers)
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+MAX_VERSION_BYTES = 1 << 20
+"""Largest ``/json/version`` answer read, headers and body (a real one is
+under 1 KB)."""
 
 
-def _get_json(url: str, timeout_s: float) -> dict[str, Any]:
-    if not url.startswith(("http://", "https://")):
+async def _get_json(url: str, timeout_s: float) -> dict[str, Any]:
+    """GET ``url`` and parse its JSON object, the whole request within
+    ``timeout_s`` seconds (a server that sends one byte at a time does not
+    keep it going). Asyncio, not a thread: a pool closed during it cancels
+    it. Asked directly, never through a proxy from the environment
+    (``http_proxy``): a CDP endpoint is reached like its WebSocket (a
+    crawler's proxy cannot reach its own 127.0.0.1 servers).
+
+    :raises OSError: unreachable, or no full answer within ``timeout_s``.
+    :raises ValueError: not HTTP 200, over :data:`MAX_VERSION_BYTES`, or not
+        a JSON object.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{url} is not an http(s) URL")
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})  # noqa: S310
-    with _DIRECT.open(request, timeout=timeout_s) as response:
-        data = json.loads(response.read())
+    secure = parts.scheme == "https"
+    port = parts.port or (443 if secure else 80)
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    request = (
+        f"GET {parts.path or '/'} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        "Accept: application/json\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        async with asyncio.timeout(timeout_s):
+            reader, writer = await asyncio.open_connection(
+                parts.hostname, port, ssl=ssl.create_default_context() if secure else None
+            )
+            try:
+                writer.write(request.encode("ascii"))
+                status, headers, body = await _read_answer(reader)
+            finally:
+                writer.transport.abort()
+    except TimeoutError as e:
+        raise TimeoutError(f"no full answer within {timeout_s:g} s") from e
+    if status != 200:
+        raise ValueError(f"answered HTTP {status}, not 200")
+    if "chunked" in headers.get("Transfer-Encoding", "").lower():
+        body = _unchunk(body)
+    data = json.loads(body)
     if not isinstance(data, dict):
         raise ValueError(f"{url} did not answer a JSON object")
     return data
+
+
+async def _read_answer(reader: asyncio.StreamReader) -> tuple[int, Message, bytes]:
+    """Status, headers and body of an HTTP/1.1 answer whose body ends at its
+    ``Content-Length`` or with the connection, at most
+    :data:`MAX_VERSION_BYTES` in all.
+
+    :raises ValueError: larger, or not HTTP.
+    """
+    raw = b""
+    head_end = content_length = -1
+    while len(raw) <= MAX_VERSION_BYTES:
+        if head_end < 0 and b"\r\n\r\n" in raw:
+            head_end = raw.index(b"\r\n\r\n") + 4
+            status_line, _, header_text = raw[:head_end].partition(b"\r\n")
+            fields = status_line.split(b" ", 2)
+            if len(fields) < 2 or not fields[0].startswith(b"HTTP/") or not fields[1].isdigit():
+                raise ValueError(f"did not answer HTTP ({status_line[:80]!r})")
+            status = int(fields[1])
+            headers = http.client.parse_headers(io.BytesIO(header_text))
+            length = headers.get("Content-Length", "")
+            content_length = int(length) if length.strip().isdigit() else -1
+        if 0 <= content_length <= len(raw) - head_end:
+            break
+        chunk = await reader.read(MAX_VERSION_BYTES + 1 - len(raw))
+        if not chunk:
+            break
+        raw += chunk
+    if len(raw) > MAX_VERSION_BYTES:
+        raise ValueError(f"answered more than {MAX_VERSION_BYTES} bytes")
+    if head_end < 0:
+        raise ValueError(f"did not answer HTTP ({raw[:80]!r})")
+    end = head_end + content_length if content_length >= 0 else len(raw)
+    return status, headers, raw[head_end:end]
+
+
+def _unchunk(body: bytes) -> bytes:
+    """Decode a chunked body (RFC 9112 7.1), trailers ignored."""
+    out = bytearray()
+    while body:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            break
+        out += body[:size]
+        body = body[size + 2 :]
+    return bytes(out)
 
 
 def info_from_version(endpoint: str, version: dict[str, Any]) -> ServerInfo:
@@ -103,12 +185,13 @@ async def discover(endpoint: str, timeout_s: float) -> ServerInfo:
     A ``ws://`` endpoint whose HTTP root does not answer is used as is, with
     kind ``"unknown"`` and Chromium's capabilities.
 
-    :raises OSError: an ``http://`` endpoint is unreachable or answers garbage
-        within ``timeout_s`` seconds.
+    :raises OSError: an ``http://`` endpoint is unreachable, answers garbage,
+        or does not answer in full within ``timeout_s`` seconds (the whole
+        request, not each read).
     """
     url = _http_root(endpoint) + "/json/version"
     try:
-        version = await asyncio.to_thread(_get_json, url, timeout_s)
+        version = await _get_json(url, timeout_s)
     except (OSError, ValueError) as e:
         if urlsplit(endpoint).scheme in ("ws", "wss"):
             return ServerInfo("unknown", "", endpoint, None, False)
