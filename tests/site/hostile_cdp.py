@@ -160,9 +160,7 @@ class HostileCDP:
                     await self.endless(writer)
                     return
                 if method == "Page.navigate" and self.mode == "huge":
-                    prefix = b'{"id": %d, "result": {"frameId": "' % msg_id
-                    payload = prefix + b"x" * self.size + b'"}}'
-                    await send(writer, payload)
+                    await self.huge(writer, msg_id)
                     continue
                 if method == "Page.navigate" and self.mode.startswith("flood"):
                     flood = asyncio.ensure_future(self.flood(writer, command.get("sessionId")))
@@ -171,6 +169,19 @@ class HostileCDP:
         finally:
             if flood is not None:
                 flood.cancel()
+
+    async def huge(self, writer: asyncio.StreamWriter, msg_id: int) -> None:
+        """One valid answer of ``size`` bytes of string, streamed as it is
+        written (the server holds 1 MiB of it at a time)."""
+        prefix, suffix = b'{"id": %d, "result": {"frameId": "' % msg_id, b'"}}'
+        writer.write(frame_header(0x1, len(prefix) + self.size + len(suffix)) + prefix)
+        left = self.size
+        while left:
+            chunk = _CHUNK[: min(left, len(_CHUNK))]
+            writer.write(chunk.replace(b" ", b"x"))
+            left -= len(chunk)
+            await writer.drain()
+        writer.write(suffix)
 
     async def endless(self, writer: asyncio.StreamWriter) -> None:
         if self.mode == "endless-frame":
