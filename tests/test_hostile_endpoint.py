@@ -173,9 +173,9 @@ def test_an_endless_version_answer_is_refused_at_a_size(hostile: HostileServer) 
 
 @pytest.mark.parametrize(
     ("hostile", "variants"),
-    [(("not-object",), 4), (("wrong-types",), 6)],
+    [(("not-object",), 4), (("wrong-types",), 6), (("bad-frames",), 4)],
     indirect=["hostile"],
-    ids=["not-object", "wrong-types"],
+    ids=["not-object", "wrong-types", "bad-frames"],
 )
 def test_a_malformed_message_is_named_once_per_connection(
     hostile: HostileServer, variants: int

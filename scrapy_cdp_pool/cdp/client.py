@@ -343,6 +343,8 @@ class CDPConnection:
                     limit_bytes=limit,
                 )
             )
+        elif failure is not None:  # a framing error, a text frame not UTF-8
+            self._malformed(f"a WebSocket frame that breaks the protocol ({failure})")
         else:
             self._mark_closed(reason)
 

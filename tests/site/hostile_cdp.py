@@ -20,6 +20,8 @@ other command answered ``{}``), and misbehaves in one way, chosen by ``MODE``:
 - ``version-endless``: ``/json/version`` sends a body that never ends;
 - ``not-object``: answers the first command of each connection with JSON that
   is not an object (``[]``, ``1``, ``"x"``, ``null``, in turn);
+- ``bad-frames``: answers the first command of each connection with a frame
+  that breaks the WebSocket protocol (see :data:`BAD_FRAMES`, in turn);
 - ``wrong-types``: answers the first command of each connection with an object
   of the wrong types (``id`` a string, ``error`` a string, ``result`` a list,
   ``params`` a list, ``method`` a number, ``sessionId`` a number, in turn).
@@ -47,6 +49,10 @@ _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 _CHUNK = b" " * (1 << 20)
 
 NOT_OBJECTS = [b"[]", b"1", b'"x"', b"null"]
+
+#: frames that break RFC 6455: a reserved opcode, a reserved bit, a text frame
+#: that is not UTF-8, a continuation with no message to continue
+BAD_FRAMES = [b"\x83\x00", b"\xc1\x02{}", b"\x81\x02\xff\xfe", b"\x80\x02{}"]
 
 
 def wrong_types(msg_id: int) -> list[dict[str, Any]]:
@@ -146,8 +152,13 @@ class HostileCDP:
                     continue  # read, never answered
                 command = json.loads(message)
                 msg_id, method = command["id"], command["method"]
-                if first and self.mode in ("not-object", "wrong-types"):
+                if first and self.mode in ("not-object", "wrong-types", "bad-frames"):
                     first = False
+                    if self.mode == "bad-frames":
+                        print(f"BAD {number}", flush=True)
+                        writer.write(BAD_FRAMES[number % len(BAD_FRAMES)])
+                        await writer.drain()
+                        continue
                     if self.mode == "not-object":
                         bad = NOT_OBJECTS[number % len(NOT_OBJECTS)]
                     else:
