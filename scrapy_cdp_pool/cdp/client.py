@@ -14,7 +14,7 @@ import itertools
 import json
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
@@ -27,6 +27,7 @@ from scrapy_cdp_pool.cdp.errors import (
     CDPProtocolError,
     CDPTimeoutError,
 )
+from scrapy_cdp_pool.cdp.messages import Malformed, excerpt, optional
 from scrapy_cdp_pool.cdp.transport import PayloadTooBig, WebSocketStream, open_stream
 
 logger = logging.getLogger(__name__)
@@ -270,24 +271,24 @@ class CDPConnection:
             self._malformed(f"a message that is not JSON ({e})")
             return
         if not isinstance(message, dict):
-            self._malformed(f"a message that is not a JSON object ({_excerpt(raw)})")
+            self._malformed(f"a message that is not a JSON object ({excerpt(raw)})")
             return
         try:
             self._dispatch(message)
-        except _Malformed as e:
-            self._malformed(f"{e} ({_excerpt(raw)})")
+        except Malformed as e:
+            self._malformed(f"{e} ({excerpt(raw)})")
 
     def _dispatch(self, message: dict[str, Any]) -> None:
         """Route one message.
 
-        :raises _Malformed: a field has the wrong type.
+        :raises Malformed: a field has the wrong type.
         """
         msg_id = message.get("id")
         if msg_id is not None:
             if not isinstance(msg_id, int) or isinstance(msg_id, bool):
-                raise _Malformed("an answer whose id is not an integer")
-            error = _optional(message, "error", dict)
-            result = _optional(message, "result", dict)
+                raise Malformed("an answer whose id is not an integer")
+            error = optional(message, "error", dict)
+            result = optional(message, "result", dict)
             entry = self._pending.get(msg_id)
             if entry is None or entry[1].done():
                 return  # answer to a command that timed out or was cancelled
@@ -306,20 +307,20 @@ class CDPConnection:
             return
         method = message.get("method", "")
         if not isinstance(method, str):
-            raise _Malformed("an event whose method is not a string")
-        params = _optional(message, "params", dict) or {}
-        session_id = _optional(message, "sessionId", str)
+            raise Malformed("an event whose method is not a string")
+        params = optional(message, "params", dict) or {}
+        session_id = optional(message, "sessionId", str)
         if method == "Target.attachedToTarget" and self.auto_attach and session_id is None:
-            info = _optional(params, "targetInfo", dict) or {}
-            target_id = _optional(info, "targetId", str)
-            attached = _optional(params, "sessionId", str)
+            info = optional(params, "targetInfo", dict) or {}
+            target_id = optional(info, "targetId", str)
+            attached = optional(params, "sessionId", str)
             if target_id and attached:
                 self._attached[target_id] = attached
                 if len(self._attached) > MAX_UNCLAIMED_TARGETS:
                     del self._attached[next(iter(self._attached))]
             return
         if session_id is None and method == "Target.detachedFromTarget":
-            session_id = _optional(params, "sessionId", str)  # tell the session it is gone
+            session_id = optional(params, "sessionId", str)  # tell the session it is gone
         handler = self._handlers.get(session_id or _BROWSER)
         if handler is not None:
             try:
@@ -328,7 +329,7 @@ class CDPConnection:
                 # A handler reading a field of the wrong type: name it once,
                 # not an asyncio "Fatal error" traceback from data_received.
                 logger.debug("%s: handling %s failed", self.url, method, exc_info=True)
-                raise _Malformed(f"an event {method} whose params could not be read ({e!r})") from e
+                raise Malformed(f"an event {method} whose params could not be read ({e!r})") from e
 
     def _malformed(self, what: str) -> None:
         self._fail(CDPMalformedMessage(f"{self.url} sent {what}"))
@@ -378,30 +379,3 @@ class CDPConnection:
         callbacks, self._close_callbacks = self._close_callbacks, []
         for callback in callbacks:
             callback()
-
-
-class _Malformed(Exception):
-    """A field of a server's message has the wrong type."""
-
-
-_T = TypeVar("_T")
-
-
-def _optional(obj: dict[str, Any], key: str, kind: type[_T]) -> _T | None:
-    """``obj[key]``, ``None`` when missing or null.
-
-    :raises _Malformed: it is there but not a ``kind``.
-    """
-    value = obj.get(key)
-    if value is None or isinstance(value, kind):
-        return value
-    raise _Malformed(f"a message whose {key!r} is not a {_JSON_NAMES.get(kind, kind.__name__)}")
-
-
-_JSON_NAMES: dict[type, str] = {dict: "JSON object", str: "string", int: "integer"}
-
-
-def _excerpt(raw: bytes, limit: int = 80) -> str:
-    """The start of a raw message, for a log line."""
-    text = raw[:limit].decode("utf-8", "replace")
-    return repr(text) + (f"... ({len(raw)} bytes)" if len(raw) > limit else "")

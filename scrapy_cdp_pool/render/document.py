@@ -92,12 +92,12 @@ class DocumentTracker:
         one, a server flooding them must not grow the page without bound."""
         self.set_cookies.pop(request_id, None)
         self.set_cookies[request_id] = values
-        keep = self.document.network_id if self.document is not None else None
-        for key in list(self.set_cookies):
-            if len(self.set_cookies) <= MAX_SET_COOKIE_RESPONSES:
-                break
-            if key != keep:
-                del self.set_cookies[key]
+        if len(self.set_cookies) > MAX_SET_COOKIE_RESPONSES:
+            keep = self.document.network_id if self.document is not None else None
+            for key in self.set_cookies:  # oldest first
+                if key != keep:
+                    del self.set_cookies[key]
+                    break
 
     def on_redirect(self, url: str, status: int) -> None:
         self.redirects.append((url, status))
