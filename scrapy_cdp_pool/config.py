@@ -55,6 +55,8 @@ class PoolConfig:
     server_start_timeout_s: float = 30.0
     connect_timeout_s: float = 10.0
     command_timeout_s: float = 30.0
+    #: largest CDP message accepted from a server (MB): a DOM, a screenshot
+    max_message_mb: float = 256.0
     navigation_timeout_s: float = 30.0
     action_timeout_s: float = 10.0
     context_close_timeout_s: float = 5.0
@@ -92,6 +94,11 @@ class PoolConfig:
     #: keep a clean page open for the next request of its identity on the same
     #: connection (None: on Chromium only)
     reuse_pages: bool | None = None
+
+    @property
+    def max_message_bytes(self) -> int:
+        """``max_message_mb`` in bytes, for the CDP client."""
+        return int(self.max_message_mb * (1 << 20))
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> PoolConfig:
@@ -175,6 +182,7 @@ class PoolConfig:
             ),
             connect_timeout_s=_seconds(settings, "CDP_POOL_CONNECT_TIMEOUT_SECONDS", 10.0),
             command_timeout_s=_seconds(settings, "CDP_POOL_COMMAND_TIMEOUT_SECONDS", 30.0),
+            max_message_mb=_megabytes(settings, "CDP_POOL_MAX_MESSAGE_MB", 256.0),
             navigation_timeout_s=_seconds(settings, "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", 30.0),
             action_timeout_s=_seconds(settings, "CDP_POOL_ACTION_TIMEOUT_SECONDS", 10.0),
             context_close_timeout_s=_seconds(
@@ -263,6 +271,20 @@ def _optional_path(settings: BaseSettings, name: str) -> str | None:
     if not isinstance(raw, str):
         raise ValueError(f"{name}: {raw!r} is not a file path; use a string, or None for none")
     return raw
+
+
+def _megabytes(settings: BaseSettings, name: str, default: float) -> float:
+    raw: Any = settings.get(name, default)
+    message = f"{name}: {raw!r} is not a number of megabytes > 0"
+    if isinstance(raw, bool):
+        raise ValueError(message)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError) as e:
+        raise ValueError(message) from e
+    if not value > 0 or value == float("inf"):
+        raise ValueError(message)
+    return value
 
 
 def _optional_megabytes(settings: BaseSettings, name: str) -> float | None:

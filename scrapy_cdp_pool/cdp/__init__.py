@@ -3,18 +3,24 @@ connection, flat sessions, events dispatched by session id."""
 
 from scrapy_cdp_pool.cdp.client import CDPConnection, EventHandler
 from scrapy_cdp_pool.cdp.errors import (
+    CDPBacklogExceeded,
     CDPConnectError,
     CDPConnectionClosed,
     CDPError,
+    CDPMalformedMessage,
+    CDPMessageTooLarge,
     CDPProtocolError,
     CDPTimeoutError,
 )
 
 __all__ = [
+    "CDPBacklogExceeded",
     "CDPConnectError",
     "CDPConnection",
     "CDPConnectionClosed",
     "CDPError",
+    "CDPMalformedMessage",
+    "CDPMessageTooLarge",
     "CDPProtocolError",
     "CDPTimeoutError",
     "EventHandler",

@@ -19,12 +19,16 @@ from typing import Any
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
 from scrapy_cdp_pool.cdp.errors import (
+    CDPBacklogExceeded,
     CDPConnectError,
     CDPConnectionClosed,
+    CDPMalformedMessage,
+    CDPMessageTooLarge,
     CDPProtocolError,
     CDPTimeoutError,
 )
-from scrapy_cdp_pool.cdp.transport import Stream, open_pipe, open_stream
+from scrapy_cdp_pool.cdp.messages import Malformed, excerpt, optional
+from scrapy_cdp_pool.cdp.transport import PayloadTooBig, Stream, open_pipe, open_stream
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +46,18 @@ block (put the event on a queue or set a flag)."""
 
 _BROWSER = ""  # key of browser-level (session-less) event handlers
 
+MAX_PENDING_COMMANDS = 4096
+"""Most commands waiting for an answer on one connection. A render keeps a
+few dozen in flight, plus one per request the page's browser paused on (each
+answered within milliseconds by a working server); a server that floods
+paused requests and answers none would otherwise grow one task and future
+per event until the command timeout."""
+
+MAX_UNCLAIMED_TARGETS = 1024
+"""Most auto-attached targets remembered but not yet claimed by
+:meth:`CDPConnection.take_attached_session` (the oldest are forgotten): a
+page's pop-ups, or a flood of targets nobody created."""
+
 CONNECTION_CLOSED_EVENT = "CDPConnection.closed"
 """A pseudo-event every subscribed handler gets once when the connection
 closes, with params ``{"reason": str}``."""
@@ -55,9 +71,17 @@ class CDPConnection:
     by creating the ``send`` tasks before awaiting any of them.
     """
 
-    def __init__(self, url: str, command_timeout_s: float) -> None:
+    def __init__(
+        self,
+        url: str,
+        command_timeout_s: float,
+        max_message_bytes: int | None = None,
+        max_pending: int = MAX_PENDING_COMMANDS,
+    ) -> None:
         self.url = url
         self.command_timeout_s = command_timeout_s
+        self.max_message_bytes = max_message_bytes
+        self.max_pending = max_pending
         self._stream: Stream | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
@@ -65,28 +89,41 @@ class CDPConnection:
         self._close_callbacks: list[Callable[[], None]] = []
         self._closed = asyncio.Event()
         self._close_reason = "not closed"
+        self._close_error: CDPConnectionClosed | None = None
         self.auto_attach = False
         self._attached: dict[str, str] = {}
 
     @classmethod
     async def open(
-        cls, url: str, *, open_timeout_s: float, command_timeout_s: float
+        cls,
+        url: str,
+        *,
+        open_timeout_s: float,
+        command_timeout_s: float,
+        max_message_bytes: int | None = None,
     ) -> CDPConnection:
         """Connect to ``url`` (``ws://host:port/...``, or
-        ``ws+unix:///path/to/socket:/`` for a Unix socket).
+        ``ws+unix:///path/to/socket:/`` for a Unix socket). A message from the
+        server over ``max_message_bytes`` (``None``: no limit;
+        ``CDP_POOL_MAX_MESSAGE_MB`` in the pool) closes the connection with
+        :class:`CDPMessageTooLarge`, a message that is not a CDP message with
+        :class:`CDPMalformedMessage`, more than :data:`MAX_PENDING_COMMANDS`
+        commands awaiting an answer with :class:`CDPBacklogExceeded`; each
+        logs one warning naming ``url``.
 
         :raises CDPConnectError: refused, unreachable, timed out after
             ``open_timeout_s`` seconds, or the upgrade answered with an HTTP
             error (Lightpanda answers 503 past ``--cdp-max-connections``).
         """
-        connection = cls(url, command_timeout_s)
+        connection = cls(url, command_timeout_s, max_message_bytes)
         try:
             connection._stream = await open_stream(
                 url,
                 connection._on_message,
-                connection._mark_closed,
+                connection._on_stream_lost,
                 timeout_s=open_timeout_s,
                 logger=frames_logger,
+                max_size=max_message_bytes,
             )
         except InvalidStatus as e:
             raise CDPConnectError(
@@ -98,15 +135,27 @@ class CDPConnection:
 
     @classmethod
     async def open_pipe(
-        cls, name: str, write_fd: int, read_fd: int, *, command_timeout_s: float
+        cls,
+        name: str,
+        write_fd: int,
+        read_fd: int,
+        *,
+        command_timeout_s: float,
+        max_message_bytes: int | None = None,
     ) -> CDPConnection:
         """A connection over a Chromium started with
         ``--remote-debugging-pipe``: ``write_fd`` feeds its fd 3, ``read_fd``
         reads its fd 4 (both owned by the connection from then on; closing it
-        makes the browser exit). ``name`` stands for the URL in messages."""
-        connection = cls(name, command_timeout_s)
+        makes the browser exit). ``name`` stands for the URL in messages;
+        ``max_message_bytes`` as for :meth:`open`."""
+        connection = cls(name, command_timeout_s, max_message_bytes)
         connection._stream = await open_pipe(
-            name, write_fd, read_fd, connection._on_message, connection._mark_closed
+            name,
+            write_fd,
+            read_fd,
+            connection._on_message,
+            connection._on_stream_lost,
+            max_message_bytes,
         )
         return connection
 
@@ -118,6 +167,19 @@ class CDPConnection:
     @property
     def close_reason(self) -> str:
         return self._close_reason
+
+    def close_error(self, prefix: str = "") -> CDPConnectionClosed | None:
+        """A new instance of the named error the connection was closed with
+        (:class:`CDPMessageTooLarge`, :class:`CDPMalformedMessage`,
+        :class:`CDPBacklogExceeded`), its message after ``prefix``; ``None``
+        when it is open or closed for another reason."""
+        base = self._close_error
+        if base is None:
+            return None
+        message = f"{prefix}: {base}" if prefix else str(base)
+        if isinstance(base, CDPMessageTooLarge):
+            return CDPMessageTooLarge(message, limit_bytes=base.limit_bytes)
+        return type(base)(message)
 
     async def wait_closed(self) -> None:
         await self._closed.wait()
@@ -182,6 +244,14 @@ class CDPConnection:
         waits for its answer, as :meth:`send` does."""
         if self.closed or self._stream is None:
             return self._failed(method)
+        if len(self._pending) >= self.max_pending:
+            self._fail(
+                CDPBacklogExceeded(
+                    f"{self.url}: {len(self._pending)} commands without an answer "
+                    f"(at most {self.max_pending}): the server does not answer"
+                )
+            )
+            return self._failed(method)
         msg_id = next(self._ids)
         message: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
         if session_id:
@@ -197,7 +267,9 @@ class CDPConnection:
         return self._answer(msg_id, method, future, timeout)
 
     async def _failed(self, method: str) -> dict[str, Any]:
-        raise CDPConnectionClosed(f"{method}: connection closed ({self._close_reason})")
+        raise self.close_error(method) or CDPConnectionClosed(
+            f"{method}: connection closed ({self._close_reason})"
+        )
 
     async def _answer(
         self, msg_id: int, method: str, future: asyncio.Future[dict[str, Any]], limit_s: float
@@ -218,54 +290,115 @@ class CDPConnection:
             self._stream.close()
 
     def _on_message(self, raw: bytes) -> None:
+        if self._closed.is_set():
+            return  # the rest of a batch read with a message that closed it
         try:
             message = json.loads(raw)
         except ValueError as e:
-            logger.warning("%s sent a message that is not JSON (%r); closing", self.url, e)
-            self._mark_closed(f"broken: {e!r}")
-            if self._stream is not None:
-                self._stream.abort()
+            self._malformed(f"a message that is not JSON ({e})")
             return
-        self._dispatch(message)
+        if not isinstance(message, dict):
+            self._malformed(f"a message that is not a JSON object ({excerpt(raw)})")
+            return
+        try:
+            self._dispatch(message)
+        except Malformed as e:
+            self._malformed(f"{e} ({excerpt(raw)})")
 
     def _dispatch(self, message: dict[str, Any]) -> None:
+        """Route one message.
+
+        :raises Malformed: a field has the wrong type.
+        """
         msg_id = message.get("id")
         if msg_id is not None:
+            if not isinstance(msg_id, int) or isinstance(msg_id, bool):
+                raise Malformed("an answer whose id is not an integer")
+            error = optional(message, "error", dict)
+            result = optional(message, "result", dict)
             entry = self._pending.get(msg_id)
             if entry is None or entry[1].done():
                 return  # answer to a command that timed out or was cancelled
             method, future = entry
-            error = message.get("error")
             if error is not None:
+                code = error.get("code", 0)
                 future.set_exception(
-                    CDPProtocolError(method, error.get("code", 0), error.get("message", ""))
+                    CDPProtocolError(
+                        method,
+                        code if isinstance(code, int) else 0,
+                        str(error.get("message", "")),
+                    )
                 )
             else:
-                future.set_result(message.get("result", {}))
+                future.set_result(result if result is not None else {})
             return
         method = message.get("method", "")
-        params = message.get("params", {})
-        session_id = message.get("sessionId")
+        if not isinstance(method, str):
+            raise Malformed("an event whose method is not a string")
+        params = optional(message, "params", dict) or {}
+        session_id = optional(message, "sessionId", str)
         if method == "Target.attachedToTarget" and self.auto_attach and session_id is None:
-            target_id = params.get("targetInfo", {}).get("targetId")
-            if target_id and params.get("sessionId"):
-                self._attached[target_id] = params["sessionId"]
+            info = optional(params, "targetInfo", dict) or {}
+            target_id = optional(info, "targetId", str)
+            attached = optional(params, "sessionId", str)
+            if target_id and attached:
+                self._attached[target_id] = attached
+                if len(self._attached) > MAX_UNCLAIMED_TARGETS:
+                    del self._attached[next(iter(self._attached))]
             return
         if session_id is None and method == "Target.detachedFromTarget":
-            session_id = params.get("sessionId")  # tell the session it is gone
+            session_id = optional(params, "sessionId", str)  # tell the session it is gone
         handler = self._handlers.get(session_id or _BROWSER)
         if handler is not None:
-            handler(method, params)
+            try:
+                handler(method, params)
+            except (AttributeError, KeyError, TypeError, ValueError) as e:
+                # A handler reading a field of the wrong type: name it once,
+                # not an asyncio "Fatal error" traceback from data_received.
+                logger.debug("%s: handling %s failed", self.url, method, exc_info=True)
+                raise Malformed(f"an event {method} whose params could not be read ({e!r})") from e
+
+    def _malformed(self, what: str) -> None:
+        self._fail(CDPMalformedMessage(f"{self.url} sent {what}"))
+
+    def _on_stream_lost(self, reason: str) -> None:
+        failure = self._stream.failure if self._stream is not None else None
+        if isinstance(failure, PayloadTooBig):
+            limit = self.max_message_bytes or 0
+            self._fail(
+                CDPMessageTooLarge(
+                    f"{self.url} sent a message larger than {limit / (1 << 20):g} MB",
+                    limit_bytes=limit,
+                )
+            )
+        elif failure is not None:  # a framing error, a text frame not UTF-8
+            self._malformed(f"a WebSocket frame that breaks the protocol ({failure})")
+        else:
+            self._mark_closed(reason)
+
+    def _fail(self, error: CDPConnectionClosed) -> None:
+        """Close the connection because of what the server did: one warning
+        naming the endpoint, and every command waiting, or sent later, fails
+        with (a copy of) ``error``."""
+        if self._closed.is_set():
+            return
+        logger.warning("Closing a CDP connection: %s", error)
+        self._close_error = error
+        self._mark_closed(f"closed: {error}")
+        if self._stream is not None:
+            self._stream.abort()
 
     def _mark_closed(self, reason: str) -> None:
         if self._closed.is_set():
             return
         self._close_reason = reason
         self._closed.set()
-        error = CDPConnectionClosed(f"connection to {self.url} {reason}")
         for method, future in list(self._pending.values()):
             if not future.done():
-                future.set_exception(CDPConnectionClosed(f"{method}: {error}"))
+                future.set_exception(
+                    self.close_error(method)
+                    or CDPConnectionClosed(f"{method}: connection to {self.url} {reason}")
+                )
         # Sessions waiting for events (a page waiting for its load event) learn
         # it at once instead of at their deadline.
         for handler in list(self._handlers.values()):

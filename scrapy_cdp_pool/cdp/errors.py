@@ -50,3 +50,24 @@ class CDPTimeoutError(CDPError):
         super().__init__(f"{method} got no answer within {timeout_s:.1f} s")
         self.method = method
         self.timeout_s = timeout_s
+
+
+class CDPMessageTooLarge(CDPConnectionClosed):
+    """The server sent (or announced) a message larger than the client's cap,
+    ``limit_bytes`` (``CDP_POOL_MAX_MESSAGE_MB``); the connection was closed
+    before the message was held in memory in full."""
+
+    def __init__(self, message: str, *, limit_bytes: int) -> None:
+        super().__init__(message)
+        self.limit_bytes = limit_bytes
+
+
+class CDPMalformedMessage(CDPConnectionClosed):
+    """The server sent a message that is not a CDP message (not JSON, not a
+    JSON object, or fields of the wrong types); the connection was closed."""
+
+
+class CDPBacklogExceeded(CDPConnectionClosed):
+    """More commands than the client allows waited for an answer at once on
+    one connection (each event the browser pauses on takes one): a server
+    that floods events and answers none; the connection was closed."""

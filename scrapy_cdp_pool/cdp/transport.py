@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Protocol, cast
 
 from websockets.client import ClientProtocol
-from websockets.exceptions import InvalidState, InvalidStatus, InvalidURI
+from websockets.exceptions import InvalidState, InvalidStatus, InvalidURI, PayloadTooBig
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.uri import WebSocketURI, parse_uri
@@ -60,6 +60,8 @@ class Stream(Protocol):
 
     url: str
     closed: bool
+    #: why this side failed the channel (``PayloadTooBig``...), or ``None``
+    failure: Exception | None
 
     def send_text(self, data: bytes) -> None: ...
     def close(self) -> None: ...
@@ -70,10 +72,23 @@ class WebSocketStream(asyncio.Protocol):
     """One client WebSocket. Create with :func:`open_stream`."""
 
     def __init__(
-        self, url: str, on_message: MessageHandler, on_lost: LostHandler, logger: logging.Logger
+        self,
+        url: str,
+        on_message: MessageHandler,
+        on_lost: LostHandler,
+        logger: logging.Logger,
+        max_size: int | None = None,
     ) -> None:
         self.url = url
-        self._ws = ClientProtocol(_ws_uri(url), max_size=None, logger=logger)
+        # websockets checks max_size against each frame's announced length
+        # before reading its payload, and against the sum of a fragmented
+        # message's frames, so neither one huge frame nor endless fragments
+        # are buffered past it (here or in self._fragments).
+        self._ws = ClientProtocol(_ws_uri(url), max_size=max_size, logger=logger)
+        self.max_size = max_size
+        #: why the connection was failed by this side (``PayloadTooBig``: a
+        #: message over ``max_size``), read by the owner in ``on_lost``
+        self.failure: Exception | None = None
         self._on_message = on_message
         self._on_lost = on_lost
         self._transport: asyncio.Transport | None = None
@@ -90,6 +105,8 @@ class WebSocketStream(asyncio.Protocol):
         self._write_pending()
 
     def data_received(self, data: bytes) -> None:
+        if self.failure is not None:
+            return  # failed: what still arrives is dropped
         self._ws.receive_data(data)
         for event in self._ws.events_received():
             if isinstance(event, Frame):
@@ -100,7 +117,25 @@ class WebSocketStream(asyncio.Protocol):
                     self._opened.set_result(None)
                 else:
                     self._opened.set_exception(error)
+        if self._ws.parser_exc is not None:
+            self._fail(self._ws.parser_exc)
+            return
         self._write_pending()  # pongs, close replies
+
+    def _fail(self, error: Exception) -> None:
+        """websockets failed the connection (a message over ``max_size``:
+        ``PayloadTooBig``, code 1009; a framing error): send its close frame,
+        drop the socket at once (a hostile server may go on sending and never
+        close its side) and tell the owner."""
+        self.failure = error
+        self._fragments = []
+        self._write_pending()
+        self.abort()
+        if not self.closed:
+            self.closed = True
+            if not self._opened.done():
+                self._opened.set_exception(ConnectionError(str(error)))
+            self._on_lost(f"failed: {error}")
 
     def eof_received(self) -> bool | None:
         self._ws.receive_eof()
@@ -108,6 +143,8 @@ class WebSocketStream(asyncio.Protocol):
         return None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.failure is not None:
+            return  # the owner was told in _fail
         self.closed = True
         reason = f"connection lost: {exc!r}" if exc else "closed by the server"
         if not self._opened.done():
@@ -186,16 +223,19 @@ async def open_stream(
     *,
     timeout_s: float,
     logger: logging.Logger,
+    max_size: int | None = None,
 ) -> WebSocketStream:
     """Connect to ``url`` (``ws://``, ``wss://`` or ``ws+unix://``) and
-    complete the opening handshake within ``timeout_s`` seconds.
+    complete the opening handshake within ``timeout_s`` seconds. A received message over
+    ``max_size`` bytes (``None``: no limit) fails the connection: the stream's
+    ``failure`` is then websockets' ``PayloadTooBig`` when ``on_lost`` is called.
 
     :raises InvalidStatus: the server answered the upgrade with an HTTP error.
     :raises InvalidURI: ``url`` is not a WebSocket URL.
     :raises OSError, TimeoutError: refused, unreachable or too slow.
     """
     loop = asyncio.get_running_loop()
-    stream = WebSocketStream(url, on_message, on_lost, logger)
+    stream = WebSocketStream(url, on_message, on_lost, logger, max_size)
     async with asyncio.timeout(timeout_s):
         transport: asyncio.BaseTransport
         if url.startswith(UNIX_SCHEME):
@@ -221,10 +261,20 @@ class PipeStream(asyncio.Protocol):
     byte. Create with :func:`open_pipe`. The browser exits when the pipe
     closes."""
 
-    def __init__(self, url: str, on_message: MessageHandler, on_lost: LostHandler) -> None:
+    def __init__(
+        self,
+        url: str,
+        on_message: MessageHandler,
+        on_lost: LostHandler,
+        max_size: int | None = None,
+    ) -> None:
         self.url = url
         self._on_message = on_message
         self._on_lost = on_lost
+        self.max_size = max_size
+        #: why this side failed the pipe (``PayloadTooBig``: a message over
+        #: ``max_size``), read by the owner in ``on_lost``, as for WebSockets
+        self.failure: Exception | None = None
         self._writer: asyncio.WriteTransport | None = None
         self._reader: asyncio.ReadTransport | None = None
         self._buffer = bytearray()
@@ -240,12 +290,25 @@ class PipeStream(asyncio.Protocol):
         while True:
             end = self._buffer.find(0)
             if end < 0:
+                if self.max_size is not None and len(self._buffer) > self.max_size:
+                    self._too_big(len(self._buffer))
+                return
+            if self.max_size is not None and end > self.max_size:
+                self._too_big(end)
                 return
             message = bytes(self._buffer[:end])
             del self._buffer[: end + 1]
             self._on_message(message)
             if self.closed:
                 return
+
+    def _too_big(self, size: int) -> None:
+        """A message passed ``max_size``: fail the pipe (the browser exits)
+        rather than buffer it."""
+        self.failure = PayloadTooBig(size, self.max_size)
+        self._buffer.clear()
+        self.abort()
+        self._lost(f"message over {self.max_size} bytes")
 
     def eof_received(self) -> bool | None:
         return None
@@ -296,13 +359,18 @@ class PipeStream(asyncio.Protocol):
 
 
 async def open_pipe(
-    url: str, write_fd: int, read_fd: int, on_message: MessageHandler, on_lost: LostHandler
+    url: str,
+    write_fd: int,
+    read_fd: int,
+    on_message: MessageHandler,
+    on_lost: LostHandler,
+    max_size: int | None = None,
 ) -> PipeStream:
     """A :class:`PipeStream` over the parent's ends of the browser's pipe
     (``write_fd`` feeds its fd 3, ``read_fd`` reads its fd 4); both fds are
     owned by the stream from then on. ``url`` names it in messages."""
     loop = asyncio.get_running_loop()
-    stream = PipeStream(url, on_message, on_lost)
+    stream = PipeStream(url, on_message, on_lost, max_size)
     os.set_blocking(write_fd, False)
     os.set_blocking(read_fd, False)
     await loop.connect_read_pipe(lambda: stream, os.fdopen(read_fd, "rb", buffering=0))
@@ -316,6 +384,7 @@ async def open_pipe(
 __all__ = [
     "InvalidStatus",
     "InvalidURI",
+    "PayloadTooBig",
     "PipeStream",
     "Stream",
     "WebSocketStream",

@@ -9,16 +9,16 @@ in ``Network.responseReceivedExtraInfo``.
 from __future__ import annotations
 
 import asyncio
+import http.client
+import io
 import json
-import urllib.request
+import ssl
 from dataclasses import dataclass
+from email.message import Message
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from scrapy_cdp_pool.cdp.transport import UNIX_SCHEME, split_unix_url
-
-#: the most a ``/json/version`` answer over a Unix socket may hold
-_MAX_VERSION_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -50,55 +50,121 @@ def _http_root(endpoint: str) -> str:
     return urlunsplit((scheme, parts.netloc, "", "", ""))
 
 
-#: no proxy from the environment (``http_proxy``): a CDP endpoint is asked
-#: directly, like its WebSocket (a crawler's proxy cannot reach its own
-#: 127.0.0.1 servers)
-_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+MAX_VERSION_BYTES = 1 << 20
+"""Largest ``/json/version`` answer read, headers and body (a real one is
+under 1 KB)."""
 
 
-def _get_json(url: str, timeout_s: float) -> dict[str, Any]:
-    if not url.startswith(("http://", "https://")):
+async def _get_json(url: str, timeout_s: float) -> dict[str, Any]:
+    """GET ``url`` and parse its JSON object, the whole request within
+    ``timeout_s`` seconds (a server that sends one byte at a time does not
+    keep it going). Asyncio, not a thread: a pool closed during it cancels
+    it. Asked directly, never through a proxy from the environment
+    (``http_proxy``): a CDP endpoint is reached like its WebSocket (a
+    crawler's proxy cannot reach its own 127.0.0.1 servers).
+
+    :raises OSError: unreachable, or no full answer within ``timeout_s``.
+    :raises ValueError: not HTTP 200, over :data:`MAX_VERSION_BYTES`, or not
+        a JSON object.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{url} is not an http(s) URL")
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})  # noqa: S310
-    with _DIRECT.open(request, timeout=timeout_s) as response:
-        data = json.loads(response.read())
+    secure = parts.scheme == "https"
+    port = parts.port or (443 if secure else 80)
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    hostname = parts.hostname
+
+    def connect() -> Any:
+        ssl_context = ssl.create_default_context() if secure else None
+        return asyncio.open_connection(hostname, port, ssl=ssl_context)
+
+    return await _get_json_over(connect, url, parts.path or "/", f"{host}:{port}", timeout_s)
+
+
+async def _get_json_unix(endpoint: str, resource: str, timeout_s: float) -> dict[str, Any]:
+    """GET ``resource`` over the Unix socket of a ``ws+unix://`` endpoint
+    (our own Lightpanda's), as :func:`_get_json` does over TCP."""
+    path = split_unix_url(endpoint)[0]
+    return await _get_json_over(
+        lambda: asyncio.open_unix_connection(path), endpoint + resource, resource,
+        "localhost", timeout_s,
+    )  # fmt: skip
+
+
+async def _get_json_over(
+    connect: Any, url: str, resource: str, host: str, timeout_s: float
+) -> dict[str, Any]:
+    """The GET of :func:`_get_json` on the stream ``connect()`` opens."""
+    request = (
+        f"GET {resource} HTTP/1.1\r\nHost: {host}\r\n"
+        "Accept: application/json\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        async with asyncio.timeout(timeout_s):
+            reader, writer = await connect()
+            try:
+                writer.write(request.encode("ascii"))
+                status, headers, body = await _read_answer(reader)
+            finally:
+                writer.transport.abort()
+    except TimeoutError as e:
+        raise TimeoutError(f"no full answer within {timeout_s:g} s") from e
+    if status != 200:
+        raise ValueError(f"answered HTTP {status}, not 200")
+    if "chunked" in headers.get("Transfer-Encoding", "").lower():
+        body = _unchunk(body)
+    data = json.loads(body)
     if not isinstance(data, dict):
         raise ValueError(f"{url} did not answer a JSON object")
     return data
 
 
-async def _get_json_unix(endpoint: str, resource: str, timeout_s: float) -> dict[str, Any]:
-    """GET ``resource`` over the Unix socket of a ``ws+unix://`` endpoint
-    (our own Lightpanda's), within ``timeout_s`` seconds in all."""
-    path = split_unix_url(endpoint)[0]
-    async with asyncio.timeout(timeout_s):
-        reader, writer = await asyncio.open_unix_connection(path)
-        try:
-            writer.write(
-                f"GET {resource} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n"
-                "Connection: close\r\n\r\n".encode()
-            )
-            head = await reader.readuntil(b"\r\n\r\n")
-            status = head.split(b"\r\n", 1)[0].split(b" ")
-            if len(status) < 2 or status[1] != b"200":
-                raise ValueError(f"answered {head[:80]!r}")
-            length = next(
-                (
-                    int(line.split(b":", 1)[1])
-                    for line in head.lower().split(b"\r\n")
-                    if line.startswith(b"content-length:")
-                ),
-                None,
-            )
-            if length is None or not 0 <= length <= _MAX_VERSION_BYTES:
-                raise ValueError(f"answered no usable Content-Length: {head[:200]!r}")
-            body = await reader.readexactly(length)
-        finally:
-            writer.close()
-    data = json.loads(body)
-    if not isinstance(data, dict):
-        raise ValueError(f"{endpoint}{resource} did not answer a JSON object")
-    return data
+async def _read_answer(reader: asyncio.StreamReader) -> tuple[int, Message, bytes]:
+    """Status, headers and body of an HTTP/1.1 answer whose body ends at its
+    ``Content-Length`` or with the connection, at most
+    :data:`MAX_VERSION_BYTES` in all.
+
+    :raises ValueError: larger, or not HTTP.
+    """
+    raw = b""
+    head_end = content_length = -1
+    while len(raw) <= MAX_VERSION_BYTES:
+        if head_end < 0 and b"\r\n\r\n" in raw:
+            head_end = raw.index(b"\r\n\r\n") + 4
+            status_line, _, header_text = raw[:head_end].partition(b"\r\n")
+            fields = status_line.split(b" ", 2)
+            if len(fields) < 2 or not fields[0].startswith(b"HTTP/") or not fields[1].isdigit():
+                raise ValueError(f"did not answer HTTP ({status_line[:80]!r})")
+            status = int(fields[1])
+            headers = http.client.parse_headers(io.BytesIO(header_text))
+            length = headers.get("Content-Length", "")
+            content_length = int(length) if length.strip().isdigit() else -1
+        if 0 <= content_length <= len(raw) - head_end:
+            break
+        chunk = await reader.read(MAX_VERSION_BYTES + 1 - len(raw))
+        if not chunk:
+            break
+        raw += chunk
+    if len(raw) > MAX_VERSION_BYTES:
+        raise ValueError(f"answered more than {MAX_VERSION_BYTES} bytes")
+    if head_end < 0:
+        raise ValueError(f"did not answer HTTP ({raw[:80]!r})")
+    end = head_end + content_length if content_length >= 0 else len(raw)
+    return status, headers, raw[head_end:end]
+
+
+def _unchunk(body: bytes) -> bytes:
+    """Decode a chunked body (RFC 9112 7.1), trailers ignored."""
+    out = bytearray()
+    while body:
+        size_line, _, body = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            break
+        out += body[:size]
+        body = body[size + 2 :]
+    return bytes(out)
 
 
 def info_from_browser_version(endpoint: str, version: dict[str, Any]) -> ServerInfo:
@@ -160,8 +226,9 @@ async def discover(endpoint: str, timeout_s: float) -> ServerInfo:
     A ``ws+unix://`` endpoint (the embedded Lightpanda's socket) is asked
     over that socket.
 
-    :raises OSError: an ``http://`` or ``ws+unix://`` endpoint is unreachable
-        or answers garbage within ``timeout_s`` seconds.
+    :raises OSError: an ``http://`` or ``ws+unix://`` endpoint is unreachable,
+        answers garbage, or does not answer in full within ``timeout_s``
+        seconds (the whole request, not each read).
     """
     if endpoint.startswith(UNIX_SCHEME):
         try:
@@ -172,7 +239,7 @@ async def discover(endpoint: str, timeout_s: float) -> ServerInfo:
             raise OSError(f"{endpoint} /json/version: {e!r}") from e
     url = _http_root(endpoint) + "/json/version"
     try:
-        version = await asyncio.to_thread(_get_json, url, timeout_s)
+        version = await _get_json(url, timeout_s)
     except (OSError, ValueError) as e:
         if urlsplit(endpoint).scheme in ("ws", "wss"):
             return ServerInfo("unknown", "", endpoint, None, False)

@@ -181,6 +181,7 @@ class ConnectionPool:
                 info.ws_url,
                 open_timeout_s=self.config.connect_timeout_s,
                 command_timeout_s=self.config.command_timeout_s,
+                max_message_bytes=self.config.max_message_bytes,
             )
         if self.state in (PoolState.CLOSING, PoolState.CLOSED):
             await cdp.close()
@@ -196,7 +197,8 @@ class ConnectionPool:
         connection.state = ConnectionState.BROKEN
         # Contexts on a dropped connection are gone with it.
         connection.drop_idle_pages()
-        logger.warning("CDP connection %s %s", connection.name, cdp.close_reason)
+        if cdp.close_error() is None:  # else the connection warned already
+            logger.warning("CDP connection %s %s", connection.name, cdp.close_reason)
         self._schedule_reconnect(connection)
 
     def _schedule_reconnect(self, connection: PooledConnection) -> None:
@@ -234,7 +236,10 @@ class ConnectionPool:
         self.state = PoolState.CLOSING
         self.slots.fail_waiters(PoolUnavailable("the CDP pool is closing"))
         if self._start_task is not None and not self._start_task.done():
+            # Discovery and connecting are asyncio all the way down (no
+            # thread left behind to keep the interpreter alive at exit).
             self._start_task.cancel()
+            await asyncio.gather(self._start_task, return_exceptions=True)
         # Disposals are bounded by CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS.
         if quick:
             for disposal in self._disposals:

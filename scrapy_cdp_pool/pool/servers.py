@@ -325,7 +325,10 @@ class EmbeddedServer(ABC):
 
         :raises CDPConnectError: it does not accept one within ``timeout_s``."""
         return await CDPConnection.open(
-            info.ws_url, open_timeout_s=timeout_s, command_timeout_s=self.config.command_timeout_s
+            info.ws_url,
+            open_timeout_s=timeout_s,
+            command_timeout_s=self.config.command_timeout_s,
+            max_message_bytes=self.config.max_message_bytes,
         )
 
     @abstractmethod
@@ -494,6 +497,7 @@ class ChromiumServer(EmbeddedServer):
         self.cdp = await CDPConnection.open_pipe(
             name, to_browser[1], from_browser[0],
             command_timeout_s=self.config.command_timeout_s,
+            max_message_bytes=self.config.max_message_bytes,
         )  # fmt: skip
         exited: asyncio.Future[int] = asyncio.ensure_future(proc.wait())
         answer = asyncio.ensure_future(self.cdp.send("Browser.getVersion", timeout_s=3600))

@@ -12,6 +12,10 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+MAX_SET_COOKIE_RESPONSES = 256
+"""Most responses whose ``Set-Cookie`` values a page keeps (Chromium reports
+them apart from the document, see :meth:`DocumentTracker.set_cookie_values`)."""
+
 
 @dataclass
 class DocumentResponse:
@@ -65,7 +69,7 @@ class DocumentTracker:
         elif method == "Network.responseReceivedExtraInfo":
             raw = _header(params.get("headers", {}), "set-cookie")
             if raw:
-                self.set_cookies[params.get("requestId", "")] = raw.split("\n")
+                self._keep_set_cookies(str(params.get("requestId", "")), raw.split("\n"))
         elif method == "Network.loadingFailed":
             if params.get("type") == "Document" and self.navigation_pending:
                 self.navigation_pending = False
@@ -80,6 +84,20 @@ class DocumentTracker:
         else:
             return
         self.changed.set()
+
+    def _keep_set_cookies(self, request_id: str, values: list[str]) -> None:
+        """Remember one response's ``Set-Cookie`` values, at most
+        :data:`MAX_SET_COOKIE_RESPONSES` responses (the oldest other than the
+        current document's are forgotten): every request of a page may have
+        one, a server flooding them must not grow the page without bound."""
+        self.set_cookies.pop(request_id, None)
+        self.set_cookies[request_id] = values
+        if len(self.set_cookies) > MAX_SET_COOKIE_RESPONSES:
+            keep = self.document.network_id if self.document is not None else None
+            for key in self.set_cookies:  # oldest first
+                if key != keep:
+                    del self.set_cookies[key]
+                    break
 
     def on_redirect(self, url: str, status: int) -> None:
         self.redirects.append((url, status))

@@ -3,8 +3,8 @@
 Scrapy's ``RetryMiddleware`` retries the exceptions in ``RETRY_EXCEPTIONS``
 (timeouts, refused connections, failed downloads): a navigation timeout, a
 refused endpoint, a crashed page and a closed connection map onto those, so they
-are retried with no extra setting. Bad input (an unknown action) and a page
-script error are not retried.
+are retried with no extra setting. Bad input (an unknown action), a page
+script error and a CDP message over ``CDP_POOL_MAX_MESSAGE_MB`` are not retried.
 
 Every message here is bounded (:func:`~scrapy_cdp_pool.messages.cap_message`):
 a page's, a browser's or a server's words can be of any size, and they end up
@@ -25,6 +25,7 @@ from scrapy_cdp_pool.cdp import (
     CDPConnectError,
     CDPConnectionClosed,
     CDPError,
+    CDPMessageTooLarge,
     CDPTimeoutError,
 )
 from scrapy_cdp_pool.messages import cap_message
@@ -102,6 +103,13 @@ def to_scrapy_error(error: BaseException, request_text: str) -> BaseException:
         return DownloadTimeoutError(message)
     if isinstance(error, ResponseTooLarge):
         return DownloadCancelledError(message)
+    if isinstance(error, CDPMessageTooLarge):
+        # Like a body over DOWNLOAD_MAXSIZE: the same page would be as large
+        # again, so not retried.
+        return DownloadCancelledError(
+            f"{message} (CDP_POOL_MAX_MESSAGE_MB = {error.limit_bytes / (1 << 20):g}; "
+            "raise it for pages or screenshots that large)"
+        )
     if isinstance(error, (CDPConnectError, PoolUnavailable, DedicatedServerFailed)):
         return DownloadConnectionRefusedError(message)
     if isinstance(error, NavigationFailed):

@@ -196,7 +196,10 @@ class Page:
                 if self.too_large is not None:
                     raise self.too_large
                 if tracker.crashed:
-                    raise PageCrashed(f"{self.spec.url}: {tracker.crashed}")
+                    # A connection closed for what its server sent fails by that name.
+                    raise self.cdp.close_error() or PageCrashed(
+                        f"{self.spec.url}: {tracker.crashed}"
+                    )
                 if tracker.failure and tracker.document is None:
                     raise NavigationFailed(self.spec.url, tracker.failure)
                 if tracker.settled(wait_until):
