@@ -92,6 +92,11 @@ class PoolConfig:
     #: keep a clean page open for the next request of its identity on the same
     #: connection (None: on Chromium only)
     reuse_pages: bool | None = None
+    #: largest CDP message, in MiB, an embedded Lightpanda server takes
+    #: (``--cdp-max-message-size``): a request body is sent base64-encoded in one
+    max_message_mb: int = 256
+    #: load HTTPS pages whose certificate does not verify (self-signed, expired)
+    ignore_https_errors: bool = False
 
     @classmethod
     def from_settings(cls, settings: BaseSettings) -> PoolConfig:
@@ -214,6 +219,8 @@ class PoolConfig:
             ),
             jobdir_durable=_bool(settings, "CDP_POOL_JOBDIR_DURABLE", default=True),
             jobdir_fsync=_bool(settings, "CDP_POOL_JOBDIR_FSYNC"),
+            max_message_mb=_int(settings, "CDP_POOL_MAX_MESSAGE_MB", minimum=1, default=256),
+            ignore_https_errors=_bool(settings, "CDP_POOL_IGNORE_HTTPS_ERRORS"),
         )
 
 

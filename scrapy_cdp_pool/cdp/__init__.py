@@ -6,6 +6,7 @@ from scrapy_cdp_pool.cdp.errors import (
     CDPConnectError,
     CDPConnectionClosed,
     CDPError,
+    CDPMessageTooLarge,
     CDPProtocolError,
     CDPTimeoutError,
 )
@@ -15,6 +16,7 @@ __all__ = [
     "CDPConnection",
     "CDPConnectionClosed",
     "CDPError",
+    "CDPMessageTooLarge",
     "CDPProtocolError",
     "CDPTimeoutError",
     "EventHandler",

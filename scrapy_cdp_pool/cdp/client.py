@@ -21,6 +21,7 @@ from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 from scrapy_cdp_pool.cdp.errors import (
     CDPConnectError,
     CDPConnectionClosed,
+    CDPMessageTooLarge,
     CDPProtocolError,
     CDPTimeoutError,
 )
@@ -42,6 +43,11 @@ block (put the event on a queue or set a flag)."""
 
 _BROWSER = ""  # key of browser-level (session-less) event handlers
 
+#: bytes: a command at least this large that is pending when the connection
+#: closes fails with :class:`CDPMessageTooLarge` (Lightpanda's default
+#: ``--cdp-max-message-size``, the smallest limit known)
+LARGE_MESSAGE = 1024 * 1024
+
 CONNECTION_CLOSED_EVENT = "CDPConnection.closed"
 """A pseudo-event every subscribed handler gets once when the connection
 closes, with params ``{"reason": str}``."""
@@ -61,6 +67,7 @@ class CDPConnection:
         self._stream: WebSocketStream | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
+        self._large: dict[int, int] = {}  # pending ids of large commands -> bytes
         self._handlers: dict[str, EventHandler] = {}
         self._close_callbacks: list[Callable[[], None]] = []
         self._closed = asyncio.Event()
@@ -174,10 +181,14 @@ class CDPConnection:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = (method, future)
         timeout = self.command_timeout_s if timeout_s is None else timeout_s
+        data = json.dumps(message).encode()
+        if len(data) >= LARGE_MESSAGE:
+            self._large[msg_id] = len(data)
         try:
-            self._stream.send_text(json.dumps(message).encode())
+            self._stream.send_text(data)
         except ConnectionError:
             self._pending.pop(msg_id, None)
+            self._large.pop(msg_id, None)
             return self._failed(method)
         return self._answer(msg_id, method, future, timeout)
 
@@ -194,6 +205,7 @@ class CDPConnection:
             raise CDPTimeoutError(method, limit_s) from e
         finally:
             self._pending.pop(msg_id, None)
+            self._large.pop(msg_id, None)
 
     async def close(self) -> None:
         """Close the WebSocket; commands waiting for an answer fail with
@@ -248,8 +260,13 @@ class CDPConnection:
         self._close_reason = reason
         self._closed.set()
         error = CDPConnectionClosed(f"connection to {self.url} {reason}")
-        for method, future in list(self._pending.values()):
-            if not future.done():
+        for msg_id, (method, future) in list(self._pending.items()):
+            if future.done():
+                continue
+            size = self._large.get(msg_id)
+            if size is not None and reason != "closed by client":
+                future.set_exception(CDPMessageTooLarge(method, size, reason))
+            else:
                 future.set_exception(CDPConnectionClosed(f"{method}: {error}"))
         # Sessions waiting for events (a page waiting for its load event) learn
         # it at once instead of at their deadline.

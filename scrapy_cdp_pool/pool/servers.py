@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.pool.server_flags import chromium_flags, lightpanda_flags
 from scrapy_cdp_pool.pool.server_options import ServerOptions
 
 logger = logging.getLogger(__name__)
@@ -267,7 +268,7 @@ class LightpandaServer(EmbeddedServer):
         argv = [
             binary, "serve", "--host", "127.0.0.1", "--port", str(port),
             "--cdp-max-connections", str(max_connections),
-            "--log-level", "error", *watchdog,
+            "--log-level", "error", *watchdog, *lightpanda_flags(self.config),
             *self.config.lightpanda_args,
         ]  # fmt: skip
         proc = await self._spawn(argv)
@@ -331,7 +332,7 @@ class ChromiumServer(EmbeddedServer):
             # then not counted in cdp_pool/resources_blocked).
             extra.append("--blink-settings=imagesEnabled=false")
         argv = [
-            path, *CHROMIUM_FLAGS, *extra, *self.config.chromium_args,
+            path, *CHROMIUM_FLAGS, *extra, *chromium_flags(self.config), *self.config.chromium_args,
             "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
             f"--user-data-dir={self._user_data_dir}", "about:blank",
         ]  # fmt: skip

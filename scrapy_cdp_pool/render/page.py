@@ -14,7 +14,12 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
-from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPProtocolError
+from scrapy_cdp_pool.cdp import (
+    CDPConnection,
+    CDPConnectionClosed,
+    CDPMessageTooLarge,
+    CDPProtocolError,
+)
 from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.errors import (
     NavigationFailed,
@@ -49,7 +54,9 @@ class Page:
         self.spec = spec
         self.tracker = DocumentTracker(main_frame_id=target_id)
         self.interceptor = FetchInterceptor(self)
-        self.too_large: ResponseTooLarge | None = None
+        #: an error that ends the render as soon as it is seen (the response or
+        #: the rewritten request too large)
+        self.too_large: ResponseTooLarge | CDPMessageTooLarge | None = None
         self._setup: asyncio.Future[list[dict[str, Any]]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.started_at = time.monotonic()
@@ -140,6 +147,11 @@ class Page:
         """Queue a command to this page's session now and return a coroutine
         that waits for its answer (see :meth:`CDPConnection.post`)."""
         return self.cdp.post(method, params, self.session_id, timeout_s)
+
+    def fail(self, error: ResponseTooLarge | CDPMessageTooLarge) -> None:
+        """End the render with ``error`` (raised by :meth:`wait_settled`)."""
+        self.too_large = error
+        self.tracker.on_failure(str(error))
 
     def detach(self) -> None:
         """Stop handling events; pending pause handlers are cancelled."""
