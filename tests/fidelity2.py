@@ -9,16 +9,33 @@ self-signed certificate made at start-up (``python -m tests.site --tls``).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest_twisted
 import scrapy
 
 from tests.crawl import crawl
-from tests.servers import SiteServer
+from tests.servers import ProxyServer, SiteServer
+
+PASSWORD = "pw-" + "z" * 10
+
+
+def proxied_url(site: SiteServer, path: str) -> str:
+    """``path`` on a host that resolves nowhere: only a proxy (which maps every
+    host to 127.0.0.1) reaches it."""
+    return f"http://proxied.test:{urlsplit(site.base).port}{path}"
+
+
+def via_proxy(response: scrapy.http.Response) -> str | None:
+    echoed = json.loads(response.css("#echo::text").get(""))
+    assert "Proxy-Authorization" not in echoed["headers"]
+    via: str | None = echoed["headers"].get("X-Via-Proxy")
+    return via
 
 
 class FidelityCases:
@@ -69,3 +86,46 @@ class FidelityCases:
         response = spider.responses[0]
         assert response.status == 200
         assert json.loads(response.css("#echo::text").get(""))["query"] == "tls"
+
+    # Item 4: meta["proxy"] ---------------------------------------------------
+
+    @pytest_twisted.ensureDeferred
+    async def test_meta_proxy_is_the_only_way_out(self, site: SiteServer) -> None:
+        """With and without credentials (in the URL, which HttpProxyMiddleware
+        moves to a Proxy-Authorization header, or in that header), a wrong
+        password (the proxy's 407), the site on 127.0.0.1 too: every rendered
+        request reaches the site through its proxy, none directly."""
+        open_proxy, auth_proxy = ProxyServer("open"), ProxyServer("auth", auth=f"u:{PASSWORD}")
+        try:
+            with_password = auth_proxy.url.replace("://", f"://u:{PASSWORD}@")
+            header = "Basic " + base64.b64encode(f"u:{PASSWORD}".encode()).decode()
+            cases = {
+                "open": (open_proxy.url, {}),
+                "loopback": (open_proxy.url, {}),
+                "url-credentials": (with_password, {}),
+                "header-credentials": (auth_proxy.url, {"Proxy-Authorization": header}),
+                "wrong": (auth_proxy.url.replace("://", "://u:wrong@"), {}),
+            }
+            requests = [
+                scrapy.Request(
+                    (site.url if name == "loopback" else lambda p: proxied_url(site, p))(
+                        f"/echo-html?case={name}"
+                    ),
+                    headers=headers, meta={"cdp": True, "proxy": proxy, "case": name},
+                )
+                for name, (proxy, headers) in cases.items()
+            ]  # fmt: skip
+            spider, _ = await self.crawl(requests, LOG_LEVEL="DEBUG")
+        finally:
+            open_proxy.stop()
+            auth_proxy.stop()
+        assert not spider.failures, [str(f.value) for f in spider.failures]
+        by_case = {r.meta["case"]: r for r in spider.responses}
+        assert by_case["wrong"].status == 407
+        for name in ("open", "loopback"):
+            assert via_proxy(by_case[name]) == "open", name
+        for name in ("url-credentials", "header-credentials"):
+            assert via_proxy(by_case[name]) == "auth", name
+        assert sum("case=loopback" in line for line in open_proxy.log) == 1
+        assert any("case=wrong" in line and line.startswith("DENIED") for line in auth_proxy.log)
+        assert not any("case=wrong" in line for line in auth_proxy.log if "FORWARDED" in line)

@@ -8,6 +8,7 @@ import pytest_twisted
 import scrapy
 
 from scrapy_cdp_pool.render.errors import RequestTooLarge
+from scrapy_cdp_pool.render.request_proxy import ProxyUnsupported
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
@@ -62,3 +63,34 @@ async def test_a_message_a_remote_lightpanda_refuses_fails_by_name_once(
     stats = crawler.stats.get_stats()
     assert "retry/count" not in stats
     assert stats["cdp_pool/errors/CDPMessageTooLarge"] == 1
+
+
+@pytest.mark.parametrize("case", ["remote-lightpanda", "socks", "bearer"])
+@pytest_twisted.ensureDeferred
+async def test_a_meta_proxy_that_cannot_be_honoured_fails_by_name(
+    site: SiteServer, lightpanda_endpoint: str, case: str
+) -> None:
+    """Never direct: a remote Lightpanda cannot take a proxy per request, a
+    socks proxy is not what Scrapy's HTTP handler takes, a Bearer
+    Proxy-Authorization cannot be answered by a browser."""
+    settings: dict[str, object] = {"RETRY_ENABLED": True, "RETRY_TIMES": 2}
+    headers = {}
+    proxy = "http://127.0.0.1:9"
+    if case == "remote-lightpanda":
+        settings["CDP_POOL_ENDPOINTS"] = [lightpanda_endpoint]
+    elif case == "socks":
+        proxy = "socks5://127.0.0.1:9"
+    else:
+        headers["Proxy-Authorization"] = "Bearer t0ken"
+    key = f"/echo-html?{case}"
+    before = site.stats()["hits_by_url"].get(key, 0)
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url(f"/echo-html?{case}"), headers=headers,
+                        meta={"cdp": True, "proxy": proxy})],
+        settings,
+    )  # fmt: skip
+    [failure] = spider.failures
+    assert failure.check(ProxyUnsupported), repr(failure.value)
+    assert "t0ken" not in str(failure.value)
+    assert "retry/count" not in crawler.stats.get_stats()
+    assert site.stats()["hits_by_url"].get(key, 0) == before

@@ -58,7 +58,7 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
     if idle is not None:
         page = await Page.reattach(
             lease.cdp, idle.context_id, idle.target_id, idle.session_id, spec,
-            clear_cookies=options is None,
+            clear_cookies=options is None or not options.name,
         )  # fmt: skip
     else:
         await lease.evict_idle_pages()
@@ -147,7 +147,9 @@ def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
     options = spec.context
     if options is None:
         return ""
-    return None if options.save_state else f"{options.name}#{options.state_digest}"
+    if options.save_state:
+        return None
+    return f"{options.name}#{options.state_digest}{options.proxy_key}"
 
 
 async def _storage_state(

@@ -16,9 +16,18 @@ from scrapy_cdp_pool.config import WAIT_UNTIL, PoolConfig
 from scrapy_cdp_pool.render.actions import Action, parse_actions
 from scrapy_cdp_pool.render.context_options import ContextOptions
 
-# Headers the browser owns: sent by it, or (Cookie) passed as context cookies.
+# Headers the browser owns: sent by it, or (Cookie) passed as context cookies;
+# Proxy-Authorization goes to the proxy (see render/request_proxy.py), never to the site.
 _BROWSER_HEADERS = frozenset(
-    {b"user-agent", b"cookie", b"accept-encoding", b"connection", b"host", b"content-length"}
+    {
+        b"user-agent",
+        b"cookie",
+        b"accept-encoding",
+        b"connection",
+        b"host",
+        b"content-length",
+        b"proxy-authorization",
+    }
 )
 
 
