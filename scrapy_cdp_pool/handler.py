@@ -32,6 +32,7 @@ from scrapy_cdp_pool.render.request_proxy import (
 from scrapy_cdp_pool.render.response import build_response
 from scrapy_cdp_pool.render.session import render
 from scrapy_cdp_pool.render.spec import build_spec, default_header_values, is_rendered
+from scrapy_cdp_pool.render.user_agent import RefusedUserAgentWarning
 
 if TYPE_CHECKING:
     from typing import Self
@@ -75,6 +76,7 @@ class CDPDownloadHandler:
         self.pool = acquire_pool(crawler, self.config)
         self.identities = identities_for(crawler, self.config)
         self._pool_failed = False
+        self._refused_user_agent = RefusedUserAgentWarning()
         crawler.signals.connect(self._record_stats, signal=signals.spider_closed)
 
     @classmethod
@@ -107,6 +109,7 @@ class CDPDownloadHandler:
             async with self.pool.lease(requires, server_options, timeout_s) as lease:
                 leased = True
                 self._count_page(lease)
+                self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
                 result = await render(lease, spec)
         except ActionError as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")

@@ -129,3 +129,25 @@ class FidelityCases:
         assert sum("case=loopback" in line for line in open_proxy.log) == 1
         assert any("case=wrong" in line and line.startswith("DENIED") for line in auth_proxy.log)
         assert not any("case=wrong" in line for line in auth_proxy.log if "FORWARDED" in line)
+
+    # Item 5: user agent ------------------------------------------------------
+
+    async def user_agent_seen(
+        self, site: SiteServer, headers: dict[str, str] | None = None, **settings: Any
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        """The headers the server got and what the page's script saw."""
+        spider, _ = await self.crawl(
+            [scrapy.Request(site.url("/ua"), headers=headers, meta={"cdp": True})], **settings
+        )
+        assert not spider.failures, [str(f.value) for f in spider.failures]
+        response = spider.responses[0]
+        server: dict[str, str] = json.loads(response.css("#headers::text").get(""))
+        page: dict[str, Any] = json.loads(response.css("#navigator::text").get(""))
+        return server, page
+
+
+CHROME_UA = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/124.0.6367.60 Safari/537.36"
+)
+SCRAPY_UA = f"Scrapy/{scrapy.__version__} (+https://scrapy.org)"

@@ -73,13 +73,15 @@ class Page:
         default_user_agent: str = "",
         unsupported: frozenset[str] = frozenset(),
         pipeline_navigation: bool = False,
+        user_agent: tuple[str, dict[str, Any]] | None = None,
     ) -> Page:
         """Create a blank target in ``context_id``, attach to it, enable the
         domains a render needs and apply the identity's options (user agent,
         locale, headers...), pipelined in one round trip.
 
         ``network_events``: enable the Network domain (Chromium reports
-        ``Set-Cookie`` only in its events).
+        ``Set-Cookie`` only in its events). ``user_agent``: the command that
+        sets the page's user agent (render/user_agent.py), sent last.
         """
         target = await cdp.send(
             "Target.createTarget", {"url": "about:blank", "browserContextId": context_id}
@@ -100,6 +102,8 @@ class Page:
         if context is not None:
             for method, params in context.page_commands(default_user_agent, unsupported):
                 commands.append(page.command(method, params))
+        if user_agent is not None:
+            commands.append(page.command(*user_agent))
         if spec.cookies:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
             commands.append(page.command("Network.setCookies", {"cookies": cookies}))
@@ -125,6 +129,7 @@ class Page:
         spec: RenderSpec,
         *,
         clear_cookies: bool,
+        user_agent: tuple[str, dict[str, Any]] | None = None,
     ) -> Page:
         """Take over a page a previous request of the same identity left open
         (``CDP_POOL_REUSE_PAGES``): its domains and identity options are still
@@ -133,6 +138,8 @@ class Page:
         before the navigation starts."""
         page = cls(cdp, target_id, session_id, spec)
         commands = [page.command("Fetch.enable", _fetch_params(spec))]
+        if user_agent is not None:  # this request's, which may not be the last one's
+            commands.append(page.command(*user_agent))
         if clear_cookies:
             commands.append(cdp.post("Storage.clearCookies", {"browserContextId": context_id}))
         if spec.cookies:

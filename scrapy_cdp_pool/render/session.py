@@ -18,6 +18,7 @@ from scrapy_cdp_pool.render.errors import (
 )
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.spec import RenderSpec
+from scrapy_cdp_pool.render.user_agent import user_agent_command
 
 
 @dataclass
@@ -55,10 +56,11 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
     options = spec.context
     key = reuse_key(lease, spec)
     idle = lease.take_idle_page(key) if key is not None else None
+    user_agent = user_agent_command(spec, lease.info)
     if idle is not None:
         page = await Page.reattach(
             lease.cdp, idle.context_id, idle.target_id, idle.session_id, spec,
-            clear_cookies=options is None or not options.name,
+            clear_cookies=options is None or not options.name, user_agent=user_agent,
         )  # fmt: skip
     else:
         await lease.evict_idle_pages()
@@ -80,6 +82,7 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
             default_user_agent=lease.info.default_user_agent,
             unsupported=lease.info.unsupported,
             pipeline_navigation=lease.info.kind == "lightpanda",
+            user_agent=user_agent,
         )
     lease.page_opened()
     lease.keep_key, lease.target_id, lease.session_id = key, page.target_id, page.session_id

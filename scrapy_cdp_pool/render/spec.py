@@ -53,6 +53,8 @@ class RenderSpec:
     maxsize: int = 0
     warnsize: int = 0
     context: ContextOptions | None = None
+    #: the request's ``User-Agent`` header (see render/user_agent.py)
+    user_agent: str | None = None
 
     @property
     def overrides_request(self) -> bool:
@@ -136,7 +138,13 @@ def build_spec(
         maxsize=int(meta.get("download_maxsize", config.download_maxsize)),
         warnsize=int(meta.get("download_warnsize", config.download_warnsize)),
         context=context,
+        user_agent=_user_agent(request),
     )
+
+
+def _user_agent(request: Request) -> str | None:
+    value = request.headers.get(b"User-Agent")
+    return bytes(value).decode("latin-1") if value else None
 
 
 def _cookie_pairs(request: Request) -> tuple[tuple[str, str], ...]:
