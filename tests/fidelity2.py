@@ -16,6 +16,7 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 import pytest_twisted
 import scrapy
 
@@ -23,6 +24,12 @@ from tests.crawl import crawl
 from tests.servers import ProxyServer, SiteServer
 
 PASSWORD = "pw-" + "z" * 10
+
+CHROME_UA = (
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/124.0.6367.60 Safari/537.36"
+)
+SCRAPY_UA = f"Scrapy/{scrapy.__version__} (+https://scrapy.org)"
 
 
 def proxied_url(site: SiteServer, path: str) -> str:
@@ -145,9 +152,30 @@ class FidelityCases:
         page: dict[str, Any] = json.loads(response.css("#navigator::text").get(""))
         return server, page
 
+    # Item 7: pages that navigate themselves after load ------------------------
 
-CHROME_UA = (
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/124.0.6367.60 Safari/537.36"
-)
-SCRAPY_UA = f"Scrapy/{scrapy.__version__} (+https://scrapy.org)"
+    @pytest.mark.parametrize("how", ["post", "location"])
+    @pytest_twisted.ensureDeferred
+    async def test_a_page_that_navigates_itself_after_load_gives_one_document(
+        self, site: SiteServer, how: str
+    ) -> None:
+        """The page's onload submits a POST form to its own URL, or goes to
+        another URL: in each of 20 runs the response is the last document
+        (201 or 202), its status, header, URL and body from that one."""
+        runs = 20
+        spider, _ = await self.crawl(
+            [scrapy.Request(site.url(f"/self-post?how={how}&run={i}"),
+                            meta={"cdp": True, "run": str(i)})
+             for i in range(runs)],
+        )  # fmt: skip
+        assert not spider.failures, [str(f.value) for f in spider.failures]
+        expected = (201, b"post", "post") if how == "post" else (202, b"arrived", "arrived")
+        seen = []
+        for response in spider.responses:
+            run = response.meta["run"]
+            seen.append((response.status, response.headers.get(b"X-Doc"),
+                         response.css("#doc::text").get()))  # fmt: skip
+            url = site.url(f"/self-post?how={how}&run={run}")
+            assert response.url == (url if how == "post" else url + "&arrived=1")
+            assert response.css("#run::text").get() == run
+        assert seen == [expected] * runs

@@ -32,11 +32,17 @@ from scrapy_cdp_pool.render.spec import RenderSpec
 
 logger = logging.getLogger(__name__)
 
+# After one turn of the page's event loop: a navigation the page scheduled
+# (Lightpanda runs a form submitted from onload on its next turn) has started.
 _READ_HTML = (
-    "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '')"
-    " + document.documentElement.outerHTML"
+    "new Promise(r => setTimeout(r, 0)).then(() =>"
+    " (document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '')"
+    " + document.documentElement.outerHTML)"
 )
-_CONTEXT_GONE = ("Execution context was destroyed", "Cannot find context", "context not found")
+_CONTEXT_GONE = (
+    "Execution context was destroyed", "Cannot find context", "context not found",
+    "Inspected target navigated or closed",
+)  # fmt: skip
 
 
 class Page:
@@ -297,17 +303,43 @@ class Page:
         await self.evaluate(expression, timeout_s + 1)
 
     async def read_html(self, timeout_s: float) -> str:
-        """The rendered DOM, doctype included. If the page is replaced while it
-        is read, wait for the new one and read again (at most 3 times)."""
-        for _ in range(3):
+        """The current document's rendered DOM, doctype included, read once
+        the page's event loop turned (a navigation it schedules right after
+        its load, such as a form submitted from ``onload``, has started by
+        then). The read is kept only if the frame still shows the document
+        :attr:`tracker` reports (status, headers, URL) and nothing navigates:
+        otherwise the new document is awaited and read, until ``timeout_s``
+        seconds. ``""`` when the page went on to a raw document (its bytes
+        are the body).
+
+        :raises PageScriptError: it kept navigating for ``timeout_s`` seconds.
+        """
+        tracker = self.tracker
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            if tracker.document is not None and tracker.document.body is not None:
+                return ""
+            generation = tracker.generation
             try:
-                value = await self.evaluate(_READ_HTML, timeout_s)
-                return str(value or "")
+                value = await self.evaluate(_READ_HTML, max(0.001, deadline - loop.time()))
             except (CDPProtocolError, PageScriptError) as e:
                 if not any(marker in str(e) for marker in _CONTEXT_GONE):
                     raise
-                await self.wait_settled("domcontentloaded", timeout_s)
-        raise PageScriptError(f"{self.spec.url}: the page kept navigating while being read")
+            else:
+                if (
+                    tracker.generation == generation
+                    and tracker.committed
+                    and not tracker.navigation_pending
+                ):
+                    return str(value or "")
+            try:
+                await self.wait_settled("domcontentloaded", deadline - loop.time())
+            except TimeoutError:
+                raise PageScriptError(
+                    f"{self.spec.url}: the page kept navigating while being read "
+                    f"for {timeout_s:g} s"
+                ) from None
 
     # Fetch interception -------------------------------------------------
 

@@ -103,13 +103,15 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
                     f"{spec.url}: action #{index} {action.describe()} timed out"
                 ) from e
         tracker = page.tracker
+        # The DOM, then the document it was read from (the page may have
+        # navigated on after its load: status, headers and body of one document).
+        html = await page.read_html(spec.action_timeout_s)
         document = tracker.document
         if document is None:  # navigate() returns with a document or raises
             raise PageCrashed(f"{spec.url}: no document")
         if document.body is not None:
             body, rendered = document.body, False
         else:
-            html = await page.read_html(spec.action_timeout_s)
             body, rendered = html.encode("utf-8"), True
             if spec.maxsize and len(body) > spec.maxsize:
                 raise ResponseTooLarge(spec.url, len(body), spec.maxsize, expected=False)

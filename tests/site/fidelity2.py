@@ -7,10 +7,11 @@ over HTTPS (``python -m tests.site --tls``).
 - ``/body-digest`` (any method): ``{"method", "length", "sha256"}`` of the
   request body, as JSON.
 - ``/self-post``: a GET answers 200 with a page whose ``onload`` submits a
-  POST form back to the same URL; the POST answers 201. Each document says
-  which it is in ``<p id="doc">`` and in an ``X-Doc`` header (``get``/``post``),
-  and carries the request's ``run`` query parameter, so a response whose status,
-  header and body come from different documents shows it.
+  POST form back to the same URL (201), or with ``how=location`` goes to the
+  same URL plus ``&arrived=1`` (202). Each document says which it is in
+  ``<p id="doc">`` and in an ``X-Doc`` header (``get``/``post``/``arrived``),
+  and carries the request's ``run`` query parameter, so a response whose
+  status, header and body come from different documents shows it.
 - ``/ua``: the ``User-Agent`` and ``Sec-CH-UA*`` headers the server got
   (``<pre id="headers">`` JSON) and, once the page's script ran,
   ``navigator.userAgent``, ``navigator.webdriver`` and
@@ -49,11 +50,22 @@ async def self_post(request: web.Request) -> web.Response:
             status=201,
             headers={"X-Doc": "post"},
         )
+    if request.query.get("arrived"):
+        return html_response(
+            "Arrived",
+            f'<p id="doc">arrived</p><p id="run">{run}</p>',
+            status=202,
+            headers={"X-Doc": "arrived"},
+        )
+    if request.query.get("how") == "location":
+        go = "location.href = location.href + '&arrived=1';"
+    else:
+        go = 'document.getElementById("form").submit();'
     return html_response(
-        "Before posting",
+        "Before",
         f'<p id="doc">get</p><p id="run">{run}</p>'
         '<form id="form" method="post"><input name="f" value="sent"></form>'
-        '<script>window.onload = () => document.getElementById("form").submit();</script>',
+        f"<script>window.onload = () => {{ {go} }};</script>",
         headers={"X-Doc": "get"},
     )
 
