@@ -72,6 +72,16 @@ class FidelityCases:
             "method": "POST", "length": len(body), "sha256": hashlib.sha256(body).hexdigest(),
         }  # fmt: skip
 
+    @pytest_twisted.ensureDeferred
+    async def test_an_action_script_over_1_mib_runs(self, site: SiteServer) -> None:
+        script = "'" + "y" * 2_000_000 + "'.length"
+        spider, _ = await self.crawl([
+            scrapy.Request(site.url("/echo-html?script"),
+                           meta={"cdp": True, "cdp_actions": [["evaluate", script]]}),
+        ])  # fmt: skip
+        assert not spider.failures, [str(f.value) for f in spider.failures]
+        assert spider.responses[0].meta["cdp_results"] == [2_000_000]
+
     # Item 9: TLS errors ------------------------------------------------------
 
     @pytest_twisted.ensureDeferred

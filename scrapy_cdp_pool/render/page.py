@@ -306,40 +306,42 @@ class Page:
         """The current document's rendered DOM, doctype included, read once
         the page's event loop turned (a navigation it schedules right after
         its load, such as a form submitted from ``onload``, has started by
-        then). The read is kept only if the frame still shows the document
-        :attr:`tracker` reports (status, headers, URL) and nothing navigates:
-        otherwise the new document is awaited and read, until ``timeout_s``
-        seconds. ``""`` when the page went on to a raw document (its bytes
+        then). The read is kept only if the frame showed, all along, the
+        committed document :attr:`tracker` reports (status, headers, URL):
+        if the page navigated meanwhile, the new document is awaited and read,
+        for at most ``timeout_s`` seconds, then read as it is. A navigation
+        already pending before the read (one that never answers) does not
+        hold it. ``""`` when the page went on to a raw document (its bytes
         are the body).
 
-        :raises PageScriptError: it kept navigating for ``timeout_s`` seconds.
+        :raises PageScriptError: the page kept changing documents for
+            ``timeout_s`` seconds.
         """
         tracker = self.tracker
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
+        last_chance = False
         while True:
             if tracker.document is not None and tracker.document.body is not None:
                 return ""
             generation = tracker.generation
             try:
-                value = await self.evaluate(_READ_HTML, max(0.001, deadline - loop.time()))
+                value = await self.evaluate(_READ_HTML, max(0.1, deadline - loop.time()))
             except (CDPProtocolError, PageScriptError) as e:
                 if not any(marker in str(e) for marker in _CONTEXT_GONE):
                     raise
             else:
-                if (
-                    tracker.generation == generation
-                    and tracker.committed
-                    and not tracker.navigation_pending
-                ):
+                if tracker.generation == generation and tracker.committed:
                     return str(value or "")
-            try:
-                await self.wait_settled("domcontentloaded", deadline - loop.time())
-            except TimeoutError:
+            if last_chance:
                 raise PageScriptError(
                     f"{self.spec.url}: the page kept navigating while being read "
                     f"for {timeout_s:g} s"
-                ) from None
+                )
+            try:
+                await self.wait_settled("domcontentloaded", deadline - loop.time())
+            except TimeoutError:
+                last_chance = True  # read it as it is, if it holds still for that
 
     # Fetch interception -------------------------------------------------
 
