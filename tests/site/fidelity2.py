@@ -8,7 +8,8 @@ over HTTPS (``python -m tests.site --tls``).
   request body, as JSON.
 - ``/self-post``: a GET answers 200 with a page whose ``onload`` submits a
   POST form back to the same URL (201), or with ``how=location`` goes to the
-  same URL plus ``&arrived=1`` (202). Each document says which it is in
+  same URL plus ``&arrived=1`` (202); ``delay=MS`` does it that many
+  milliseconds after the load event. Each document says which it is in
   ``<p id="doc">`` and in an ``X-Doc`` header (``get``/``post``/``arrived``),
   and carries the request's ``run`` query parameter, so a response whose
   status, header and body come from different documents shows it.
@@ -61,11 +62,14 @@ async def self_post(request: web.Request) -> web.Response:
         go = "location.href = location.href + '&arrived=1';"
     else:
         go = 'document.getElementById("form").submit();'
+    onload = f"{{ {go} }}"
+    if request.query.get("delay"):  # milliseconds after the load event
+        onload = f"setTimeout(() => {onload}, {int(request.query['delay'])})"
     return html_response(
         "Before",
         f'<p id="doc">get</p><p id="run">{run}</p>'
         '<form id="form" method="post"><input name="f" value="sent"></form>'
-        f"<script>window.onload = () => {{ {go} }};</script>",
+        f"<script>window.onload = () => {onload};</script>",
         headers={"X-Doc": "get"},
     )
 
