@@ -55,7 +55,9 @@ class PoolConfig:
     server_start_timeout_s: float = 30.0
     connect_timeout_s: float = 10.0
     command_timeout_s: float = 30.0
-    #: largest CDP message accepted from a server (MB): a DOM, a screenshot
+    #: largest CDP message accepted from a server (MB): a DOM, a screenshot;
+    #: also the largest an embedded Lightpanda server takes from us
+    #: (``--cdp-max-message-size``: a request body is sent base64-encoded in one)
     max_message_mb: float = 256.0
     navigation_timeout_s: float = 30.0
     action_timeout_s: float = 10.0
@@ -94,6 +96,8 @@ class PoolConfig:
     #: keep a clean page open for the next request of its identity on the same
     #: connection (None: on Chromium only)
     reuse_pages: bool | None = None
+    #: load HTTPS pages whose certificate does not verify (self-signed, expired)
+    ignore_https_errors: bool = False
 
     @property
     def max_message_bytes(self) -> int:
@@ -224,6 +228,7 @@ class PoolConfig:
             ),
             jobdir_durable=_bool(settings, "CDP_POOL_JOBDIR_DURABLE", default=True),
             jobdir_fsync=_bool(settings, "CDP_POOL_JOBDIR_FSYNC"),
+            ignore_https_errors=_bool(settings, "CDP_POOL_IGNORE_HTTPS_ERRORS"),
         )
 
 

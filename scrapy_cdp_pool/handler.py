@@ -26,9 +26,15 @@ from scrapy_cdp_pool.render.errors import (
     to_scrapy_error,
 )
 from scrapy_cdp_pool.render.redirects import is_handed_back
+from scrapy_cdp_pool.render.request_proxy import (
+    ProxyUnsupported,
+    request_proxy,
+    with_request_proxy,
+)
 from scrapy_cdp_pool.render.response import build_response
 from scrapy_cdp_pool.render.session import RenderResult, render
 from scrapy_cdp_pool.render.spec import build_spec, default_header_values, is_rendered
+from scrapy_cdp_pool.render.user_agent import RefusedUserAgentWarning
 
 if TYPE_CHECKING:
     from typing import Self
@@ -72,6 +78,7 @@ class CDPDownloadHandler:
         self.pool = acquire_pool(crawler, self.config)
         self.identities = identities_for(crawler, self.config)
         self._pool_failed = False
+        self._refused_user_agent = RefusedUserAgentWarning()
         crawler.signals.connect(self._record_stats, signal=signals.spider_closed)
 
     @classmethod
@@ -85,7 +92,13 @@ class CDPDownloadHandler:
         if not self.should_render(request):
             response: Response = await self._fallback(request).download_request(request)
             return response
-        context = self.identities.context_for(request)  # a profile's, or None
+        profile = self.identities.context_for(request)  # a profile's, or None
+        try:
+            # meta["proxy"] in the context: egress as plain Scrapy's
+            context = with_request_proxy(request, profile, request_proxy(request))
+        except ProxyUnsupported as e:
+            self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
+            raise
         spec = build_spec(request, self.config, self._default_headers, context=context)
         requires = context.requirements() if context is not None else frozenset()
         server_options = context.server_options() if context is not None else None
@@ -98,12 +111,15 @@ class CDPDownloadHandler:
             async with self.pool.lease(requires, server_options, timeout_s) as lease:
                 leased = True
                 self._count_page(lease)
+                self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
                 result = await render(lease, spec, collect_cookies=self._merges_cookies(request))
         except ActionError as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             raise
         except CapabilityUnavailable as e:  # this profile only, not the whole pool
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
+            if profile is None:  # its meta["proxy"]
+                raise ProxyUnsupported(f"{request}: meta['proxy']: {e}") from e
             raise self.identities.unsupported(request, e) from e
         except Exception as e:
             waited = isinstance(e, TimeoutError) and not str(e) and not leased
@@ -113,7 +129,8 @@ class CDPDownloadHandler:
                 self._on_pool_unavailable(e)
             where = str(request)
             if context is not None and context.proxy_server:
-                where += f" (through the profile's proxy {context.proxy_server})"
+                whose = "the profile's proxy" if profile is not None else "meta['proxy']"
+                where += f" (through {whose} {context.proxy_server})"
             if isinstance(e, TimeoutError) and not str(e):
                 if waited:
                     raise SlotWaitTimeout(

@@ -15,6 +15,14 @@ def site() -> Iterator[SiteServer]:
 
 
 @pytest.fixture(scope="session")
+def tls_site() -> Iterator[SiteServer]:
+    """The test site over HTTPS with a self-signed certificate."""
+    server = SiteServer(tls=True)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
 def lightpanda_endpoint() -> Iterator[str]:
     server = LightpandaProcess()
     yield server.endpoint

@@ -29,11 +29,12 @@ START_DEADLINE_S = 20.0
 
 
 class SiteServer:
-    """The test site in a subprocess; ``url(path)`` builds absolute URLs."""
+    """The test site in a subprocess; ``url(path)`` builds absolute URLs.
+    ``tls``: over HTTPS with a self-signed certificate."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tls: bool = False) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.site"],
+            [sys.executable, "-m", "tests.site", *(["--tls"] if tls else [])],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             text=True,

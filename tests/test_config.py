@@ -24,6 +24,7 @@ def test_defaults() -> None:
     assert cfg.render_all is False
     assert cfg.download_timeout_s == 180
     assert cfg.max_message_mb == 256
+    assert cfg.ignore_https_errors is False
 
 
 def test_values_are_read() -> None:
@@ -56,6 +57,8 @@ def test_values_are_read() -> None:
         ("CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", "soon", "seconds > 0"),
         ("CDP_POOL_WAIT_UNTIL", "networkidle", "use one of load, domcontentloaded"),
         ("CDP_POOL_RENDER_ALL", "maybe", "not a boolean"),
+        ("CDP_POOL_IGNORE_HTTPS_ERRORS", "perhaps", "not a boolean"),
+        ("CDP_POOL_MAX_MESSAGE_MB", 0, "integer >= 1"),
         ("CDP_POOL_CHROMIUM_PATH", 42, "not a path"),
         ("CDP_POOL_RETRY_BACKOFF_BASE_SECONDS", -1, "seconds > 0"),
         ("CDP_POOL_RETRY_BACKOFF_MAX_SECONDS", 0.5, "seconds >= CDP_POOL_RETRY_BACKOFF_BASE"),
@@ -144,3 +147,18 @@ def test_other_server_flags_pass() -> None:
     )
     assert cfg.lightpanda_args == ("--log-level", "info", "--watchdog-ms", "500")
     assert cfg.chromium_args == ("--lang=fr",)
+
+
+def test_server_flags_follow_the_settings() -> None:
+    """Embedded servers' flags (pool/server_flags.py); a flag set in
+    CDP_POOL_LIGHTPANDA_ARGS is left to it."""
+    from scrapy_cdp_pool.pool.server_flags import chromium_flags, lightpanda_flags
+
+    assert lightpanda_flags(config()) == ["--cdp-max-message-size", str(256 << 20)]
+    cfg = config(CDP_POOL_MAX_MESSAGE_MB=8, CDP_POOL_IGNORE_HTTPS_ERRORS=True)
+    assert lightpanda_flags(cfg) == [
+        "--cdp-max-message-size", str(8 << 20), "--insecure-disable-tls-host-verification",
+    ]  # fmt: skip
+    assert "--ignore-certificate-errors" in chromium_flags(cfg)
+    own = config(CDP_POOL_LIGHTPANDA_ARGS=["--cdp-max-message-size", "99"])
+    assert lightpanda_flags(own) == []

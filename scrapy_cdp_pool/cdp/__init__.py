@@ -10,6 +10,7 @@ from scrapy_cdp_pool.cdp.errors import (
     CDPMalformedMessage,
     CDPMessageTooLarge,
     CDPProtocolError,
+    CDPRequestTooLarge,
     CDPTimeoutError,
 )
 
@@ -22,6 +23,7 @@ __all__ = [
     "CDPMalformedMessage",
     "CDPMessageTooLarge",
     "CDPProtocolError",
+    "CDPRequestTooLarge",
     "CDPTimeoutError",
     "EventHandler",
 ]

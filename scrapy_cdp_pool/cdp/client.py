@@ -25,6 +25,7 @@ from scrapy_cdp_pool.cdp.errors import (
     CDPMalformedMessage,
     CDPMessageTooLarge,
     CDPProtocolError,
+    CDPRequestTooLarge,
     CDPTimeoutError,
 )
 from scrapy_cdp_pool.cdp.messages import Malformed, excerpt, optional
@@ -58,6 +59,11 @@ MAX_UNCLAIMED_TARGETS = 1024
 :meth:`CDPConnection.take_attached_session` (the oldest are forgotten): a
 page's pop-ups, or a flood of targets nobody created."""
 
+#: bytes: a command at least this large that is pending when the connection
+#: closes fails with :class:`CDPRequestTooLarge` (Lightpanda's default
+#: ``--cdp-max-message-size``, the smallest limit known)
+LARGE_MESSAGE = 1024 * 1024
+
 CONNECTION_CLOSED_EVENT = "CDPConnection.closed"
 """A pseudo-event every subscribed handler gets once when the connection
 closes, with params ``{"reason": str}``."""
@@ -85,6 +91,7 @@ class CDPConnection:
         self._stream: Stream | None = None
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
+        self._large: dict[int, int] = {}  # pending ids of large commands -> bytes
         self._handlers: dict[str, EventHandler] = {}
         self._close_callbacks: list[Callable[[], None]] = []
         self._closed = asyncio.Event()
@@ -259,10 +266,14 @@ class CDPConnection:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = (method, future)
         timeout = self.command_timeout_s if timeout_s is None else timeout_s
+        data = json.dumps(message).encode()
+        if len(data) >= LARGE_MESSAGE:
+            self._large[msg_id] = len(data)
         try:
-            self._stream.send_text(json.dumps(message).encode())
+            self._stream.send_text(data)
         except ConnectionError:
             self._pending.pop(msg_id, None)
+            self._large.pop(msg_id, None)
             return self._failed(method)
         return self._answer(msg_id, method, future, timeout)
 
@@ -281,6 +292,7 @@ class CDPConnection:
             raise CDPTimeoutError(method, limit_s) from e
         finally:
             self._pending.pop(msg_id, None)
+            self._large.pop(msg_id, None)
 
     async def close(self) -> None:
         """Close the WebSocket; commands waiting for an answer fail with
@@ -393,8 +405,13 @@ class CDPConnection:
             return
         self._close_reason = reason
         self._closed.set()
-        for method, future in list(self._pending.values()):
-            if not future.done():
+        for msg_id, (method, future) in list(self._pending.items()):
+            if future.done():
+                continue
+            size = self._large.get(msg_id)
+            if size is not None and reason != "closed by client" and self._close_error is None:
+                future.set_exception(CDPRequestTooLarge(method, size, reason))
+            else:
                 future.set_exception(
                     self.close_error(method)
                     or CDPConnectionClosed(f"{method}: connection to {self.url} {reason}")

@@ -37,6 +37,24 @@ class CDPConnectionClosed(CDPError):
     while a command was waiting for its answer, or before it was sent."""
 
 
+class CDPRequestTooLarge(CDPConnectionClosed):
+    """The connection closed while a command larger than
+    :data:`~scrapy_cdp_pool.cdp.client.LARGE_MESSAGE` bytes waited for its
+    answer: most likely the server refused it as too large (Lightpanda closes
+    a connection whose message passes its ``--cdp-max-message-size``).
+    ``size`` is the message's size in bytes."""
+
+    def __init__(self, method: str, size: int, reason: str) -> None:
+        super().__init__(
+            f"{method}: the endpoint closed the connection ({reason}) while a {size}-byte "
+            "message waited for its answer: most likely larger than it takes (Lightpanda's "
+            "--cdp-max-message-size, 1 MiB by default; CDP_POOL_MAX_MESSAGE_MB sets it on "
+            "the embedded servers)"
+        )
+        self.method = method
+        self.size = size
+
+
 class CDPConnectError(CDPError):
     """The WebSocket could not be opened: refused, unreachable, or the server
     answered the upgrade with an HTTP error such as Lightpanda's 503 when it

@@ -22,6 +22,7 @@ from scrapy_cdp_pool.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.pool.connection import ConnectionState, PooledConnection
+from scrapy_cdp_pool.pool.connection_setup import set_up_connection
 from scrapy_cdp_pool.pool.dedicated import DedicatedServers
 from scrapy_cdp_pool.pool.lease import ContextLease
 from scrapy_cdp_pool.pool.routing import (
@@ -188,6 +189,7 @@ class ConnectionPool:
             return
         if info.kind == "lightpanda":
             await cdp.enable_auto_attach()
+        await set_up_connection(cdp, info, self.config, embedded=self.server is not None)
         connection.attach(cdp, info)
         cdp.on_close(lambda: self._on_connection_closed(connection, cdp))
 

@@ -35,6 +35,7 @@ from scrapy_cdp_pool.cdp.transport import unix_socket_url
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover, info_from_browser_version
 from scrapy_cdp_pool.pool.private_dir import make_private_dir, sweep_once
+from scrapy_cdp_pool.pool.server_flags import chromium_flags, lightpanda_flags
 from scrapy_cdp_pool.pool.server_options import ServerOptions
 
 logger = logging.getLogger(__name__)
@@ -397,7 +398,7 @@ class LightpandaServer(EmbeddedServer):
         argv = [
             binary, "serve", "--unix-socket", path,
             "--cdp-max-connections", str(max_connections),
-            "--log-level", "error", *watchdog,
+            "--log-level", "error", *watchdog, *lightpanda_flags(self.config),
             *self.config.lightpanda_args,
         ]  # fmt: skip
         proc = await self._spawn(argv)
@@ -477,7 +478,7 @@ class ChromiumServer(EmbeddedServer):
             # then not counted in cdp_pool/resources_blocked).
             extra.append("--blink-settings=imagesEnabled=false")
         argv = [
-            path, *CHROMIUM_FLAGS, *extra, *self.config.chromium_args,
+            path, *CHROMIUM_FLAGS, *extra, *chromium_flags(self.config), *self.config.chromium_args,
             "--remote-debugging-pipe",
             f"--user-data-dir={private / 'profile'}",
             f"--crash-dumps-dir={private / 'crashes'}",

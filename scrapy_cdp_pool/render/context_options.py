@@ -34,6 +34,8 @@ class ContextOptions:
     CSS pixels; ``geolocation`` is ``(latitude, longitude, accuracy_m)``;
     ``local_storage`` is ``((origin, ((name, value), ...)), ...)``."""
 
+    #: the profile's name; ``""`` for a request without a profile (one
+    #: with a ``meta["proxy"]``: see render/request_proxy.py)
     name: str = ""
     cookies: tuple[Cookie, ...] = ()
     local_storage: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = ()
@@ -71,6 +73,16 @@ class ContextOptions:
         state = json.dumps([self.cookies, self.local_storage], sort_keys=True, default=str)
         return hashlib.blake2b(state.encode(), digest_size=8).hexdigest()
 
+    @functools.cached_property
+    def proxy_key(self) -> str:
+        """A digest of the proxy and its credentials (``""`` without one): a
+        kept page goes on only through the proxy it was made with (a
+        request's ``meta["proxy"]`` may differ between requests)."""
+        if not self.proxy_server:
+            return ""
+        proxy = json.dumps([self.proxy_server, self.proxy_username, self.proxy_password])
+        return "@" + hashlib.blake2b(proxy.encode(), digest_size=8).hexdigest()
+
     def server_options(self) -> ServerOptions | None:
         """The proxy and time zone, for a server that takes them only for all
         its pages (a dedicated Lightpanda server); ``None`` without either."""
@@ -89,7 +101,9 @@ class ContextOptions:
         server already sends every page through the proxy)."""
         if not self.proxy_server or "proxy" in unsupported:
             return {}
-        return {"proxyServer": self.proxy_server}
+        # "<-loopback>": no implicit bypass of localhost, as plain Scrapy and a
+        # dedicated Lightpanda server (no_proxy emptied) do.
+        return {"proxyServer": self.proxy_server, "proxyBypassList": "<-loopback>"}
 
     def storage_cookies(self) -> list[dict[str, Any]]:
         """Cookies as ``Storage.setCookies`` takes them."""

@@ -47,16 +47,33 @@ class DocumentTracker:
     blocked: dict[str, int] = field(default_factory=dict)
     set_cookies: dict[str, list[str]] = field(default_factory=dict)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    #: the current document replaced the previous one in the frame
+    #: (``Page.frameNavigated``): only then do load events count for it
+    committed: bool = False
+    #: bumped by every change of which document the frame shows or will
+    #: show: a DOM read is kept only if it did not change meanwhile
+    generation: int = 0
 
     def on_event(self, method: str, params: dict[str, Any]) -> None:
         """Update from one CDP event (Page, Network, Inspector, Target domains)."""
         if method == "Page.loadEventFired":
-            if self.document is not None and not self.navigation_pending:
+            if self.document is not None and self.committed and not self.navigation_pending:
                 self.loaded = True
                 self.dom_content_loaded = True
         elif method == "Page.domContentEventFired":
-            if self.document is not None and not self.navigation_pending:
+            if self.document is not None and self.committed and not self.navigation_pending:
                 self.dom_content_loaded = True
+        elif method == "Page.frameNavigated":
+            frame = params.get("frame", {})
+            if frame.get("id") != self.main_frame_id or frame.get("parentId"):
+                return
+            # The first commit after the document's response is that document
+            # (a commit needs its response): the previous one's late load
+            # events no longer count.
+            if self.document is not None and not self.committed:
+                self.committed = True
+                self.loaded = self.dom_content_loaded = False
+            self.generation += 1
         elif method in (
             "Page.frameStartedNavigating",
             "Page.frameRequestedNavigation",
@@ -66,6 +83,7 @@ class DocumentTracker:
                 params.get("navigationType", "")
             ).startswith("same"):
                 self.navigation_pending = True
+                self.generation += 1
         elif method == "Network.responseReceivedExtraInfo":
             raw = _header(params.get("headers", {}), "set-cookie")
             if raw:
@@ -110,6 +128,8 @@ class DocumentTracker:
         self.navigation_pending = False
         self.dom_content_loaded = False
         self.loaded = document.body is not None
+        self.committed = False
+        self.generation += 1
         self.changed.set()
 
     def on_failure(self, reason: str) -> None:
@@ -118,7 +138,8 @@ class DocumentTracker:
 
     def settled(self, wait_until: str) -> bool:
         """True when the page is ready to read: a raw document was captured, or
-        the current document reached ``wait_until`` with no navigation pending."""
+        the current document committed and reached ``wait_until`` with no
+        navigation pending."""
         if self.document is None or self.navigation_pending:
             return False
         if self.document.body is not None:

@@ -26,6 +26,7 @@ from scrapy_cdp_pool.cdp import (
     CDPConnectionClosed,
     CDPError,
     CDPMessageTooLarge,
+    CDPRequestTooLarge,
     CDPTimeoutError,
 )
 from scrapy_cdp_pool.messages import cap_message
@@ -84,6 +85,19 @@ class ResponseTooLarge(RenderError):
         )
 
 
+class CertificateRejected(RenderError):
+    """The browser refused the site's TLS certificate (self-signed, expired,
+    wrong host). Plain Scrapy does not verify certificates; the message names
+    ``CDP_POOL_IGNORE_HTTPS_ERRORS``, which makes both backends accept them.
+    Not retried: the same certificate comes back."""
+
+
+class RequestTooLarge(RenderError):
+    """A CDP message of the request (its body, base64-encoded, or a script
+    of an action) is larger than the endpoint takes; the message names the
+    size and ``CDP_POOL_MAX_MESSAGE_MB``. Not retried."""
+
+
 class PoolUnavailable(RenderError):
     """The pool cannot serve: its server did not start, no endpoint answers,
     or it is closing."""
@@ -92,6 +106,14 @@ class PoolUnavailable(RenderError):
 _TIMEOUT_TEXT = ("ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT")
 _REFUSED_TEXT = ("ERR_CONNECTION_REFUSED", "ERR_ADDRESS_UNREACHABLE", "ERR_CONNECTION_RESET")
 _DNS_TEXT = ("ERR_NAME_NOT_RESOLVED", "ERR_NAME_RESOLUTION_FAILED")
+# Chromium's net::ERR_CERT_*; Lightpanda's libcurl errors (PeerFailedVerification...).
+_CERTIFICATE_TEXT = (
+    "err_cert_",
+    "peerfailedverification",
+    "sslcacert",
+    "sslcertproblem",
+    "sslissuererror",
+)
 
 
 def to_scrapy_error(error: BaseException, request_text: str) -> BaseException:
@@ -110,10 +132,17 @@ def to_scrapy_error(error: BaseException, request_text: str) -> BaseException:
             f"{message} (CDP_POOL_MAX_MESSAGE_MB = {error.limit_bytes / (1 << 20):g}; "
             "raise it for pages or screenshots that large)"
         )
+    if isinstance(error, CDPRequestTooLarge):
+        return RequestTooLarge(message)
     if isinstance(error, (CDPConnectError, PoolUnavailable, DedicatedServerFailed)):
         return DownloadConnectionRefusedError(message)
     if isinstance(error, NavigationFailed):
         reason = error.reason
+        if any(text in reason.lower() for text in _CERTIFICATE_TEXT):
+            return CertificateRejected(
+                f"{message} (the browser refused the site's TLS certificate; plain Scrapy does "
+                "not verify certificates: set CDP_POOL_IGNORE_HTTPS_ERRORS = True to accept it)"
+            )
         if any(text in reason for text in _TIMEOUT_TEXT):
             return DownloadTimeoutError(message)
         if any(text in reason for text in _DNS_TEXT):

@@ -16,7 +16,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.cdp import CDPError
+from scrapy_cdp_pool.cdp import CDPError, CDPRequestTooLarge
 from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.errors import ResponseTooLarge
 from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
@@ -83,12 +83,13 @@ class FetchInterceptor:
                 await self.page.command("Fetch.continueRequest", self._overrides(params))
             else:
                 await self.page.command("Fetch.continueRequest", {"requestId": request_id})
+        except CDPRequestTooLarge as e:  # the rewritten request (its body) was refused
+            self.page.fail(e)
         except CDPError as e:
             # The page moved on (navigated, closed) before the answer: nothing to do.
             logger.debug("%s: answering a paused request: %r", self.page.spec.url, e)
         except ResponseTooLarge as e:
-            self.page.too_large = e
-            self.page.tracker.on_failure(str(e))
+            self.page.fail(e)
             await self._abort(request_id)
 
     async def on_auth(self, params: dict[str, Any]) -> None:

@@ -14,7 +14,12 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
-from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPProtocolError
+from scrapy_cdp_pool.cdp import (
+    CDPConnection,
+    CDPConnectionClosed,
+    CDPProtocolError,
+    CDPRequestTooLarge,
+)
 from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.errors import (
     NavigationFailed,
@@ -27,11 +32,17 @@ from scrapy_cdp_pool.render.spec import RenderSpec
 
 logger = logging.getLogger(__name__)
 
+# After one turn of the page's event loop: a navigation the page scheduled
+# (Lightpanda runs a form submitted from onload on its next turn) has started.
 _READ_HTML = (
-    "(document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '')"
-    " + document.documentElement.outerHTML"
+    "new Promise(r => setTimeout(r, 0)).then(() =>"
+    " (document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '')"
+    " + document.documentElement.outerHTML)"
 )
-_CONTEXT_GONE = ("Execution context was destroyed", "Cannot find context", "context not found")
+_CONTEXT_GONE = (
+    "Execution context was destroyed", "Cannot find context", "context not found",
+    "Inspected target navigated or closed",
+)  # fmt: skip
 
 
 class Page:
@@ -49,7 +60,9 @@ class Page:
         self.spec = spec
         self.tracker = DocumentTracker(main_frame_id=target_id)
         self.interceptor = FetchInterceptor(self)
-        self.too_large: ResponseTooLarge | None = None
+        #: an error that ends the render as soon as it is seen (the response or
+        #: the rewritten request too large)
+        self.too_large: ResponseTooLarge | CDPRequestTooLarge | None = None
         self._setup: asyncio.Future[list[dict[str, Any]]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.started_at = time.monotonic()
@@ -66,13 +79,15 @@ class Page:
         default_user_agent: str = "",
         unsupported: frozenset[str] = frozenset(),
         pipeline_navigation: bool = False,
+        user_agent: tuple[str, dict[str, Any]] | None = None,
     ) -> Page:
         """Create a blank target in ``context_id``, attach to it, enable the
         domains a render needs and apply the identity's options (user agent,
         locale, headers...), pipelined in one round trip.
 
         ``network_events``: enable the Network domain (Chromium reports
-        ``Set-Cookie`` only in its events).
+        ``Set-Cookie`` only in its events). ``user_agent``: the command that
+        sets the page's user agent (render/user_agent.py), sent last.
         """
         target = await cdp.send(
             "Target.createTarget", {"url": "about:blank", "browserContextId": context_id}
@@ -93,6 +108,8 @@ class Page:
         if context is not None:
             for method, params in context.page_commands(default_user_agent, unsupported):
                 commands.append(page.command(method, params))
+        if user_agent is not None:
+            commands.append(page.command(*user_agent))
         if spec.cookies:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
             commands.append(page.command("Network.setCookies", {"cookies": cookies}))
@@ -118,6 +135,7 @@ class Page:
         spec: RenderSpec,
         *,
         clear_cookies: bool,
+        user_agent: tuple[str, dict[str, Any]] | None = None,
     ) -> Page:
         """Take over a page a previous request of the same identity left open
         (``CDP_POOL_REUSE_PAGES``): its domains and identity options are still
@@ -126,6 +144,8 @@ class Page:
         before the navigation starts."""
         page = cls(cdp, target_id, session_id, spec)
         commands = [page.command("Fetch.enable", _fetch_params(spec))]
+        if user_agent is not None:  # this request's, which may not be the last one's
+            commands.append(page.command(*user_agent))
         if clear_cookies:
             commands.append(cdp.post("Storage.clearCookies", {"browserContextId": context_id}))
         if spec.cookies:
@@ -140,6 +160,11 @@ class Page:
         """Queue a command to this page's session now and return a coroutine
         that waits for its answer (see :meth:`CDPConnection.post`)."""
         return self.cdp.post(method, params, self.session_id, timeout_s)
+
+    def fail(self, error: ResponseTooLarge | CDPRequestTooLarge) -> None:
+        """End the render with ``error`` (raised by :meth:`wait_settled`)."""
+        self.too_large = error
+        self.tracker.on_failure(str(error))
 
     def detach(self) -> None:
         """Stop handling events; pending pause handlers are cancelled."""
@@ -281,17 +306,45 @@ class Page:
         await self.evaluate(expression, timeout_s + 1)
 
     async def read_html(self, timeout_s: float) -> str:
-        """The rendered DOM, doctype included. If the page is replaced while it
-        is read, wait for the new one and read again (at most 3 times)."""
-        for _ in range(3):
+        """The current document's rendered DOM, doctype included, read once
+        the page's event loop turned (a navigation it schedules right after
+        its load, such as a form submitted from ``onload``, has started by
+        then). The read is kept only if the frame showed, all along, the
+        committed document :attr:`tracker` reports (status, headers, URL):
+        if the page navigated meanwhile, the new document is awaited and read,
+        for at most ``timeout_s`` seconds, then read as it is. A navigation
+        already pending before the read (one that never answers) does not
+        hold it. ``""`` when the page went on to a raw document (its bytes
+        are the body).
+
+        :raises PageScriptError: the page kept changing documents for
+            ``timeout_s`` seconds.
+        """
+        tracker = self.tracker
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        last_chance = False
+        while True:
+            if tracker.document is not None and tracker.document.body is not None:
+                return ""
+            generation = tracker.generation
             try:
-                value = await self.evaluate(_READ_HTML, timeout_s)
-                return str(value or "")
+                value = await self.evaluate(_READ_HTML, max(0.1, deadline - loop.time()))
             except (CDPProtocolError, PageScriptError) as e:
                 if not any(marker in str(e) for marker in _CONTEXT_GONE):
                     raise
-                await self.wait_settled("domcontentloaded", timeout_s)
-        raise PageScriptError(f"{self.spec.url}: the page kept navigating while being read")
+            else:
+                if tracker.generation == generation and tracker.committed:
+                    return str(value or "")
+            if last_chance:
+                raise PageScriptError(
+                    f"{self.spec.url}: the page kept navigating while being read "
+                    f"for {timeout_s:g} s"
+                )
+            try:
+                await self.wait_settled("domcontentloaded", deadline - loop.time())
+            except TimeoutError:
+                last_chance = True  # read it as it is, if it holds still for that
 
     # Fetch interception -------------------------------------------------
 

@@ -29,8 +29,9 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 def hands_back_redirects(spec: RenderSpec) -> bool:
     """Whether the redirects of ``spec``'s navigation go back to Scrapy: yes
-    unless the request has a profile (``spec.context``)."""
-    return spec.context is None
+    unless the request has a profile (``spec.context`` with a name; a request
+    without one may still carry context options, e.g. its ``meta["proxy"]``)."""
+    return spec.context is None or not spec.context.name
 
 
 def is_handed_back(status: int, headers: list[tuple[str, str]]) -> bool:

@@ -20,6 +20,7 @@ from scrapy_cdp_pool.render.errors import (
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.spec import RenderSpec
+from scrapy_cdp_pool.render.user_agent import user_agent_command
 
 
 @dataclass
@@ -65,10 +66,11 @@ async def render(
     options = spec.context
     key = reuse_key(lease, spec)
     idle = lease.take_idle_page(key) if key is not None else None
+    user_agent = user_agent_command(spec, lease.info)
     if idle is not None:
         page = await Page.reattach(
             lease.cdp, idle.context_id, idle.target_id, idle.session_id, spec,
-            clear_cookies=options is None,
+            clear_cookies=options is None or not options.name, user_agent=user_agent,
         )  # fmt: skip
     else:
         await lease.evict_idle_pages()
@@ -90,6 +92,7 @@ async def render(
             default_user_agent=lease.info.default_user_agent,
             unsupported=lease.info.unsupported,
             pipeline_navigation=lease.info.kind == "lightpanda",
+            user_agent=user_agent,
         )
     lease.page_opened()
     lease.keep_key, lease.target_id, lease.session_id = key, page.target_id, page.session_id
@@ -110,13 +113,15 @@ async def render(
                     f"{spec.url}: action #{index} {action.describe()} timed out"
                 ) from e
         tracker = page.tracker
+        # The DOM, then the document it was read from (the page may have
+        # navigated on after its load: status, headers and body of one document).
+        html = await page.read_html(spec.action_timeout_s)
         document = tracker.document
         if document is None:  # navigate() returns with a document or raises
             raise PageCrashed(f"{spec.url}: no document")
         if document.body is not None:
             body, rendered = document.body, False
         else:
-            html = await page.read_html(spec.action_timeout_s)
             body, rendered = html.encode("utf-8"), True
             if spec.maxsize and len(body) > spec.maxsize:
                 raise ResponseTooLarge(spec.url, len(body), spec.maxsize, expected=False)
@@ -124,7 +129,7 @@ async def render(
         if options is not None and options.save_state:
             storage_state = await _storage_state(lease, page, options, spec.action_timeout_s)
         cookies = None
-        if collect_cookies and options is None:
+        if collect_cookies and (options is None or not options.name):
             cookies = await browser_cookies(page, spec.action_timeout_s)
         lease.finished_cleanly = True
         headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
@@ -170,7 +175,9 @@ def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
     options = spec.context
     if options is None:
         return ""
-    return None if options.save_state else f"{options.name}#{options.state_digest}"
+    if options.save_state:
+        return None
+    return f"{options.name}#{options.state_digest}{options.proxy_key}"
 
 
 async def _storage_state(

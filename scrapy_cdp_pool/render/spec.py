@@ -16,9 +16,18 @@ from scrapy_cdp_pool.config import WAIT_UNTIL, PoolConfig
 from scrapy_cdp_pool.render.actions import Action, parse_actions
 from scrapy_cdp_pool.render.context_options import ContextOptions
 
-# Headers the browser owns: sent by it, or (Cookie) passed as context cookies.
+# Headers the browser owns: sent by it, or (Cookie) passed as context cookies;
+# Proxy-Authorization goes to the proxy (see render/request_proxy.py), never to the site.
 _BROWSER_HEADERS = frozenset(
-    {b"user-agent", b"cookie", b"accept-encoding", b"connection", b"host", b"content-length"}
+    {
+        b"user-agent",
+        b"cookie",
+        b"accept-encoding",
+        b"connection",
+        b"host",
+        b"content-length",
+        b"proxy-authorization",
+    }
 )
 
 
@@ -44,6 +53,8 @@ class RenderSpec:
     maxsize: int = 0
     warnsize: int = 0
     context: ContextOptions | None = None
+    #: the request's ``User-Agent`` header (see render/user_agent.py)
+    user_agent: str | None = None
 
     @property
     def overrides_request(self) -> bool:
@@ -127,7 +138,13 @@ def build_spec(
         maxsize=int(meta.get("download_maxsize", config.download_maxsize)),
         warnsize=int(meta.get("download_warnsize", config.download_warnsize)),
         context=context,
+        user_agent=_user_agent(request),
     )
+
+
+def _user_agent(request: Request) -> str | None:
+    value = request.headers.get(b"User-Agent")
+    return bytes(value).decode("latin-1") if value else None
 
 
 def _cookie_pairs(request: Request) -> tuple[tuple[str, str], ...]:

@@ -1,4 +1,5 @@
-"""``python -m tests.site [--port N]``: serve the test site on 127.0.0.1.
+"""``python -m tests.site [--port N] [--tls]``: serve the test site on 127.0.0.1
+(over HTTPS with a fresh self-signed certificate with ``--tls``).
 
 With no ``--port`` (or ``--port 0``) an ephemeral port is used; the first
 and only line on stdout, ``LISTENING http://127.0.0.1:<port>``, tells it.
@@ -16,8 +17,16 @@ from .app import serve
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tests.site")
     parser.add_argument("--port", type=int, default=0, help="TCP port (default: 0, ephemeral)")
+    parser.add_argument(
+        "--tls", action="store_true", help="serve HTTPS with a fresh self-signed certificate"
+    )
     args = parser.parse_args()
-    asyncio.run(serve(args.port))
+    ssl_context = None
+    if args.tls:
+        from .tls import self_signed_context
+
+        ssl_context = self_signed_context()
+    asyncio.run(serve(args.port, ssl_context))
 
 
 if __name__ == "__main__":

@@ -13,16 +13,30 @@ Routes live in small modules grouped by purpose:
 - ``jobsite``: /jobsite/<n>, /jobsite/fetches (pause-and-resume crawls)
 - ``fidelity``: /fid/* (rendered vs plain Scrapy: encodings, redirects, cookies, auth)
 - ``throws``: /throws (a page script error with a very long message)
+- ``fidelity2``: /body-digest, /self-post, /ua (rendered vs plain fidelity)
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
+import ssl
 
 from aiohttp import web
 
-from . import assets, browser, faults, fidelity, jobsite, protocol, sessions, shop, stats, throws
+from . import (
+    assets,
+    browser,
+    faults,
+    fidelity,
+    fidelity2,
+    jobsite,
+    protocol,
+    sessions,
+    shop,
+    stats,
+    throws,
+)
 from .common import PARKED, cancel_parked
 
 HOST = "127.0.0.1"
@@ -30,7 +44,8 @@ HOST = "127.0.0.1"
 
 def make_app() -> web.Application:
     """Build the application with every route and a fresh set of records."""
-    app = web.Application(middlewares=[stats.count_hits])
+    # Request bodies up to 16 MiB (large-body tests post 5 MiB; aiohttp: 1 MiB).
+    app = web.Application(middlewares=[stats.count_hits], client_max_size=16 * 1024 * 1024)
     app[stats.STATS] = stats.Stats()
     app[browser.NEVER] = asyncio.Event()
     app[PARKED] = set()
@@ -41,14 +56,17 @@ def make_app() -> web.Application:
     app.router.add_routes(jobsite.routes)
     app.router.add_routes(fidelity.routes)
     app.router.add_routes(throws.routes)
+    app.router.add_routes(fidelity2.routes)
     return app
 
 
-async def serve(port: int = 0) -> None:
-    """Serve on 127.0.0.1:``port`` until SIGTERM or SIGINT.
+async def serve(port: int = 0, ssl_context: ssl.SSLContext | None = None) -> None:
+    """Serve on 127.0.0.1:``port`` until SIGTERM or SIGINT; over HTTPS with
+    ``ssl_context``.
 
-    Prints ``LISTENING http://127.0.0.1:<port>`` (the bound port) once the
-    socket accepts connections; nothing else goes to stdout.
+    Prints ``LISTENING http://127.0.0.1:<port>`` (``https://`` with TLS; the
+    bound port) once the socket accepts connections; nothing else goes to
+    stdout.
     """
     runner = web.AppRunner(
         make_app(),
@@ -65,10 +83,11 @@ async def serve(port: int = 0) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        site = web.TCPSite(runner, HOST, port)
+        site = web.TCPSite(runner, HOST, port, ssl_context=ssl_context)
         await site.start()
         bound_port = runner.addresses[0][1]
-        print(f"LISTENING http://{HOST}:{bound_port}", flush=True)
+        scheme = "https" if ssl_context is not None else "http"
+        print(f"LISTENING {scheme}://{HOST}:{bound_port}", flush=True)
         await stop.wait()
     finally:
         await runner.cleanup()
