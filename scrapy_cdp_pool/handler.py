@@ -84,7 +84,10 @@ class CDPDownloadHandler:
             response: Response = await self._fallback(request).download_request(request)
             return response
         context = self.identities.context_for(request)  # a profile's, or None
-        spec = build_spec(request, self.config, self._default_headers, context=context)
+        spec = build_spec(
+            request, self.config, self._default_headers, context=context,
+            signed_out=self.identities.signed_out_rule(request) if context else None,
+        )  # fmt: skip
         requires = context.requirements() if context is not None else frozenset()
         server_options = context.server_options() if context is not None else None
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.pool.heap_limit import heap_limit_args, note_stderr_line
 from scrapy_cdp_pool.pool.server_options import ServerOptions
 
 logger = logging.getLogger(__name__)
@@ -238,6 +239,9 @@ class LightpandaServer(EmbeddedServer):
 
     kind = "lightpanda"
 
+    def _on_stderr_line(self, line: bytes) -> None:
+        note_stderr_line(line)  # a page over CDP_POOL_PAGE_HEAP_LIMIT_MB
+
     def binary(self) -> str:
         if self.config.lightpanda_path:
             return self.config.lightpanda_path
@@ -268,6 +272,7 @@ class LightpandaServer(EmbeddedServer):
             binary, "serve", "--host", "127.0.0.1", "--port", str(port),
             "--cdp-max-connections", str(max_connections),
             "--log-level", "error", *watchdog,
+            *heap_limit_args(self.config, "lightpanda"),
             *self.config.lightpanda_args,
         ]  # fmt: skip
         proc = await self._spawn(argv)
@@ -331,7 +336,8 @@ class ChromiumServer(EmbeddedServer):
             # then not counted in cdp_pool/resources_blocked).
             extra.append("--blink-settings=imagesEnabled=false")
         argv = [
-            path, *CHROMIUM_FLAGS, *extra, *self.config.chromium_args,
+            path, *CHROMIUM_FLAGS, *extra, *heap_limit_args(self.config, "chromium"),
+            *self.config.chromium_args,
             "--remote-debugging-address=127.0.0.1", "--remote-debugging-port=0",
             f"--user-data-dir={self._user_data_dir}", "about:blank",
         ]  # fmt: skip

@@ -20,7 +20,9 @@ def build_response(request: Request, result: RenderResult) -> Response:
     class Scrapy picks from its headers and URL (``JsonResponse`` for JSON).
     Redirect hops go to ``meta["redirect_urls"]`` and
     ``meta["redirect_reasons"]`` as Scrapy's redirect middleware writes them,
-    action results to ``meta["cdp_results"]``.
+    action results to ``meta["cdp_results"]``, the dialogs answered to
+    ``meta["cdp_dialogs_seen"]``, navigations to other schemes not followed
+    to ``meta["cdp_ignored_navigations"]``.
     """
     headers = Headers()
     for name, value in result.headers:
@@ -31,6 +33,7 @@ def build_response(request: Request, result: RenderResult) -> Response:
         request.meta["redirect_urls"] = [url for url, _ in result.redirects]
         request.meta["redirect_reasons"] = [status for _, status in result.redirects]
     request.meta["cdp_results"] = result.results
+    request.meta.update(result.meta)  # cdp_dialogs_seen, cdp_ignored_navigations
     request.meta["download_latency"] = result.latency_s
     if result.rendered:
         headers[b"Content-Type"] = b"text/html; charset=utf-8"

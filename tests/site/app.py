@@ -11,16 +11,19 @@ Routes live in small modules grouped by purpose:
 - ``faults``: /flaky, /rate-limited, /fault-records
 - ``sessions``: /login, /account, /refresh, /whoami, /local-storage, /session-inflight
 - ``jobsite``: /jobsite/<n>, /jobsite/fetches (pause-and-resume crawls)
+- ``behaviour``: /behaviour/* (dialogs, storage between visits, timers, service
+  workers, late content, other schemes, memory hog, infinite scroll)
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
+from collections import defaultdict
 
 from aiohttp import web
 
-from . import assets, browser, faults, jobsite, protocol, sessions, shop, stats
+from . import assets, behaviour, browser, faults, jobsite, protocol, sessions, shop, stats
 from .common import PARKED, cancel_parked
 
 HOST = "127.0.0.1"
@@ -32,11 +35,13 @@ def make_app() -> web.Application:
     app[stats.STATS] = stats.Stats()
     app[browser.NEVER] = asyncio.Event()
     app[PARKED] = set()
+    app[behaviour.TICKS] = defaultdict(list)
     app.on_shutdown.append(cancel_parked)
     for module in (protocol, assets, browser, shop, stats, sessions):
         app.router.add_routes(module.routes)
     app.router.add_routes(faults.routes)
     app.router.add_routes(jobsite.routes)
+    app.router.add_routes(behaviour.routes)
     return app
 
 
