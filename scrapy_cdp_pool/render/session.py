@@ -145,17 +145,13 @@ async def _render_page(lease: ContextLease, page: Page, spec: RenderSpec) -> Ren
     storage_state = None
     if options is not None and options.save_state:
         storage_state = await _storage_state(lease, page, options, spec.action_timeout_s)
-    if lease.keep_key is not None and not await stop_page(
-        lease.cdp, page.session_id, lease.config.context_close_timeout_s
-    ):
-        lease.keep_key = None  # not stopped: dispose it
     lease.finished_cleanly = True
     headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
     headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
     meta: dict[str, Any] = {"cdp_dialogs_seen": list(page.dialogs.seen)}
     if page.schemes.ignored:
         meta["cdp_ignored_navigations"] = list(page.schemes.ignored)
-    return RenderResult(
+    result = RenderResult(
         url=document.url,
         status=document.status,
         headers=headers,
@@ -168,6 +164,11 @@ async def _render_page(lease: ContextLease, page: Page, spec: RenderSpec) -> Ren
         storage_state=storage_state,
         meta=meta,
     )
+    if lease.keep_key is not None and not await stop_page(
+        lease.cdp, page.session_id, lease.config.context_close_timeout_s
+    ):
+        lease.keep_key = None  # still running: dispose it rather than keep it
+    return result
 
 
 async def _signed_out(page: Page, spec: RenderSpec) -> bool:
