@@ -2,7 +2,7 @@
 browser context for the next request of its identity.
 
 1. Before the response is handed to Scrapy (:func:`stop_page`, two round
-   trips): the page's session storage is emptied and it navigates to
+   trips and the blank page's load): the page's session storage is emptied and it navigates to
    ``about:blank``: its scripts and timers stop, so nothing runs (or fetches)
    between requests.
 
@@ -36,16 +36,24 @@ logger = logging.getLogger(__name__)
 _CLEAR_SESSION_STORAGE = "try { sessionStorage.clear(); } catch (e) {}"
 
 
-async def stop_page(cdp: CDPConnection, session_id: str, timeout_s: float) -> bool:
-    """Empty the page's session storage, then navigate it to ``about:blank``.
-    Returns ``False`` when the page did not answer within ``timeout_s``
-    seconds (it must then not be kept)."""
+async def stop_page(
+    cdp: CDPConnection, session_id: str, stopped_loading: asyncio.Event, timeout_s: float
+) -> bool:
+    """Empty the page's session storage, then navigate it to ``about:blank``
+    and wait until it stopped loading (``stopped_loading``: set by the page's
+    ``Page.frameStoppedLoading`` for its main frame): a late load event of
+    ``about:blank`` must not reach the next request's page, which would take
+    it for its own and read a half-parsed document. Returns ``False`` when
+    the page did not answer within ``timeout_s`` seconds (it must then not be
+    kept)."""
     try:
         async with asyncio.timeout(timeout_s):
             # In turn: Chromium runs the script in the renderer and the
             # navigation in the browser process, which would cut the script off.
             await cdp.post("Runtime.evaluate", {"expression": _CLEAR_SESSION_STORAGE}, session_id)
+            stopped_loading.clear()
             await cdp.post("Page.navigate", {"url": "about:blank"}, session_id)
+            await stopped_loading.wait()
     except (CDPError, TimeoutError) as e:
         logger.debug("A page to keep for reuse could not be stopped: %r", e)
         return False

@@ -55,7 +55,9 @@ CHROMIUM_FLAGS = (
     "--no-default-browser-check",
     "--metrics-recording-only",
     "--password-store=basic",
-    "--disable-features=Translate,OptimizationHints,MediaRouter,PaintHolding",
+    # BackForwardCache: a page kept for reuse goes to about:blank between
+    # requests; the back-forward cache would keep each previous document alive.
+    "--disable-features=Translate,OptimizationHints,MediaRouter,PaintHolding,BackForwardCache",
 )
 _DEVTOOLS_LINE = re.compile(rb"DevTools listening on (ws://\S+)")
 

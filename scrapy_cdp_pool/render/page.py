@@ -71,6 +71,8 @@ class Page:
         #: origins of the documents this page loaded (main frame and frames),
         #: whose storage is cleared before the page is reused
         self.origins: set[str] = set()
+        #: set by ``Page.frameStoppedLoading`` of the main frame
+        self.stopped_loading = asyncio.Event()
         self.too_large: ResponseTooLarge | None = None
         self._setup: asyncio.Future[list[dict[str, Any]]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -369,6 +371,8 @@ class Page:
                     self._note_origin(str(params.get("documentURL", "")))
             elif method == "Page.frameNavigated":
                 self._note_origin(str((params.get("frame") or {}).get("url", "")))
+            elif method == "Page.frameStoppedLoading" and params.get("frameId") == self.target_id:
+                self.stopped_loading.set()
             self.tracker.on_event(method, params)
 
     def _note_origin(self, url: str) -> None:

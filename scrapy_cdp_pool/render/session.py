@@ -165,7 +165,7 @@ async def _render_page(lease: ContextLease, page: Page, spec: RenderSpec) -> Ren
         meta=meta,
     )
     if lease.keep_key is not None and not await stop_page(
-        lease.cdp, page.session_id, lease.config.context_close_timeout_s
+        lease.cdp, page.session_id, page.stopped_loading, lease.config.context_close_timeout_s
     ):
         lease.keep_key = None  # still running: dispose it rather than keep it
     return result
