@@ -136,6 +136,13 @@ class ContextLease:
             if on_sent is not None:
                 on_sent()
             return
+        if self.cdp.closed:
+            # The context went with this lease's WebSocket; the connection may
+            # already have a new one, which does not know this context.
+            self.connection.counters.contexts_closed += 1
+            if on_sent is not None:
+                on_sent()
+            return
         await self.connection.dispose_context(
             context_id, self.config.context_close_timeout_s, on_sent
         )

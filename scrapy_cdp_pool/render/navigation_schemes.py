@@ -69,6 +69,8 @@ class SchemeFilter:
         if method == "Page.frameNavigated":
             frame = params.get("frame") or {}
             url = str(frame.get("url", ""))
-            if frame.get("id") == self.main_frame_id and url and not followed(url):
+            # Only a navigation the page asked for: Chromium shows its own
+            # error pages (chrome-error://) for failed documents, a 407 too.
+            if frame.get("id") == self.main_frame_id and url in self.ignored:
                 self.left_for = url
         return False
