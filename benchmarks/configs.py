@@ -62,6 +62,20 @@ def build(connections: int) -> list[Config]:
             note="embedded Chromium",
         ),
         Config(
+            "cdp_pool_lightpanda_networkidle",
+            "cdp_pool",
+            concurrency=c,
+            args=("--browser", "lightpanda", "--wait-until", "networkidle"),
+            note="embedded Lightpanda, CDP_POOL_WAIT_UNTIL networkidle",
+        ),
+        Config(
+            "cdp_pool_chromium_networkidle",
+            "cdp_pool",
+            concurrency=c,
+            args=("--browser", "chromium", "--wait-until", "networkidle"),
+            note="embedded Chromium, CDP_POOL_WAIT_UNTIL networkidle",
+        ),
+        Config(
             "cdp_pool_chromium_tuned",
             "cdp_pool",
             concurrency=c,

@@ -22,7 +22,12 @@ if TYPE_CHECKING:
     from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
 
 BROWSERS = ("lightpanda", "chromium")
-WAIT_UNTIL = ("load", "domcontentloaded")
+WAIT_UNTIL = ("load", "domcontentloaded", "networkidle")
+#: how JavaScript dialogs (alert, confirm, prompt, beforeunload) are answered
+DIALOG_ANSWERS = ("dismiss", "accept")
+#: default of ``CDP_POOL_PAGE_HEAP_LIMIT_MB``: a JavaScript heap ceiling well
+#: above ordinary pages (tens of MB) and far below what fills a machine
+DEFAULT_PAGE_HEAP_LIMIT_MB = 512
 # CDP ``Network.ResourceType`` values, lower-cased as users write them.
 RESOURCE_TYPES = (
     "document", "stylesheet", "image", "media", "font", "script", "texttrack", "xhr",
@@ -63,6 +68,10 @@ class PoolConfig:
     action_timeout_s: float = 10.0
     context_close_timeout_s: float = 5.0
     wait_until: str = "load"
+    dialogs: str = "dismiss"
+    #: JavaScript heap ceiling of the embedded browsers, MB (None: V8's own,
+    #: set with ``CDP_POOL_PAGE_HEAP_LIMIT_MB = 0``)
+    page_heap_limit_mb: int | None = DEFAULT_PAGE_HEAP_LIMIT_MB
     block_resources: frozenset[str] = frozenset()
     download_timeout_s: float = 180.0
     download_maxsize: int = 1024 * 1024 * 1024
@@ -193,6 +202,8 @@ class PoolConfig:
                 settings, "CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS", 5.0
             ),
             wait_until=_choice(settings, "CDP_POOL_WAIT_UNTIL", WAIT_UNTIL, "load"),
+            dialogs=_choice(settings, "CDP_POOL_DIALOGS", DIALOG_ANSWERS, "dismiss"),
+            page_heap_limit_mb=_heap_limit(settings, "CDP_POOL_PAGE_HEAP_LIMIT_MB"),
             block_resources=blocked,
             download_timeout_s=_seconds(settings, "DOWNLOAD_TIMEOUT", 180.0),
             download_maxsize=_int(settings, "DOWNLOAD_MAXSIZE", minimum=0, default=1 << 30),
@@ -306,6 +317,24 @@ def _optional_megabytes(settings: BaseSettings, name: str) -> float | None:
         ) from e
     if not value > 0 or value == float("inf"):
         raise ValueError(f"{name}: {raw!r} is not a number of megabytes > 0, or None for no limit")
+    return value
+
+
+def _heap_limit(settings: BaseSettings, name: str) -> int | None:
+    """An integer of MB >= 16 (V8 clamps lower values), or 0 for V8's own
+    limit (read as ``None``); unset: :data:`DEFAULT_PAGE_HEAP_LIMIT_MB`."""
+    raw: Any = settings.get(name, DEFAULT_PAGE_HEAP_LIMIT_MB)
+    if raw is None or raw == 0:
+        return None
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        value = -1
+    if isinstance(raw, bool) or value < 16 or str(value) != str(raw).strip():
+        raise ValueError(
+            f"{name}: {raw!r} is not a heap size; use an integer of megabytes >= 16, "
+            "or 0 for V8's own limit"
+        )
     return value
 
 

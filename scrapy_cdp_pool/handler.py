@@ -99,7 +99,10 @@ class CDPDownloadHandler:
         except ProxyUnsupported as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             raise
-        spec = build_spec(request, self.config, self._default_headers, context=context)
+        spec = build_spec(
+            request, self.config, self._default_headers, context=context,
+            signed_out=self.identities.signed_out_rule(request) if profile else None,
+        )  # fmt: skip
         requires = context.requirements() if context is not None else frozenset()
         server_options = context.server_options() if context is not None else None
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))

@@ -29,6 +29,8 @@ class HandlerContract:
     loads_images = True
     #: Page.captureScreenshot works
     can_screenshot = True
+    #: the browser lays pages out (scrolling works; not Lightpanda)
+    has_layout = True
 
     def backend_settings(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -187,7 +189,7 @@ class HandlerContract:
         actions: list[Any] = [
             ["wait_for_selector", "p.item", {"timeout": 5}],
             ["evaluate", "document.querySelectorAll('p.item').length"],
-            ["scroll_to_bottom"],
+            ["scroll_to_bottom"] if self.has_layout else ["wait_for_load_state"],
             ["wait_for_timeout", 10],
         ]
         if self.can_screenshot:

@@ -55,7 +55,7 @@ def test_values_are_read() -> None:
         ("CDP_POOL_BLOCK_RESOURCES", ["document"], "cannot be blocked"),
         ("CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", 0, "seconds > 0"),
         ("CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", "soon", "seconds > 0"),
-        ("CDP_POOL_WAIT_UNTIL", "networkidle", "use one of load, domcontentloaded"),
+        ("CDP_POOL_WAIT_UNTIL", "commit", "use one of load, domcontentloaded, networkidle"),
         ("CDP_POOL_RENDER_ALL", "maybe", "not a boolean"),
         ("CDP_POOL_IGNORE_HTTPS_ERRORS", "perhaps", "not a boolean"),
         ("CDP_POOL_MAX_MESSAGE_MB", 0, "integer >= 1"),
@@ -162,3 +162,40 @@ def test_server_flags_follow_the_settings() -> None:
     assert "--ignore-certificate-errors" in chromium_flags(cfg)
     own = config(CDP_POOL_LIGHTPANDA_ARGS=["--cdp-max-message-size", "99"])
     assert lightpanda_flags(own) == []
+
+
+def test_browser_behaviour_settings() -> None:
+    cfg = config()
+    assert (cfg.dialogs, cfg.page_heap_limit_mb, cfg.wait_until) == ("dismiss", 512, "load")
+    cfg = config(CDP_POOL_DIALOGS="accept", CDP_POOL_PAGE_HEAP_LIMIT_MB="256",
+                 CDP_POOL_WAIT_UNTIL="networkidle")  # fmt: skip
+    assert (cfg.dialogs, cfg.page_heap_limit_mb, cfg.wait_until) == ("accept", 256, "networkidle")
+    assert config(CDP_POOL_PAGE_HEAP_LIMIT_MB=0).page_heap_limit_mb is None
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("CDP_POOL_DIALOGS", "ignore", "use one of dismiss, accept"),
+        ("CDP_POOL_PAGE_HEAP_LIMIT_MB", 8, "integer of megabytes >= 16"),
+        ("CDP_POOL_PAGE_HEAP_LIMIT_MB", "lots", "integer of megabytes >= 16"),
+        ("CDP_POOL_PAGE_HEAP_LIMIT_MB", 1.5, "integer of megabytes >= 16"),
+        ("CDP_POOL_WAIT_UNTIL", "idle", "networkidle"),
+    ],
+)
+def test_browser_behaviour_settings_refused_by_name(name: str, value: Any, expected: str) -> None:
+    with pytest.raises(ValueError, match=name) as error:
+        config(**{name: value})
+    assert expected in str(error.value)
+    assert repr(value) in str(error.value)
+
+
+def test_heap_limit_arguments_per_backend() -> None:
+    from scrapy_cdp_pool.pool.heap_limit import heap_limit_args
+
+    assert heap_limit_args(config(), "lightpanda") == ["--v8-max-heap-mb", "512"]
+    assert heap_limit_args(config(), "chromium") == ["--js-flags=--max-old-space-size=512"]
+    assert heap_limit_args(config(CDP_POOL_PAGE_HEAP_LIMIT_MB=0), "chromium") == []
+    # the user's own flag wins
+    own = config(CDP_POOL_CHROMIUM_ARGS=["--js-flags=--expose-gc"])
+    assert heap_limit_args(own, "chromium") == []

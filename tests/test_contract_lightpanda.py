@@ -10,6 +10,8 @@ from tests.contract import HandlerContract
 class TestEmbeddedLightpanda(HandlerContract):
     # Lightpanda does not fetch <img> unless started with --load-resources image.
     loads_images = False
+    # No layout: scroll_to_bottom fails by name (ActionUnsupported).
+    has_layout = False
 
     def backend_settings(self) -> dict[str, Any]:
         return {"CDP_POOL_BROWSER": "lightpanda"}

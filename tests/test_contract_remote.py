@@ -12,6 +12,7 @@ from tests.contract import HandlerContract
 
 class TestRemoteLightpanda(HandlerContract):
     loads_images = False
+    has_layout = False
 
     @pytest.fixture(autouse=True)
     def _endpoint(self, lightpanda_endpoint: str) -> None:

@@ -235,3 +235,32 @@ async def test_bad_profile_files_fail_their_requests_by_name_and_others_go_on(
     assert secret not in caplog.text
     assert isinstance(spider.failures[0].value, ProfileError)
     assert profile_stats(crawler.stats.get_stats(), broken)["failed_fast"] == 2
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_signed_out_is_checked_before_the_actions(
+    site: SiteServer, tmp_path: Path, browser: str
+) -> None:
+    """A request whose action waits for something only a signed-in page has
+    lands on the login page: the signed-out rule is checked right after
+    navigation, before the action, so the hook signs in and the retry runs
+    the action signed in (before: the action timed out, the hook never ran)."""
+    name = f"gina-{token()}"
+    write_profile(tmp_path, name, session="expired-gina")
+    LOGIN[name] = site.url("/login?user=gina")
+    SignInSpider.sign_ins = []
+    actions = [["wait_for_selector", "#account", {"timeout": 5}]]
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url(f"/account?{name}"),
+                        meta={"cdp_profile": name, "cdp_actions": actions})],
+        {"CDP_POOL_BROWSER": browser, "CDP_POOL_PROFILES_DIR": str(tmp_path),
+         "CDP_POOL_SIGNED_OUT": "css:#user"},
+        spider_cls=SignInSpider,
+    )  # fmt: skip
+    assert not spider.failures, spider.failures
+    assert SignInSpider.sign_ins == [name]
+    [response] = spider.responses
+    assert response.css("#account::text").get() == "gina"
+    assert response.meta["cdp_results"] == [None]
+    assert profile_stats(crawler.stats.get_stats(), name)["signed_out"] == 1

@@ -23,6 +23,7 @@ from scrapy_cdp_pool.identity.errors import (
 )
 from scrapy_cdp_pool.identity.health import HealthBook
 from scrapy_cdp_pool.identity.options import context_options
+from scrapy_cdp_pool.identity.signed_out import SignedOutRule
 from scrapy_cdp_pool.identity.store import Profile, ProfileStore
 from scrapy_cdp_pool.render.context_options import ContextOptions
 from scrapy_cdp_pool.scheduling.gates import identity_of
@@ -73,6 +74,20 @@ class Identities:
         profile = self.profile(name)
         self.health.used(name)
         return context_options(profile, save_state=self.config.profile_save_state)
+
+    def signed_out_rule(self, request: Request) -> SignedOutRule | None:
+        """The signed-out rule of ``request``'s profile (its own, else
+        ``CDP_POOL_SIGNED_OUT``), ``None`` without a profile or a rule."""
+        name = identity_of(request)
+        if not name:
+            return None
+        rule = None
+        if self.store is not None:
+            try:
+                rule = self.store.load(name).signed_out
+            except ProfileFileError:
+                rule = None
+        return rule or self.config.signed_out
 
     async def save_state(self, request: Request, state: dict[str, Any]) -> None:
         """Write ``state`` back to the request's profile (atomically). A

@@ -17,6 +17,7 @@ from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.capabilities import ServerInfo
 from scrapy_cdp_pool.pool.connection import IdlePage, PooledConnection
+from scrapy_cdp_pool.pool.page_reuse import clean_for_reuse
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +38,10 @@ class ContextLease:
         self.keep_key: str | None = None
         self.target_id: str | None = None
         self.session_id: str | None = None
+        #: origins the page loaded (filled while it renders), cleared before reuse
+        self.origins: set[str] = set()
+        #: the identity's cookies, set again in a kept page (``None``: none)
+        self.keep_cookies: list[dict[str, Any]] | None = None
         cdp = connection.cdp
         info = connection.info
         if cdp is None or info is None:  # _pick() hands out READY connections only
@@ -81,9 +86,11 @@ class ContextLease:
             idle = connection.idle_pages.pop(0)
             await connection.dispose_context(idle.context_id, self.config.context_close_timeout_s)
 
-    def keep_page(self) -> bool:
+    async def keep_page(self) -> bool:
         """Keep this lease's page open for the next request of its identity
-        instead of disposing it; ``False`` when it cannot be kept."""
+        instead of disposing it, cleaned first (see
+        :mod:`~scrapy_cdp_pool.pool.page_reuse`); ``False`` when it cannot be
+        kept."""
         if (
             self.keep_key is None
             or not self.finished_cleanly
@@ -92,6 +99,12 @@ class ContextLease:
             or self.session_id is None
             or self.cdp.closed
         ):
+            return False
+        cleaned = await clean_for_reuse(
+            self.cdp, self.context_id, self.session_id, self.origins, self.keep_cookies,
+            self.config.context_close_timeout_s,
+        )  # fmt: skip
+        if not cleaned or self.cdp.closed:
             return False
         self.connection.idle_pages.append(
             IdlePage(self.keep_key, self.context_id, self.target_id, self.session_id)
@@ -120,6 +133,13 @@ class ContextLease:
             self.connection.open_pages -= 1
         context_id, self.context_id = self.context_id, None
         if context_id is None:
+            if on_sent is not None:
+                on_sent()
+            return
+        if self.cdp.closed:
+            # The context went with this lease's WebSocket; the connection may
+            # already have a new one, which does not know this context.
+            self.connection.counters.contexts_closed += 1
             if on_sent is not None:
                 on_sent()
             return

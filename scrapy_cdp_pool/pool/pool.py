@@ -374,7 +374,7 @@ class ConnectionPool:
                 self.slots.release(lease.connection)
 
         try:
-            if lease.keep_page():
+            if await lease.keep_page():
                 return
             # A page that may be stuck (the render failed) keeps its slot until
             # the server confirms the dispose, or the connection is retired.

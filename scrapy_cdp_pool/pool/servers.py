@@ -34,6 +34,7 @@ from scrapy_cdp_pool.cdp import CDPConnectError, CDPConnection, CDPError
 from scrapy_cdp_pool.cdp.transport import unix_socket_url
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover, info_from_browser_version
+from scrapy_cdp_pool.pool.heap_limit import heap_limit_args, note_stderr_line
 from scrapy_cdp_pool.pool.private_dir import make_private_dir, sweep_once
 from scrapy_cdp_pool.pool.server_flags import chromium_flags, lightpanda_flags
 from scrapy_cdp_pool.pool.server_options import ServerOptions
@@ -88,12 +89,15 @@ CHROMIUM_FLAGS = (
     "--metrics-recording-only",
     "--password-store=basic",
     # One --disable-features only: Chromium reads the last one it is given.
+    # BackForwardCache: a page kept for reuse goes to about:blank between
+    # requests; the back-forward cache would keep each previous document alive.
     (
         "--disable-features=Translate,OptimizationHints,OptimizationHintsFetching,"
         "OptimizationGuideModelDownloading,OptimizationTargetPrediction,MediaRouter,"
         "DialMediaRouteProvider,PaintHolding,AutofillServerCommunication,"
         "CertificateTransparencyComponentUpdater,SafeBrowsingOnDemand,"
-        "InterestFeedContentSuggestions,LensOverlay,GlobalMediaControls,NetworkTimeServiceQuerying"
+        "InterestFeedContentSuggestions,LensOverlay,GlobalMediaControls,NetworkTimeServiceQuerying,"
+        "BackForwardCache"
     ),
 )
 
@@ -361,6 +365,9 @@ class LightpandaServer(EmbeddedServer):
 
     kind = "lightpanda"
 
+    def _on_stderr_line(self, line: bytes) -> None:
+        note_stderr_line(line)  # a page over CDP_POOL_PAGE_HEAP_LIMIT_MB
+
     def binary(self) -> str:
         if self.config.lightpanda_path:
             return self.config.lightpanda_path
@@ -399,6 +406,7 @@ class LightpandaServer(EmbeddedServer):
             binary, "serve", "--unix-socket", path,
             "--cdp-max-connections", str(max_connections),
             "--log-level", "error", *watchdog, *lightpanda_flags(self.config),
+            *heap_limit_args(self.config, "lightpanda"),
             *self.config.lightpanda_args,
         ]  # fmt: skip
         proc = await self._spawn(argv)
@@ -478,7 +486,8 @@ class ChromiumServer(EmbeddedServer):
             # then not counted in cdp_pool/resources_blocked).
             extra.append("--blink-settings=imagesEnabled=false")
         argv = [
-            path, *CHROMIUM_FLAGS, *extra, *chromium_flags(self.config), *self.config.chromium_args,
+            path, *CHROMIUM_FLAGS, *extra, *chromium_flags(self.config),
+            *heap_limit_args(self.config, "chromium"), *self.config.chromium_args,
             "--remote-debugging-pipe",
             f"--user-data-dir={private / 'profile'}",
             f"--crash-dumps-dir={private / 'crashes'}",

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.render.errors import ActionUnsupported
+
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
 
@@ -55,8 +57,10 @@ async def _wait_for_timeout(page: Page, action: Action, timeout_s: float) -> Non
 
 async def _wait_for_load_state(page: Page, action: Action, timeout_s: float) -> None:
     state = action.args[0] if action.args else "load"
-    if state not in ("load", "domcontentloaded"):
-        raise ValueError(f"{action.describe()}: state must be 'load' or 'domcontentloaded'")
+    if state not in ("load", "domcontentloaded", "networkidle"):
+        raise ValueError(
+            f"{action.describe()}: state must be 'load', 'domcontentloaded' or 'networkidle'"
+        )
     await page.wait_for_load(state, timeout_s)
 
 
@@ -127,7 +131,7 @@ ACTIONS: dict[str, _Signature] = {
     "pdf": _Signature((), {"print_background": bool, "timeout": _NUMBER}, _pdf),
 }
 """The allow-list. ``wait_for_load_state`` also takes one optional positional
-state (``"load"`` or ``"domcontentloaded"``)."""
+state (``"load"``, ``"domcontentloaded"`` or ``"networkidle"``)."""
 
 _OPTIONAL_POSITIONAL = {"wait_for_load_state": 1}
 
@@ -182,6 +186,42 @@ def parse_actions(raw: Any) -> tuple[Action, ...]:
                 )
         actions.append(Action(name, tuple(args), kwargs))
     return tuple(actions)
+
+
+#: What Lightpanda cannot do (it has no layout and renders no pixels): action
+#: name -> (test on the action, why). Checked before the page is opened.
+LIGHTPANDA_UNSUPPORTED: dict[str, tuple[Callable[[Action], bool], str]] = {
+    "scroll_to_bottom": (
+        lambda a: True,
+        (
+            "Lightpanda has no layout: scrolling moves nothing and fires no scroll or "
+            "IntersectionObserver event, so content loaded on scroll never comes"
+        ),
+    ),
+    "screenshot": (
+        lambda a: a.kwargs.get("type", "png") != "png",
+        "Lightpanda takes PNG screenshots only",
+    ),
+}
+
+
+def check_supported(actions: tuple[Action, ...], kind: str) -> None:
+    """Fail before the page is opened when the backend (``kind``, e.g.
+    ``"lightpanda"``) cannot perform one of ``actions``.
+
+    :raises ActionUnsupported: naming the action, its position, the backend
+        and what to do (use Chromium).
+    """
+    if kind != "lightpanda":
+        return
+    for index, action in enumerate(actions):
+        check = LIGHTPANDA_UNSUPPORTED.get(action.name)
+        if check is not None and check[0](action):
+            options = f" {action.kwargs}" if action.kwargs else ""
+            raise ActionUnsupported(
+                f"action #{index} {action.describe()}{options}: {check[1]}; render this "
+                "request on Chromium (CDP_POOL_BROWSER = 'chromium', or a Chromium endpoint)"
+            )
 
 
 async def run_action(page: Page, action: Action, default_timeout_s: float) -> Any:

@@ -4,7 +4,9 @@ Scrapy's ``RetryMiddleware`` retries the exceptions in ``RETRY_EXCEPTIONS``
 (timeouts, refused connections, failed downloads): a navigation timeout, a
 refused endpoint, a crashed page and a closed connection map onto those, so they
 are retried with no extra setting. Bad input (an unknown action), a page
-script error and a CDP message over ``CDP_POOL_MAX_MESSAGE_MB`` are not retried.
+script error, a CDP message over ``CDP_POOL_MAX_MESSAGE_MB``, what a backend
+cannot do (:class:`ActionUnsupported`), a page that left for another scheme and
+a page over its memory ceiling are not retried: retrying cannot help.
 
 Every message here is bounded (:func:`~scrapy_cdp_pool.messages.cap_message`):
 a page's, a browser's or a server's words can be of any size, and they end up
@@ -60,6 +62,31 @@ class PageScriptError(RenderError):
 
 class ActionError(RenderError):
     """An action of ``meta["cdp_actions"]`` failed; the message names it."""
+
+
+class ActionUnsupported(RenderError):
+    """An action or option of ``meta["cdp_actions"]`` the request's backend
+    cannot perform (e.g. a JPEG screenshot or scrolling on Lightpanda, which
+    has no layout). Raised before the page is opened; not retried: use a
+    backend that can (Chromium)."""
+
+
+class NavigationToOtherScheme(RenderError):
+    """The page replaced itself with a non-http(s) document (``file:`` on
+    Lightpanda): there is no web page to return. Not retried."""
+
+    def __init__(self, url: str, target: str) -> None:
+        super().__init__(f"{url}: the page navigated to {target!r}, which is not a web page")
+        self.url = url
+        self.target = target
+
+
+class PageMemoryExceeded(PageCrashed):
+    """The page crashed on a browser started with a JavaScript heap ceiling
+    (``CDP_POOL_PAGE_HEAP_LIMIT_MB``): its scripts most likely allocated
+    past it. Not retried: the same page would do the same again. (The
+    browser does not tell an out-of-memory crash from another one, so a rare
+    other crash is reported, and not retried, the same way.)"""
 
 
 class DedicatedServerFailed(RenderError):
@@ -150,6 +177,8 @@ def to_scrapy_error(error: BaseException, request_text: str) -> BaseException:
         if any(text in reason for text in _REFUSED_TEXT):
             return DownloadConnectionRefusedError(message)
         return DownloadFailedError(message)
+    if isinstance(error, PageMemoryExceeded):
+        return error
     if isinstance(error, (CDPConnectionClosed, PageCrashed, CDPError)):
         return DownloadFailedError(message)
     return error

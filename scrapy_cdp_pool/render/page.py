@@ -2,7 +2,11 @@
 navigate, wait until settled, run scripts for actions, read the DOM.
 
 Its ``Fetch`` pauses are answered by :class:`~scrapy_cdp_pool.render.interception.FetchInterceptor`;
-what the main frame shows is kept by :class:`~scrapy_cdp_pool.render.document.DocumentTracker`.
+what the main frame shows is kept by :class:`~scrapy_cdp_pool.render.document.DocumentTracker`;
+dialogs are answered by :class:`~scrapy_cdp_pool.render.dialogs.DialogAnswerer`, requests in
+flight counted by :class:`~scrapy_cdp_pool.render.network_idle.NetworkActivity`, navigations to
+other schemes kept from the tracker by
+:class:`~scrapy_cdp_pool.render.navigation_schemes.SchemeFilter`.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import logging
 import time
 from collections.abc import Coroutine
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy_cdp_pool.cdp import (
     CDPConnection,
@@ -20,14 +25,18 @@ from scrapy_cdp_pool.cdp import (
     CDPProtocolError,
     CDPRequestTooLarge,
 )
+from scrapy_cdp_pool.render.dialogs import DialogAnswerer
 from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.errors import (
     NavigationFailed,
+    NavigationToOtherScheme,
     PageCrashed,
     PageScriptError,
     ResponseTooLarge,
 )
 from scrapy_cdp_pool.render.interception import FetchInterceptor, cdp_resource_type
+from scrapy_cdp_pool.render.navigation_schemes import SchemeFilter
+from scrapy_cdp_pool.render.network_idle import NetworkActivity
 from scrapy_cdp_pool.render.spec import RenderSpec
 
 logger = logging.getLogger(__name__)
@@ -52,7 +61,12 @@ class Page:
     """
 
     def __init__(
-        self, cdp: CDPConnection, target_id: str, session_id: str, spec: RenderSpec
+        self,
+        cdp: CDPConnection,
+        target_id: str,
+        session_id: str,
+        spec: RenderSpec,
+        kind: str = "chromium",
     ) -> None:
         self.cdp = cdp
         self.target_id = target_id
@@ -60,6 +74,16 @@ class Page:
         self.spec = spec
         self.tracker = DocumentTracker(main_frame_id=target_id)
         self.interceptor = FetchInterceptor(self)
+        self.dialogs = DialogAnswerer(
+            self, accept=spec.dialogs == "accept", browser_answers=kind == "lightpanda"
+        )
+        self.network = NetworkActivity()
+        self.schemes = SchemeFilter(target_id)
+        #: origins of the documents this page loaded (main frame and frames),
+        #: whose storage is cleared before the page is reused
+        self.origins: set[str] = set()
+        #: set by ``Page.frameStoppedLoading`` of the main frame
+        self.stopped_loading = asyncio.Event()
         #: an error that ends the render as soon as it is seen (the response or
         #: the rewritten request too large)
         self.too_large: ResponseTooLarge | CDPRequestTooLarge | None = None
@@ -80,6 +104,7 @@ class Page:
         unsupported: frozenset[str] = frozenset(),
         pipeline_navigation: bool = False,
         user_agent: tuple[str, dict[str, Any]] | None = None,
+        kind: str = "chromium",
     ) -> Page:
         """Create a blank target in ``context_id``, attach to it, enable the
         domains a render needs and apply the identity's options (user agent,
@@ -99,11 +124,15 @@ class Page:
                 "Target.attachToTarget", {"targetId": target_id, "flatten": True}
             )
             session_id = attached["sessionId"]
-        page = cls(cdp, target_id, session_id, spec)
+        page = cls(cdp, target_id, session_id, spec, kind)
         context = spec.context
         fetch = _fetch_params(spec, unsupported)
         commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
-        if network_events or (context is not None and context.needs_network_domain):
+        if (
+            network_events
+            or spec.wait_until == "networkidle"
+            or (context is not None and context.needs_network_domain)
+        ):
             commands.append(page.command("Network.enable"))
         if context is not None:
             for method, params in context.page_commands(default_user_agent, unsupported):
@@ -136,16 +165,19 @@ class Page:
         *,
         clear_cookies: bool,
         user_agent: tuple[str, dict[str, Any]] | None = None,
+        kind: str = "chromium",
     ) -> Page:
         """Take over a page a previous request of the same identity left open
         (``CDP_POOL_REUSE_PAGES``): its domains and identity options are still
         set; only this request's interception, and for the anonymous identity
         a cookie jar emptied and refilled from Scrapy's, are sent and answered
         before the navigation starts."""
-        page = cls(cdp, target_id, session_id, spec)
+        page = cls(cdp, target_id, session_id, spec, kind)
         commands = [page.command("Fetch.enable", _fetch_params(spec))]
         if user_agent is not None:  # this request's, which may not be the last one's
             commands.append(page.command(*user_agent))
+        if spec.wait_until == "networkidle":
+            commands.append(page.command("Network.enable"))
         if clear_cookies:
             commands.append(cdp.post("Storage.clearCookies", {"browserContextId": context_id}))
         if spec.cookies:
@@ -210,12 +242,16 @@ class Page:
             self.tracker.on_failure(str(error_text))
 
     async def wait_settled(self, wait_until: str, timeout_s: float) -> None:
-        """Wait until :meth:`DocumentTracker.settled`.
+        """Wait until :meth:`DocumentTracker.settled` (``"networkidle"``: the
+        load event, then no request in flight for 500 ms, see
+        :mod:`~scrapy_cdp_pool.render.network_idle`).
 
-        :raises NavigationFailed, PageCrashed: as soon as they happen.
+        :raises NavigationFailed, PageCrashed, NavigationToOtherScheme: as
+            soon as they happen.
         :raises TimeoutError: after ``timeout_s`` seconds.
         """
         tracker = self.tracker
+        state = "load" if wait_until == "networkidle" else wait_until
         async with asyncio.timeout(timeout_s):
             while True:
                 if self.too_large is not None:
@@ -225,12 +261,28 @@ class Page:
                     raise self.cdp.close_error() or PageCrashed(
                         f"{self.spec.url}: {tracker.crashed}"
                     )
+                if self.schemes.left_for is not None:
+                    raise NavigationToOtherScheme(self.spec.url, self.schemes.left_for)
                 if tracker.failure and tracker.document is None:
                     raise NavigationFailed(self.spec.url, tracker.failure)
-                if tracker.settled(wait_until):
-                    return
                 tracker.changed.clear()
+                if tracker.settled(state):
+                    if state == wait_until or await self._network_idle_or_change():
+                        return
+                    continue
                 await tracker.changed.wait()
+
+    async def _network_idle_or_change(self) -> bool:
+        """Wait until the network is idle (True) or the tracker changed
+        (False: a new navigation, a crash...)."""
+        idle = asyncio.ensure_future(self.network.wait_idle())
+        changed = asyncio.ensure_future(self.tracker.changed.wait())
+        try:
+            await asyncio.wait({idle, changed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            idle.cancel()
+            changed.cancel()
+        return idle.done() and not idle.cancelled() and not self.tracker.changed.is_set()
 
     async def wait_for_load(self, state: str, timeout_s: float) -> None:
         await self.wait_settled(state, timeout_s)
@@ -357,8 +409,32 @@ class Page:
             task = asyncio.get_running_loop().create_task(self.interceptor.on_auth(params))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+        elif method == "Page.javascriptDialogOpening":
+            task = asyncio.get_running_loop().create_task(self.dialogs.on_opening(params))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        elif self.schemes.swallow(method, params):
+            self.tracker.changed.set()
+        elif self.schemes.stopped_loading(method, params):
+            self.network.on_event(method, params)
+            if self.tracker.document is not None and not self.tracker.navigation_pending:
+                self.tracker.dom_content_loaded = self.tracker.loaded = True
+            self.tracker.changed.set()
         else:
+            if method.startswith("Network."):
+                self.network.on_event(method, params)
+                if method == "Network.requestWillBeSent" and params.get("type") == "Document":
+                    self._note_origin(str(params.get("documentURL", "")))
+            elif method == "Page.frameNavigated":
+                self._note_origin(str((params.get("frame") or {}).get("url", "")))
+            elif method == "Page.frameStoppedLoading" and params.get("frameId") == self.target_id:
+                self.stopped_loading.set()
             self.tracker.on_event(method, params)
+
+    def _note_origin(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme in ("http", "https") and parts.netloc:
+            self.origins.add(f"{parts.scheme}://{parts.netloc}")
 
     async def read_local_storage(self, timeout_s: float) -> tuple[str, list[dict[str, str]]]:
         """The current document's origin and its localStorage items, as

@@ -23,7 +23,9 @@ def build_response(request: Request, result: RenderResult) -> Response:
     Scrapy's ``HttpCompressionMiddleware`` does. Redirects the browser followed
     are appended to ``meta["redirect_urls"]``, ``meta["redirect_reasons"]`` and
     ``meta["redirect_times"]`` (see :mod:`scrapy_cdp_pool.render.redirects`),
-    action results go to ``meta["cdp_results"]``.
+    action results go to ``meta["cdp_results"]``, the dialogs answered to
+    ``meta["cdp_dialogs_seen"]``, navigations to other schemes not followed
+    to ``meta["cdp_ignored_navigations"]``.
     """
     headers = Headers()
     for name, value in result.headers:
@@ -37,6 +39,7 @@ def build_response(request: Request, result: RenderResult) -> Response:
         headers.appendlist(name, value)
     record_browser_hops(request.meta, result.redirects)
     request.meta["cdp_results"] = result.results
+    request.meta.update(result.meta)  # cdp_dialogs_seen, cdp_ignored_navigations
     request.meta["download_latency"] = result.latency_s
     if result.rendered:
         headers[b"Content-Type"] = b"text/html; charset=utf-8"

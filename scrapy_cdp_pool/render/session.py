@@ -4,16 +4,23 @@ actions, read what the browser shows. The caller's lease disposes the context.
 
 from __future__ import annotations
 
+import json
+import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from scrapy_cdp_pool.cdp import CDPConnectionClosed
+from scrapy_cdp_pool.pool.heap_limit import lightpanda_hit
 from scrapy_cdp_pool.pool.lease import ContextLease
-from scrapy_cdp_pool.render.actions import Action, run_action
+from scrapy_cdp_pool.pool.page_reuse import stop_page
+from scrapy_cdp_pool.render.actions import Action, check_supported, run_action
 from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
 from scrapy_cdp_pool.render.cookies import browser_cookies
 from scrapy_cdp_pool.render.errors import (
     ActionError,
     PageCrashed,
+    PageMemoryExceeded,
     PageScriptError,
     ResponseTooLarge,
 )
@@ -21,6 +28,8 @@ from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.spec import RenderSpec
 from scrapy_cdp_pool.render.user_agent import user_agent_command
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -49,6 +58,9 @@ class RenderResult:
     #: the context's cookies at the end (CDP ``Network.Cookie`` objects), when
     #: asked for (see :func:`render`)
     cookies: list[dict[str, Any]] | None = None
+    #: keys for ``response.meta`` (``cdp_dialogs_seen``,
+    #: ``cdp_ignored_navigations``), set when there is something to say
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 async def render(
@@ -60,9 +72,13 @@ async def render(
     :attr:`RenderResult.cookies` (not for a profile, which keeps its own).
 
     :raises ActionError: an action failed (names the action); not retried.
+    :raises ActionUnsupported: the backend cannot perform an action (before
+        any page is opened); not retried.
+    :raises PageMemoryExceeded: the page went past the heap ceiling.
     :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
         CDPError: see :mod:`scrapy_cdp_pool.render.errors`.
     """
+    check_supported(spec.actions, lease.info.kind)
     options = spec.context
     key = reuse_key(lease, spec)
     idle = lease.take_idle_page(key) if key is not None else None
@@ -71,6 +87,7 @@ async def render(
         page = await Page.reattach(
             lease.cdp, idle.context_id, idle.target_id, idle.session_id, spec,
             clear_cookies=options is None or not options.name, user_agent=user_agent,
+            kind=lease.info.kind,
         )  # fmt: skip
     else:
         await lease.evict_idle_pages()
@@ -93,60 +110,19 @@ async def render(
             unsupported=lease.info.unsupported,
             pipeline_navigation=lease.info.kind == "lightpanda",
             user_agent=user_agent,
+            kind=lease.info.kind,
         )
     lease.page_opened()
     lease.keep_key, lease.target_id, lease.session_id = key, page.target_id, page.session_id
+    lease.origins = page.origins
+    lease.keep_cookies = options.storage_cookies() if options is not None else None
     try:
-        await page.navigate(spec.navigation_timeout_s)
-        results: list[Any] = []
-        for index, action in enumerate(_actions_to_run(page)):
-            if page.tracker.document is not None and page.tracker.document.body is not None:
-                raise ActionError(
-                    f"{spec.url}: action #{index} {action.describe()}: the page is not HTML"
-                )
-            try:
-                results.append(await run_action(page, action, spec.action_timeout_s))
-            except (PageScriptError, ValueError) as e:
-                raise ActionError(f"{spec.url}: action #{index} {action.describe()}: {e}") from e
-            except TimeoutError as e:
-                raise TimeoutError(
-                    f"{spec.url}: action #{index} {action.describe()} timed out"
-                ) from e
-        tracker = page.tracker
-        # The DOM, then the document it was read from (the page may have
-        # navigated on after its load: status, headers and body of one document).
-        html = await page.read_html(spec.action_timeout_s)
-        document = tracker.document
-        if document is None:  # navigate() returns with a document or raises
-            raise PageCrashed(f"{spec.url}: no document")
-        if document.body is not None:
-            body, rendered = document.body, False
-        else:
-            body, rendered = html.encode("utf-8"), True
-            if spec.maxsize and len(body) > spec.maxsize:
-                raise ResponseTooLarge(spec.url, len(body), spec.maxsize, expected=False)
-        storage_state = None
-        if options is not None and options.save_state:
-            storage_state = await _storage_state(lease, page, options, spec.action_timeout_s)
-        cookies = None
-        if collect_cookies and (options is None or not options.name):
-            cookies = await browser_cookies(page, spec.action_timeout_s)
-        lease.finished_cleanly = True
-        headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
-        headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
-        return RenderResult(
-            url=document.url,
-            status=document.status,
-            headers=headers,
-            body=body,
-            rendered=rendered,
-            redirects=list(tracker.redirects),
-            results=results,
-            blocked=dict(tracker.blocked),
-            latency_s=document.received_at - page.started_at,
-            storage_state=storage_state,
-            cookies=cookies,
-        )
+        return await _render_page(lease, page, spec, collect_cookies)
+    except (PageCrashed, CDPConnectionClosed) as e:
+        exceeded = await _memory_exceeded(lease, page)
+        if exceeded is None:
+            raise
+        raise exceeded from e
     finally:
         page.detach()
 
@@ -158,6 +134,114 @@ def _actions_to_run(page: Page) -> tuple[Action, ...]:
     if document is not None and is_handed_back(document.status, document.headers):
         return ()
     return page.spec.actions
+
+
+async def _render_page(
+    lease: ContextLease, page: Page, spec: RenderSpec, collect_cookies: bool
+) -> RenderResult:
+    options = spec.context
+    await page.navigate(spec.navigation_timeout_s)
+    results: list[Any] = []
+    actions = _actions_to_run(page)
+    if actions and await _signed_out(page, spec):
+        actions = ()
+    for index, action in enumerate(actions):
+        if page.tracker.document is not None and page.tracker.document.body is not None:
+            raise ActionError(
+                f"{spec.url}: action #{index} {action.describe()}: the page is not HTML"
+            )
+        try:
+            results.append(await run_action(page, action, spec.action_timeout_s))
+        except (PageScriptError, ValueError) as e:
+            raise ActionError(f"{spec.url}: action #{index} {action.describe()}: {e}") from e
+        except TimeoutError as e:
+            raise TimeoutError(f"{spec.url}: action #{index} {action.describe()} timed out") from e
+    tracker = page.tracker
+    # The DOM, then the document it was read from (the page may have
+    # navigated on after its load: status, headers and body of one document).
+    html = await page.read_html(spec.action_timeout_s)
+    document = tracker.document
+    if document is None:  # navigate() returns with a document or raises
+        raise PageCrashed(f"{spec.url}: no document")
+    if document.body is not None:
+        body, rendered = document.body, False
+    else:
+        body, rendered = html.encode("utf-8"), True
+        if spec.maxsize and len(body) > spec.maxsize:
+            raise ResponseTooLarge(spec.url, len(body), spec.maxsize, expected=False)
+    storage_state = None
+    if options is not None and options.save_state:
+        storage_state = await _storage_state(lease, page, options, spec.action_timeout_s)
+    cookies = None
+    if collect_cookies and (options is None or not options.name):
+        cookies = await browser_cookies(page, spec.action_timeout_s)
+    lease.finished_cleanly = True
+    headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
+    headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
+    meta: dict[str, Any] = {"cdp_dialogs_seen": list(page.dialogs.seen)}
+    if page.schemes.ignored:
+        meta["cdp_ignored_navigations"] = list(page.schemes.ignored)
+    result = RenderResult(
+        url=document.url,
+        status=document.status,
+        headers=headers,
+        body=body,
+        rendered=rendered,
+        redirects=list(tracker.redirects),
+        results=results,
+        blocked=dict(tracker.blocked),
+        latency_s=document.received_at - page.started_at,
+        storage_state=storage_state,
+        cookies=cookies,
+        meta=meta,
+    )
+    if lease.keep_key is not None and not await stop_page(
+        lease.cdp, page.session_id, page.stopped_loading, lease.config.context_close_timeout_s
+    ):
+        lease.keep_key = None  # still running: dispose it rather than keep it
+    return result
+
+
+async def _signed_out(page: Page, spec: RenderSpec) -> bool:
+    """Whether the page just loaded matches the profile's signed-out rule
+    (its URL, or an element in the DOM): then the actions are skipped and
+    the page returned as it is, for the profile middleware to sign in and
+    retry, instead of actions waiting on a login page."""
+    rule = spec.signed_out
+    document = page.tracker.document
+    if rule is None or document is None:
+        return False
+    matched = rule.url is not None and re.search(rule.url, document.url) is not None
+    if not matched and rule.selector is not None and document.body is None:
+        expression = f"document.querySelector({json.dumps(rule.selector)}) !== null"
+        try:
+            matched = bool(await page.evaluate(expression, spec.action_timeout_s))
+        except PageScriptError:
+            matched = False  # a selector the browser does not parse: the middleware checks
+    if matched:
+        logger.debug("%s: signed out (%s); actions skipped", spec.url, rule.describe())
+    return matched
+
+
+async def _memory_exceeded(lease: ContextLease, page: Page) -> PageMemoryExceeded | None:
+    """The error for a page that crashed past ``CDP_POOL_PAGE_HEAP_LIMIT_MB``
+    on a browser the plugin started (see :mod:`~scrapy_cdp_pool.pool.heap_limit`),
+    else ``None``."""
+    limit = lease.config.page_heap_limit_mb
+    if limit is None or lease.config.endpoints:
+        return None
+    if lease.info.kind == "lightpanda":
+        urls = {page.spec.url}
+        if page.tracker.document is not None:
+            urls.add(page.tracker.document.url)
+        if not await lightpanda_hit(urls):
+            return None
+    elif page.tracker.crashed != "the page crashed":
+        return None
+    return PageMemoryExceeded(
+        f"{page.spec.url}: the page crashed at its JavaScript heap ceiling "
+        f"(CDP_POOL_PAGE_HEAP_LIMIT_MB = {limit}); not retried"
+    )
 
 
 def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:

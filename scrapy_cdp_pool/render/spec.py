@@ -12,7 +12,8 @@ from typing import Any
 
 from scrapy import Request
 
-from scrapy_cdp_pool.config import WAIT_UNTIL, PoolConfig
+from scrapy_cdp_pool.config import DIALOG_ANSWERS, WAIT_UNTIL, PoolConfig
+from scrapy_cdp_pool.identity.signed_out import SignedOutRule
 from scrapy_cdp_pool.render.actions import Action, parse_actions
 from scrapy_cdp_pool.render.context_options import ContextOptions
 
@@ -55,6 +56,11 @@ class RenderSpec:
     context: ContextOptions | None = None
     #: the request's ``User-Agent`` header (see render/user_agent.py)
     user_agent: str | None = None
+    #: how JavaScript dialogs are answered: "dismiss" or "accept"
+    dialogs: str = "dismiss"
+    #: the profile's signed-out rule, checked right after navigation: a
+    #: signed-out page skips the actions (the profile middleware signs in)
+    signed_out: SignedOutRule | None = None
 
     @property
     def overrides_request(self) -> bool:
@@ -88,6 +94,7 @@ def build_spec(
     config: PoolConfig,
     default_headers: frozenset[tuple[bytes, bytes]],
     context: ContextOptions | None = None,
+    signed_out: SignedOutRule | None = None,
 ) -> RenderSpec:
     """The :class:`RenderSpec` for ``request``.
 
@@ -109,6 +116,11 @@ def build_spec(
         raise ValueError(
             f"{request}: meta['cdp_wait_until'] = {wait_until!r}; "
             f"use one of {', '.join(WAIT_UNTIL)}"
+        )
+    dialogs = meta.get("cdp_dialogs", config.dialogs)
+    if dialogs not in DIALOG_ANSWERS:
+        raise ValueError(
+            f"{request}: meta['cdp_dialogs'] = {dialogs!r}; use one of {', '.join(DIALOG_ANSWERS)}"
         )
     navigation_timeout = meta.get("cdp_navigation_timeout", config.navigation_timeout_s)
     if (
@@ -139,6 +151,8 @@ def build_spec(
         warnsize=int(meta.get("download_warnsize", config.download_warnsize)),
         context=context,
         user_agent=_user_agent(request),
+        dialogs=dialogs,
+        signed_out=signed_out,
     )
 
 

@@ -7,6 +7,13 @@ on once the server's memory is back under the limit. A warning says when it
 holds and why; nothing is killed. Requests that wait longer than their
 ``DOWNLOAD_TIMEOUT`` fail with a timeout and are retried as usual.
 
+A limit below what the server uses with no page open can never be met: when
+the server measures above it on :data:`IDLE_CHECKS_TO_FAIL` rechecks in a row
+while held with no page open (about 3 s after the first hold), the guard logs
+an error naming the setting and the measured idle figure, lifts its hold and
+closes the spider (reason ``cdp_pool_memory_limit_too_low``, stat
+``cdp_pool/memory_guard/idle_mb``) instead of stalling the crawl.
+
 The server's memory is its whole process tree, PSS where the OS gives it, else
 RSS (see :mod:`scrapy_cdp_pool.telemetry.process_memory`). A remote endpoint's
 memory cannot be measured: the limit is then not enforced, and a warning says
@@ -15,6 +22,7 @@ so once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -45,6 +53,12 @@ MIN_CHECK_GAP_S = 0.1
 #: hold is counted, but announced at WARNING (and its end at INFO) at most
 #: once per this many seconds; the others are logged at DEBUG.
 ANNOUNCE_EVERY_S = 60.0
+#: Rechecks in a row (one per :data:`RECHECK_INTERVAL_S`) finding the server
+#: above the limit with no page open before the limit is judged too low: a
+#: browser frees a closed page's memory within a moment, not within seconds.
+IDLE_CHECKS_TO_FAIL = 3
+#: The spider's close reason when the limit is below the idle server.
+CLOSE_REASON = "cdp_pool_memory_limit_too_low"
 
 
 class MemoryGuard:
@@ -68,6 +82,9 @@ class MemoryGuard:
         self._warned_idle = False
         self._announced_at: float | None = None
         self._announced = False
+        self._idle_checks = 0
+        #: the idle server's memory (MB) when the limit was found below it
+        self.too_low_mb: float | None = None
 
     @property
     def held(self) -> bool:
@@ -105,6 +122,8 @@ class MemoryGuard:
         memory = reading.memory
         if memory is None:
             return reading  # restarting: keep the hold as it is until it runs again
+        if self.too_low_mb is not None:
+            return reading  # the spider is closing
         if memory.memory_mb > self.limit_mb:
             self._hold(pool, memory)
         elif self.held:
@@ -123,6 +142,12 @@ class MemoryGuard:
 
     def _hold(self, pool: ConnectionPool, memory: TreeMemory) -> None:
         if self.held:
+            self._idle_checks = self._idle_checks + 1 if pool.pages_in_flight == 0 else 0
+            if self._idle_checks >= IDLE_CHECKS_TO_FAIL:
+                self._too_low(
+                    pool, memory, f"with no page open for {self._idle_checks} checks in a row"
+                )
+                return
             if pool.pages_in_flight == 0 and not self._warned_idle:
                 self._warned_idle = True
                 logger.warning(
@@ -167,6 +192,31 @@ class MemoryGuard:
             memory.memory_mb, memory.source.upper(), self.limit_mb, held_for_s, waiting,
             extra={"crawler": self.crawler},
         )  # fmt: skip
+
+    def _too_low(self, pool: ConnectionPool, memory: TreeMemory, when: str) -> None:
+        """The limit is below the idle server: say so, let waiting pages go
+        (a quick shutdown) and close the spider."""
+        self.too_low_mb = memory.memory_mb
+        logger.error(
+            "CDP_POOL_SERVER_MEMORY_LIMIT_MB = %g MB is below what the CDP server uses %s: "
+            "%.1f MB (%s). The limit can never be met; raise it above that figure (plus what "
+            "your pages need) or unset it. Closing the spider.",
+            self.limit_mb, when, memory.memory_mb, memory.source.upper(),
+            extra={"crawler": self.crawler},
+        )  # fmt: skip
+        if self.held:
+            self.stop()
+            pool.unhold(HOLD_REASON)
+        crawler = self.crawler
+        if crawler is None:
+            return
+        if crawler.stats is not None:
+            crawler.stats.set_value("cdp_pool/memory_guard/idle_mb", round(memory.memory_mb, 1))
+        if crawler.engine is not None:
+            asyncio.get_running_loop().create_task(
+                crawler.engine.close_spider_async(reason=CLOSE_REASON),
+                name="cdp-pool close spider (memory limit too low)",
+            )
 
     def _recheck_now(self) -> None:
         self.check(self._held_pool)

@@ -14,6 +14,8 @@ Routes live in small modules grouped by purpose:
 - ``fidelity``: /fid/* (rendered vs plain Scrapy: encodings, redirects, cookies, auth)
 - ``throws``: /throws (a page script error with a very long message)
 - ``fidelity2``: /body-digest, /self-post, /ua (rendered vs plain fidelity)
+- ``behaviour``: /behaviour/* (dialogs, storage between visits, timers, service
+  workers, late content, other schemes, memory hog, infinite scroll)
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from __future__ import annotations
 import asyncio
 import signal
 import ssl
+from collections import defaultdict
 
 from aiohttp import web
 
 from . import (
     assets,
+    behaviour,
     browser,
     faults,
     fidelity,
@@ -49,6 +53,7 @@ def make_app() -> web.Application:
     app[stats.STATS] = stats.Stats()
     app[browser.NEVER] = asyncio.Event()
     app[PARKED] = set()
+    app[behaviour.TICKS] = defaultdict(list)
     app.on_shutdown.append(cancel_parked)
     for module in (protocol, assets, browser, shop, stats, sessions):
         app.router.add_routes(module.routes)
@@ -57,6 +62,7 @@ def make_app() -> web.Application:
     app.router.add_routes(fidelity.routes)
     app.router.add_routes(throws.routes)
     app.router.add_routes(fidelity2.routes)
+    app.router.add_routes(behaviour.routes)
     return app
 
 

@@ -1,0 +1,120 @@
+"""Issue 14's page behaviours on the embedded Chromium, and what only
+Chromium does: accepting dialogs, page reuse (``CDP_POOL_REUSE_PAGES``, on by
+default there) as clean as a fresh context, scrolling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest_twisted
+import scrapy
+
+from tests.behaviour import BehaviourContract
+from tests.contract import token
+from tests.crawl import crawl
+from tests.profiles import hits
+from tests.servers import SiteServer
+
+CHROMIUM = {"CDP_POOL_BROWSER": "chromium"}
+#: one slot, one request at a time: every request after the first gets the
+#: page the previous one left (page reuse is Chromium's default)
+ONE_PAGE = {**CHROMIUM, "CDP_POOL_CONNECTIONS": 1, "CONCURRENT_REQUESTS": 1}
+
+
+class TestChromiumBehaviour(BehaviourContract):
+    def backend_settings(self) -> dict[str, Any]:
+        return CHROMIUM
+
+    def check_ignored(self, responses: list[scrapy.http.Response]) -> None:
+        for response in responses:
+            to = response.url.split("to=")[1].split("&")[0]
+            assert response.meta["cdp_ignored_navigations"] == [to]
+
+
+@pytest_twisted.ensureDeferred
+async def test_dialogs_accepted_per_request(site: SiteServer) -> None:
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/behaviour/dialogs?accept"),
+                        meta={"cdp": True, "cdp_dialogs": "accept"})],
+        CHROMIUM,
+    )  # fmt: skip
+    [page] = spider.responses
+    assert page.css("#confirm::text").get() == "true"
+    assert page.css("#prompt::text").get() == "d"  # the prompt's default text
+    assert [d["accepted"] for d in page.meta["cdp_dialogs_seen"]] == [True] * 4
+
+
+def _chain(site: SiteServer, path: str, count: int, meta: dict[str, Any]) -> scrapy.Request:
+    """``count`` renders of ``path``, each sent once the previous answered."""
+
+    def then(spider: Any, response: Any) -> Any:
+        left = response.meta["left"] - 1
+        if left:
+            yield scrapy.Request(site.url(f"{path}&n={left}"),
+                                 meta={**meta, "left": left, "then": then})  # fmt: skip
+
+    return scrapy.Request(site.url(f"{path}&n={count}"), meta={**meta, "left": count, "then": then})
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_reused_page_keeps_no_storage_of_the_previous_request(site: SiteServer) -> None:
+    """Four visits to a page counting them in localStorage, sessionStorage,
+    Cache Storage and IndexedDB read 1 each time (before: 1, 2, 3, 4), on
+    the one page reused for all four."""
+    meta = {"cdp": True, "cdp_actions": [["wait_for_selector", "#done"]]}
+    spider, crawler = await crawl([_chain(site, f"/behaviour/visits?{token()}", 4, meta)], ONE_PAGE)
+    assert not spider.failures, spider.failures
+    assert len(spider.responses) == 4
+    for response in spider.responses:
+        counts = [response.css(f"#{k}::text").get() for k in ("local", "session", "cache", "idb")]
+        assert counts == ["1", "1", "1", "1"], (response.url, counts)
+    assert crawler.stats.get_value("cdp_pool/contexts_opened") == 1  # the page was reused
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_service_worker_never_answers_the_next_request(site: SiteServer) -> None:
+    """The first visit registers a service worker for the scope; the second
+    navigation reaches the server all the same (before: answered by the
+    worker, or a timeout)."""
+    key = token()
+    meta = {"cdp": True, "cdp_actions": [["wait_for_selector", "#done", {"timeout": 10}]]}
+    spider, crawler = await crawl([_chain(site, f"/behaviour/sw/page?{key}", 2, meta)], ONE_PAGE)
+    assert not spider.failures, spider.failures
+    assert [r.css("#from::text").get() for r in spider.responses] == ["server", "server"]
+    assert hits(site, f"/behaviour/sw/page?{key}&n=1") == 1
+    assert crawler.stats.get_value("cdp_pool/contexts_opened") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_kept_page_runs_nothing_between_requests(site: SiteServer) -> None:
+    """A page whose timer fetches every 20 ms is kept for reuse; while the
+    crawl then waits 400 ms on a plain (unrendered) request, the site gets
+    no tick (before: ~20)."""
+    key = token()
+
+    def then(spider: Any, response: Any) -> Any:
+        yield scrapy.Request(site.url(f"/behaviour/ticks-while-idle?key={key}&ms=400"),
+                             meta={"cdp": False})  # fmt: skip
+
+    spider, _crawler = await crawl(
+        [scrapy.Request(site.url(f"/behaviour/ticker?key={key}"),
+                        meta={"cdp": True, "then": then,
+                              "cdp_actions": [["wait_for_timeout", 100]]})],
+        ONE_PAGE,
+    )  # fmt: skip
+    assert not spider.failures, spider.failures
+    ticked = [u for u in site.stats()["hits_by_url"] if u.startswith(f"/behaviour/tick?key={key}")]
+    assert ticked  # it did tick while rendered
+    assert spider.by_url("/behaviour/ticks-while-idle").json() == {"ticks": 0}
+
+
+@pytest_twisted.ensureDeferred
+async def test_scrolling_loads_more_on_chromium(site: SiteServer) -> None:
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/behaviour/infinite-scroll"), meta={"cdp": True, "cdp_actions": [
+            ["scroll_to_bottom"], ["wait_for_selector", ".card:nth-child(10)"],
+        ]})],
+        CHROMIUM,
+    )  # fmt: skip
+    assert not spider.failures, spider.failures
+    assert len(spider.responses[0].css(".card")) >= 10
