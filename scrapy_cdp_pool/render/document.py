@@ -9,6 +9,7 @@ events fired, and whether the page crashed. It sends no command itself.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,8 @@ class DocumentTracker:
     blocked: dict[str, int] = field(default_factory=dict)
     set_cookies: dict[str, list[str]] = field(default_factory=dict)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    #: called with each new main-document response as soon as it is known
+    on_response: Callable[[DocumentResponse], None] | None = None
 
     def on_event(self, method: str, params: dict[str, Any]) -> None:
         """Update from one CDP event (Page, Network, Inspector, Target domains)."""
@@ -93,6 +96,8 @@ class DocumentTracker:
         self.dom_content_loaded = False
         self.loaded = document.body is not None
         self.changed.set()
+        if self.on_response is not None:
+            self.on_response(document)
 
     def on_failure(self, reason: str) -> None:
         self.failure = reason

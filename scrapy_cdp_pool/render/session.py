@@ -4,12 +4,14 @@ actions, read what the browser shows. The caller's lease disposes the context.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy_cdp_pool.pool.lease import ContextLease
 from scrapy_cdp_pool.render.actions import run_action
 from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
+from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.errors import (
     ActionError,
     PageCrashed,
@@ -45,7 +47,24 @@ class RenderResult:
     storage_state: dict[str, Any] | None = None
 
 
-async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
+@dataclass
+class RenderHooks:
+    """What the caller of :func:`render` is told, or asked, along the way.
+
+    ``before_navigate()`` is called right before the navigation starts; an
+    exception it raises is raised by :func:`render` at once (the page is
+    disposed with the lease, never navigated). ``on_document(document)`` is
+    called as soon as a main-document response's status and headers arrive,
+    before its body is read or the page loads.
+    """
+
+    before_navigate: Callable[[], None] | None = None
+    on_document: Callable[[DocumentResponse], None] | None = None
+
+
+async def render(
+    lease: ContextLease, spec: RenderSpec, hooks: RenderHooks | None = None
+) -> RenderResult:
     """Render ``spec`` in a fresh context on ``lease``'s connection.
 
     :raises ActionError: an action failed (names the action); not retried.
@@ -83,7 +102,11 @@ async def render(lease: ContextLease, spec: RenderSpec) -> RenderResult:
         )
     lease.page_opened()
     lease.keep_key, lease.target_id, lease.session_id = key, page.target_id, page.session_id
+    if hooks is not None:
+        page.tracker.on_response = hooks.on_document
     try:
+        if hooks is not None and hooks.before_navigate is not None:
+            hooks.before_navigate()
         await page.navigate(spec.navigation_timeout_s)
         results: list[Any] = []
         for index, action in enumerate(spec.actions):
