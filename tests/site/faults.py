@@ -11,11 +11,12 @@
   ``S`` values taken in turn; the others with 200. Each 429 announces a window,
   from its arrival to ``S`` seconds later.
 - ``/fault-records?key=K``: JSON ``{"arrivals": [...], "window_end": t,
-  "windows": [[start, end], ...]}``, the site's ``time.monotonic()`` at each
-  arrival of key ``K``, the end of its ``/rate-limited`` 429 window (``null``
-  if none) and the windows ``/storm`` announced, so a test compares server-side
-  times only (on Linux, ``time.monotonic()`` is one clock for all processes);
-  ``labels``: the ``i`` query value of each arrival (``""`` if none).
+  "windows": [[start, end], ...], "labels": [...]}``: the site's
+  ``time.monotonic()`` at each arrival of key ``K``, the end of its
+  ``/rate-limited`` 429 window (``null`` if none), the windows ``/storm``
+  announced, and the ``i`` query value of each arrival (``""`` if none). A test
+  compares server-side times, or times the crawler took with
+  ``time.monotonic()`` too (one clock for all processes on Linux).
 
 Keys are per test (a random token), so records never mix.
 """
