@@ -8,13 +8,16 @@ nothing else waits. Requests already past the queue when the pause starts
 (waiting for a browser slot, or for one of Scrapy's downloader slots) are held
 by the download handler, which finds this middleware as the crawler's
 :attr:`~scrapy_cdp_pool.scheduling.gates.RequestGates.host_pauses`: it reports
-each response it receives (:meth:`observe`) before the request's browser slot
-is released, re-checks the host when a request gets its slot, giving the slot
-back while the host is paused (:meth:`remaining`), and waits for the pause's end
-outside any deadline (:meth:`wait_open`). ``Retry-After`` is read as seconds or an HTTP-date; a 429
-without it pauses the host for ``CDP_POOL_RETRY_BACKOFF_BASE_SECONDS``, doubled
-for each 429 in a row, up to ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS`` (which also
-caps a longer ``Retry-After``).
+each response as soon as its status and headers arrive (:meth:`observe`),
+before the request's browser slot is released; it checks the host when a
+request gets its slot and right before it navigates, giving the slot back while
+the host is paused (:meth:`remaining`), and waits for the pause's end outside
+any deadline (:meth:`wait_open`).
+
+``Retry-After`` is read as seconds or an HTTP-date; a 429 without it pauses the
+host for ``CDP_POOL_RETRY_BACKOFF_BASE_SECONDS``, doubled for each 429 in a
+row, up to ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS`` (which also caps a longer
+``Retry-After``).
 
 Installed by the add-on at order 960: its ``process_response`` sees the raw
 response before the request's gates are released (950) and before the retry
