@@ -118,5 +118,6 @@ async def test_no_request_reaches_a_host_inside_a_pause_it_announced(
     assert not started_inside, figures
     assert not unexplained, (figures, sorted(unexplained))
     stats = crawler.stats.get_stats()
-    assert stats["cdp_pool/host_pause_waits"] > 0  # requests past the queue were held
+    if browser != "plain":  # many wait for a browser slot: some are held in the handler
+        assert stats["cdp_pool/host_pause_waits"] > 0
     assert stats.get("cdp_pool/contexts_opened") == stats.get("cdp_pool/contexts_closed")
