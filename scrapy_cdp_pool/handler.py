@@ -18,6 +18,7 @@ from scrapy_cdp_pool.identity.registry import identities_for
 from scrapy_cdp_pool.pool.registry import acquire_pool, release_pool
 from scrapy_cdp_pool.pool.routing import CapabilityUnavailable
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
+from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.errors import (
     ActionError,
     PoolUnavailable,
@@ -32,9 +33,10 @@ from scrapy_cdp_pool.render.request_proxy import (
     with_request_proxy,
 )
 from scrapy_cdp_pool.render.response import build_response
-from scrapy_cdp_pool.render.session import RenderResult, render
+from scrapy_cdp_pool.render.session import RenderHooks, RenderResult, render
 from scrapy_cdp_pool.render.spec import build_spec, default_header_values, is_rendered
 from scrapy_cdp_pool.render.user_agent import RefusedUserAgentWarning
+from scrapy_cdp_pool.scheduling.gates import HostPauses, gates_for, host_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -46,6 +48,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 DEFAULT_FALLBACK = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
+
+
+class _HostPaused(Exception):
+    """The request's host was paused while the request waited for its slot."""
 
 
 class CDPDownloadHandler:
@@ -89,8 +95,18 @@ class CDPDownloadHandler:
         return is_rendered(request, self.config.render_all)
 
     async def download_request(self, request: Request) -> Response:
+        pauses = gates_for(self.crawler).host_pauses
         if not self.should_render(request):
+            # Scrapy's downloader may hold it past a pause that started
+            # after the scheduler handed it out: it waits here, holding that
+            # downloader slot (no browser slot), outside its download_timeout.
+            if pauses is not None:
+                await self._wait_pause(pauses, host_of(request))
             response: Response = await self._fallback(request).download_request(request)
+            if pauses is not None:
+                pauses.observe(
+                    request, response.url, response.status, response.headers.get(b"Retry-After")
+                )
             return response
         profile = self.identities.context_for(request)  # a profile's, or None
         try:
@@ -106,43 +122,58 @@ class CDPDownloadHandler:
         requires = context.requirements() if context is not None else frozenset()
         server_options = context.server_options() if context is not None else None
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
-        started = time.monotonic()
-        leased = False
-        try:
-            # download_timeout bounds the page, not a wait for a dedicated
-            # server's turn (see ConnectionPool.lease).
-            async with self.pool.lease(requires, server_options, timeout_s) as lease:
-                leased = True
-                self._count_page(lease)
-                self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
-                result = await render(lease, spec, collect_cookies=self._merges_cookies(request))
-        except ActionError as e:
-            self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
-            raise
-        except CapabilityUnavailable as e:  # this profile only, not the whole pool
-            self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
-            if profile is None:  # its meta["proxy"]
-                raise ProxyUnsupported(f"{request}: meta['proxy']: {e}") from e
-            raise self.identities.unsupported(request, e) from e
-        except Exception as e:
-            waited = isinstance(e, TimeoutError) and not str(e) and not leased
-            kind = "SlotWaitTimeout" if waited else error_kind(e)
-            self.stats.inc_value(f"cdp_pool/errors/{kind}")
-            if isinstance(e, PoolUnavailable):
-                self._on_pool_unavailable(e)
-            where = str(request)
-            if context is not None and context.proxy_server:
-                whose = "the profile's proxy" if profile is not None else "meta['proxy']"
-                where += f" (through {whose} {context.proxy_server})"
-            if isinstance(e, TimeoutError) and not str(e):
-                if waited:
-                    raise SlotWaitTimeout(
-                        f"{where}: no browser slot within download_timeout = {timeout_s:g} s "
-                        "(every connection of the pool busy)"
-                    ) from e
-                e = TimeoutError(f"no response within download_timeout = {timeout_s:g} s")
-            raise to_scrapy_error(e, where) from e
-        seconds = time.monotonic() - started
+        host = host_of(request)
+        hooks = self._hooks(request, pauses, host)
+        spent_s = 0.0  # under download_timeout: not the waits for a host pause
+        while True:
+            if pauses is not None:
+                await self._wait_pause(pauses, host)
+            started = time.monotonic()
+            leased = False
+            try:
+                # download_timeout bounds the page, not a wait for a dedicated
+                # server's turn (see ConnectionPool.lease).
+                async with self.pool.lease(requires, server_options, timeout_s - spent_s) as lease:
+                    leased = True
+                    if pauses is not None and pauses.remaining(host) > 0:
+                        raise _HostPaused  # before a context is made
+                    self._count_page(lease)
+                    self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
+                    result = await render(
+                        lease, spec, hooks, collect_cookies=self._merges_cookies(request)
+                    )
+                break
+            except _HostPaused:
+                continue  # paused while it waited for its slot: slot given back
+            except ActionError as e:
+                self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
+                raise
+            except CapabilityUnavailable as e:  # this profile only, not the whole pool
+                self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
+                if profile is None:  # its meta["proxy"]
+                    raise ProxyUnsupported(f"{request}: meta['proxy']: {e}") from e
+                raise self.identities.unsupported(request, e) from e
+            except Exception as e:
+                waited = isinstance(e, TimeoutError) and not str(e) and not leased
+                kind = "SlotWaitTimeout" if waited else error_kind(e)
+                self.stats.inc_value(f"cdp_pool/errors/{kind}")
+                if isinstance(e, PoolUnavailable):
+                    self._on_pool_unavailable(e)
+                where = str(request)
+                if context is not None and context.proxy_server:
+                    whose = "the profile's proxy" if profile is not None else "meta['proxy']"
+                    where += f" (through {whose} {context.proxy_server})"
+                if isinstance(e, TimeoutError) and not str(e):
+                    if waited:
+                        raise SlotWaitTimeout(
+                            f"{where}: no browser slot within download_timeout = {timeout_s:g} s "
+                            "(every connection of the pool busy)"
+                        ) from e
+                    e = TimeoutError(f"no response within download_timeout = {timeout_s:g} s")
+                raise to_scrapy_error(e, where) from e
+            finally:
+                spent_s += time.monotonic() - started
+        seconds = spent_s
         if result.cookies:
             merge_into_jar(self.crawler, request, result.cookies, spec.cookies)
         if context is not None and result.storage_state is not None:
@@ -171,6 +202,30 @@ class CDPDownloadHandler:
             and not request.meta.get("cdp_profile")
             and cookies_middleware(self.crawler) is not None
         )
+
+    def _hooks(self, request: Request, pauses: HostPauses | None, host: str) -> RenderHooks | None:
+        """With host pauses, the render's hooks: its navigation does not start
+        while ``host`` is paused (:class:`_HostPaused`: the slot is given back),
+        and a response's headers that ask for a pause start it at once, before
+        the page's slot is released."""
+        if pauses is None:
+            return None
+
+        def before_navigate() -> None:
+            if pauses.remaining(host) > 0:
+                raise _HostPaused
+
+        def on_document(document: DocumentResponse) -> None:
+            pauses.observe(request, document.url, document.status, _retry_after(document.headers))
+
+        return RenderHooks(before_navigate=before_navigate, on_document=on_document)
+
+    async def _wait_pause(self, pauses: HostPauses, host: str) -> None:
+        """Wait while ``host`` is paused (a 429 or 503 with ``Retry-After``
+        received after the scheduler handed this request out)."""
+        if pauses.remaining(host) > 0:
+            self.stats.inc_value("cdp_pool/host_pause_waits")
+            await pauses.wait_open(host)
 
     def _fallback(self, request: Request) -> Any:
         scheme = urlparse_cached(request).scheme
@@ -241,3 +296,11 @@ def _outcome_stat(result: RenderResult) -> str:
     if is_handed_back(result.status, result.headers):
         return "cdp_pool/redirects_returned"
     return "cdp_pool/documents_raw"
+
+
+def _retry_after(headers: list[tuple[str, str]]) -> bytes | None:
+    """The ``Retry-After`` value among a render's response headers."""
+    for name, value in headers:
+        if name.lower() == "retry-after":
+            return value.encode("latin-1", "replace")
+    return None

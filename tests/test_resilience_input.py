@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.resilience import UnserializableRequestError
-from tests.crawl import crawl
+from scrapy_cdp_pool.resilience import InvalidRequestMeta, UnserializableRequestError
+from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer
 
 
@@ -55,3 +57,58 @@ async def test_bad_not_before_fails_its_request_by_name(site: SiteServer) -> Non
     )
     assert [r.url for r in spider.responses] == [site.url("/js?n=1&now")]
     assert "meta['cdp_not_before'] = 'tomorrow'" in str(spider.failures[0].value)
+
+
+BAD_NOT_BEFORE: list[tuple[Any, str]] = [
+    (float("inf"), "a finite number"),
+    (float("nan"), "a finite number"),
+    (-5.0, "not a negative number"),
+    (1e12, "more than CDP_POOL_RETRY_BACKOFF_MAX_SECONDS = 60 s"),  # milliseconds
+    (True, "(a number)"),
+]
+
+
+@pytest.mark.parametrize("origin", ["start", "callback"])
+@pytest.mark.parametrize(
+    ("value", "why"), BAD_NOT_BEFORE, ids=["inf", "nan", "negative", "milliseconds", "bool"]
+)
+@pytest_twisted.ensureDeferred
+async def test_an_invalid_not_before_fails_its_request_alone(
+    site: SiteServer, origin: str, value: Any, why: str
+) -> None:
+    """From ``start()`` or from a callback, beside good requests: the bad one
+    reaches its errback with :class:`InvalidRequestMeta`, every good one is
+    fetched, the crawl ends."""
+    bad = scrapy.Request(site.url("/js?n=1&bad"), meta={"cdp_not_before": value})
+    good = [scrapy.Request(site.url(f"/js?n=1&good={i}")) for i in range(3)]
+    if origin == "start":
+        requests = [good[0], bad, *good[1:]]
+    else:
+        requests = [
+            scrapy.Request(site.url("/js?n=1&parent"), meta={"then": lambda _s, _r: [bad, *good]})
+        ]
+    spider, crawler = await crawl(requests, spider_cls=RecordingSpider)
+    fetched = {r.url for r in spider.responses}
+    assert {site.url(f"/js?n=1&good={i}") for i in range(3)} <= fetched
+    assert site.url("/js?n=1&bad") not in fetched
+    assert len(spider.failures) == 1
+    error = spider.failures[0].value
+    assert isinstance(error, InvalidRequestMeta)
+    assert "/js?n=1&bad" in str(error)
+    assert f"meta['cdp_not_before'] = {value!r}" in str(error)
+    assert why in str(error)
+    stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/failures/InvalidRequestMeta"] == 1
+    assert stats["finish_reason"] == "finished"
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_invalid_not_before_fails_alone_with_jobdir(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    bad = scrapy.Request(site.url("/js?n=1&bad"), meta={"cdp_not_before": float("inf")})
+    good = scrapy.Request(site.url("/js?n=1&good"))
+    spider, crawler = await crawl([bad, good], {"JOBDIR": str(tmp_path / "job")})
+    assert [r.url for r in spider.responses] == [site.url("/js?n=1&good")]
+    assert isinstance(spider.failures[0].value, InvalidRequestMeta)
+    assert crawler.stats.get_value("finish_reason") == "finished"

@@ -14,7 +14,6 @@ are moved to the queue of the gate key they get now.
 
 from __future__ import annotations
 
-import math
 import pickle
 from collections.abc import Iterable
 from typing import Any
@@ -25,7 +24,12 @@ from scrapy.pqueues import ScrapyPriorityQueue
 
 from scrapy_cdp_pool.jobdir.errors import JobdirError
 from scrapy_cdp_pool.jobdir.store import JobStore
-from scrapy_cdp_pool.scheduling.gates import NOT_BEFORE_META_KEY, PROFILE_META_KEY, gate_key
+from scrapy_cdp_pool.scheduling.gates import (
+    NOT_BEFORE_META_KEY,
+    PROFILE_META_KEY,
+    gate_key,
+    not_before_suffix,
+)
 from scrapy_cdp_pool.scheduling.queue import IdentityAwarePriorityQueue, _path_safe
 
 State = dict[str, list[int]] | list[int]
@@ -85,9 +89,9 @@ def _matching_gate(directory: str, fields: dict[str, Any]) -> str | None:
     identity = meta.get(PROFILE_META_KEY)
     base = f"{identity if identity else ''}|{urlparse(fields['url']).hostname or ''}"
     candidates = [base]
-    not_before = meta.get(NOT_BEFORE_META_KEY)
-    if isinstance(not_before, (int, float)):
-        candidates.append(f"{base}|@{math.ceil(not_before * 10) / 10:.1f}")
+    suffix = not_before_suffix(meta.get(NOT_BEFORE_META_KEY))
+    if suffix:
+        candidates.append(base + suffix)
     for gate in candidates:
         if _path_safe(gate) == directory:
             return gate

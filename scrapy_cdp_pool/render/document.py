@@ -9,6 +9,7 @@ events fired, and whether the page crashed. It sends no command itself.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,8 @@ class DocumentTracker:
     #: bumped by every change of which document the frame shows or will
     #: show: a DOM read is kept only if it did not change meanwhile
     generation: int = 0
+    #: called with each new main-document response as soon as it is known
+    on_response: Callable[[DocumentResponse], None] | None = None
 
     def on_event(self, method: str, params: dict[str, Any]) -> None:
         """Update from one CDP event (Page, Network, Inspector, Target domains)."""
@@ -131,6 +134,8 @@ class DocumentTracker:
         self.committed = False
         self.generation += 1
         self.changed.set()
+        if self.on_response is not None:
+            self.on_response(document)
 
     def on_failure(self, reason: str) -> None:
         self.failure = reason

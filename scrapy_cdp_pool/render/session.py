@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from scrapy_cdp_pool.pool.page_reuse import stop_page
 from scrapy_cdp_pool.render.actions import Action, check_supported, run_action
 from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
 from scrapy_cdp_pool.render.cookies import browser_cookies
+from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.errors import (
     ActionError,
     PageCrashed,
@@ -63,12 +65,32 @@ class RenderResult:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class RenderHooks:
+    """What the caller of :func:`render` is told, or asked, along the way.
+
+    ``before_navigate()`` is called right before the navigation starts; an
+    exception it raises is raised by :func:`render` at once (the page is
+    disposed with the lease, never navigated). ``on_document(document)`` is
+    called as soon as a main-document response's status and headers arrive,
+    before its body is read or the page loads.
+    """
+
+    before_navigate: Callable[[], None] | None = None
+    on_document: Callable[[DocumentResponse], None] | None = None
+
+
 async def render(
-    lease: ContextLease, spec: RenderSpec, *, collect_cookies: bool = False
+    lease: ContextLease,
+    spec: RenderSpec,
+    hooks: RenderHooks | None = None,
+    *,
+    collect_cookies: bool = False,
 ) -> RenderResult:
     """Render ``spec`` in a fresh context on ``lease``'s connection.
 
-    ``collect_cookies``: read the context's cookies at the end into
+    ``hooks``: see :class:`RenderHooks`. ``collect_cookies``: read the
+    context's cookies at the end into
     :attr:`RenderResult.cookies` (not for a profile, which keeps its own).
 
     :raises ActionError: an action failed (names the action); not retried.
@@ -116,8 +138,10 @@ async def render(
     lease.keep_key, lease.target_id, lease.session_id = key, page.target_id, page.session_id
     lease.origins = page.origins
     lease.keep_cookies = options.storage_cookies() if options is not None else None
+    if hooks is not None:
+        page.tracker.on_response = hooks.on_document
     try:
-        return await _render_page(lease, page, spec, collect_cookies)
+        return await _render_page(lease, page, spec, collect_cookies, hooks)
     except (PageCrashed, CDPConnectionClosed) as e:
         exceeded = await _memory_exceeded(lease, page)
         if exceeded is None:
@@ -137,9 +161,15 @@ def _actions_to_run(page: Page) -> tuple[Action, ...]:
 
 
 async def _render_page(
-    lease: ContextLease, page: Page, spec: RenderSpec, collect_cookies: bool
+    lease: ContextLease,
+    page: Page,
+    spec: RenderSpec,
+    collect_cookies: bool,
+    hooks: RenderHooks | None,
 ) -> RenderResult:
     options = spec.context
+    if hooks is not None and hooks.before_navigate is not None:
+        hooks.before_navigate()
     await page.navigate(spec.navigation_timeout_s)
     results: list[Any] = []
     actions = _actions_to_run(page)

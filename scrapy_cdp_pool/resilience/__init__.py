@@ -6,6 +6,7 @@ from scrapy_cdp_pool.resilience.failures import FailureRecorderMiddleware
 from scrapy_cdp_pool.resilience.host_limits import HostLimits
 from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
 from scrapy_cdp_pool.resilience.request_checks import (
+    InvalidRequestMeta,
     RequestChecksMiddleware,
     UnserializableRequestError,
 )
@@ -15,6 +16,7 @@ __all__ = [
     "FailureRecorderMiddleware",
     "HostLimits",
     "HostPauseMiddleware",
+    "InvalidRequestMeta",
     "RequestChecksMiddleware",
     "RetryPolicyMiddleware",
     "UnserializableRequestError",

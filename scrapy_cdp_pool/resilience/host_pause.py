@@ -4,18 +4,32 @@ host, so that no request to it starts until the time the server asked for.
 The pause is a host gate of the scheduler queue
 (:meth:`~scrapy_cdp_pool.scheduling.gates.RequestGates.add_host_check`): every
 request to the host waits in the queue, whichever callback produced it, and
-nothing else waits. ``Retry-After`` is read as seconds or an HTTP-date; a 429
-without it pauses the host for ``CDP_POOL_RETRY_BACKOFF_BASE_SECONDS``, doubled
-for each 429 in a row, up to ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS`` (which also
-caps a longer ``Retry-After``).
+nothing else waits. Requests already past the queue when the pause starts
+(waiting for a browser slot, or for one of Scrapy's downloader slots) are held
+by the download handler, which finds this middleware as the crawler's
+:attr:`~scrapy_cdp_pool.scheduling.gates.RequestGates.host_pauses`: it reports
+each response as soon as its status and headers arrive (:meth:`observe`),
+before the request's browser slot is released; it checks the host when a
+request gets its slot and right before it navigates, giving the slot back while
+the host is paused (:meth:`remaining`), and waits for the pause's end outside
+any deadline (:meth:`wait_open`).
+
+``Retry-After`` is read as seconds or an HTTP-date; a 429 without it pauses the
+host for ``CDP_POOL_RETRY_BACKOFF_BASE_SECONDS``, doubled for each 429 in a
+row, up to ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS`` (which also caps a longer
+``Retry-After``).
 
 Installed by the add-on at order 960: its ``process_response`` sees the raw
 response before the request's gates are released (950) and before the retry
-policy (550) schedules the retry.
+policy (550) schedules the retry; it reads responses the handler did not
+report already (another handler's).
+
+The host is that of the response's URL (after the browser followed redirects).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING
@@ -25,7 +39,7 @@ from scrapy.http import Response
 
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.resilience.backoff import parse_retry_after, pause_delay
-from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for, host_of
+from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for, url_host
 
 if TYPE_CHECKING:
     from typing import Self
@@ -33,6 +47,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+_OBSERVED_META_KEY = "_cdp_pause_observed"
+"""Set by :meth:`HostPauseMiddleware.observe`: the response was read already."""
 
 
 class HostPauseMiddleware:
@@ -48,26 +65,36 @@ class HostPauseMiddleware:
         self._until: dict[str, float] = {}  # host -> time.monotonic() the pause ends
         self._strikes: dict[str, int] = {}  # host -> 429s in a row without Retry-After
         gates.add_host_check(self.is_open)
+        gates.host_pauses = self
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler, gates_for(crawler), PoolConfig.from_settings(crawler.settings))
 
     def process_response(self, request: Request, response: Response) -> Response:
-        if "cached" in response.flags:
+        if request.meta.pop(_OBSERVED_META_KEY, False) or "cached" in response.flags:
             return response
-        host = host_of(request)
-        header = response.headers.get(b"Retry-After")
-        if response.status == 429 or (response.status == 503 and header is not None):
+        self._read(url_host(response.url), response.status, response.headers.get(b"Retry-After"))
+        return response
+
+    def observe(self, request: Request, url: str, status: int, retry_after: bytes | None) -> None:
+        """The download handler received a response for ``request`` from
+        ``url``, with ``status`` and a ``Retry-After`` header value (or
+        ``None``): pause its host now, before the request's browser slot is
+        released (:meth:`process_response` then leaves that response alone)."""
+        self._read(url_host(url), status, retry_after)
+        request.meta[_OBSERVED_META_KEY] = True
+
+    def _read(self, host: str, status: int, header: bytes | None) -> None:
+        if status == 429 or (status == 503 and header is not None):
             seconds = parse_retry_after(header)
-            if seconds is None and response.status == 429:
+            if seconds is None and status == 429:
                 strikes = self._strikes[host] = self._strikes.get(host, 0) + 1
                 seconds = pause_delay(strikes, self.base_s, self.max_s)
             if seconds is not None:
-                self.pause(host, seconds, response.status, header)
-        elif response.status < 500:
+                self.pause(host, seconds, status, header)
+        elif status < 500:
             self._strikes.pop(host, None)
-        return response
 
     def pause(self, host: str, seconds: float, status: int, header: bytes | None) -> None:
         """No request to ``host`` starts in the next ``seconds`` (capped at
@@ -93,6 +120,20 @@ class HostPauseMiddleware:
             extra={"crawler": self.crawler},
         )  # fmt: skip
         self.gates.wake(seconds)
+
+    def remaining(self, host: str) -> float:
+        """Seconds until ``host``'s pause ends; ``0.0`` when it is not paused."""
+        until = self._until.get(host)
+        return max(0.0, until - time.monotonic()) if until is not None else 0.0
+
+    async def wait_open(self, host: str) -> float:
+        """Wait until ``host`` is not paused (a pause extended meanwhile is
+        waited for too); return the seconds waited."""
+        waited = 0.0
+        while (remaining := self.remaining(host)) > 0:
+            await asyncio.sleep(remaining)
+            waited += remaining
+        return waited
 
     def is_open(self, host: str) -> bool:
         """Host gate: ``False`` while ``host`` is paused."""

@@ -6,7 +6,13 @@ name, alone, before it is downloaded; the crawl goes on.
   a request (:data:`~scrapy_cdp_pool.scheduling.queue.UNSERIALIZABLE_META_KEY`)
   and it fails here with :class:`UnserializableRequestError`, naming the meta
   keys (or the callback) that cannot be stored.
-- ``meta["cdp_not_before"]`` must be a number of epoch seconds.
+- ``meta["cdp_not_before"]`` must be epoch seconds: a finite number, not
+  negative, at most ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS`` from now
+  (:func:`~scrapy_cdp_pool.scheduling.gates.not_before_problem`). The
+  scheduler queue marks a request with an invalid value and hands it out at
+  once instead of holding it (for ever, or failing the enqueue); it fails here
+  with :class:`InvalidRequestMeta`, through its errback, counted in
+  ``cdp_pool/failures/InvalidRequestMeta``.
 """
 
 from __future__ import annotations
@@ -16,7 +22,12 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
-from scrapy_cdp_pool.scheduling.gates import NOT_BEFORE_META_KEY
+from scrapy_cdp_pool.scheduling.gates import (
+    INVALID_META_KEY,
+    NOT_BEFORE_META_KEY,
+    gates_for,
+    not_before_problem,
+)
 from scrapy_cdp_pool.scheduling.queue import UNSERIALIZABLE_META_KEY
 
 if TYPE_CHECKING:
@@ -27,6 +38,11 @@ if TYPE_CHECKING:
 
 class UnserializableRequestError(ValueError):
     """The request cannot be stored in ``JOBDIR``; the message names why."""
+
+
+class InvalidRequestMeta(ValueError):
+    """A meta value of the request is invalid; the message names the key, the
+    value and what is expected. Not retried."""
 
 
 def unserializable_parts(request: Request, spider: Any) -> list[str]:
@@ -50,6 +66,7 @@ def unserializable_parts(request: Request, spider: Any) -> list[str]:
 class RequestChecksMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        self.gates = gates_for(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -64,10 +81,12 @@ class RequestChecksMiddleware:
                 f"restart: {'; '.join(parts)}"
             )
         not_before = request.meta.get(NOT_BEFORE_META_KEY)
-        if not_before is not None and (
-            isinstance(not_before, bool) or not isinstance(not_before, (int, float))
-        ):
-            raise ValueError(
-                f"{request}: meta[{NOT_BEFORE_META_KEY!r}] = {not_before!r}; "
-                "expected epoch seconds (a number)"
+        # Marked by the queue, or checked now (a request that did not go
+        # through the queue, or a queue stored before values were checked).
+        problem = request.meta.pop(INVALID_META_KEY, None) or not_before_problem(
+            not_before, self.gates.max_wait_s
+        )
+        if problem is not None:
+            raise InvalidRequestMeta(
+                f"{request}: meta[{NOT_BEFORE_META_KEY!r}] = {not_before!r}: {problem}"
             )

@@ -6,7 +6,15 @@ identity is in flight. Host gates (pauses after 429/``Retry-After``, per-host
 concurrency and rate) plug in through :meth:`add_host_check`, and see requests
 start and end through :meth:`add_dequeue_hook` and :meth:`add_finish_hook`. A
 request whose ``meta["cdp_not_before"]`` (epoch seconds) is in the future has a
-gate of its own, closed until then (retry backoff).
+gate of its own, closed until then (retry backoff). An invalid value
+(:func:`not_before_problem`) never holds a request back: the queue marks the
+request (:data:`INVALID_META_KEY`), hands it out at once, and
+:class:`~scrapy_cdp_pool.resilience.RequestChecksMiddleware` fails it by name.
+
+The crawler's host pauses (429/``Retry-After``) are kept by
+:class:`~scrapy_cdp_pool.resilience.HostPauseMiddleware`, reachable here as
+:attr:`RequestGates.host_pauses` for the download handler, which holds requests
+already past the queue.
 
 Requests are marked in flight when the scheduler hands them out
 (:meth:`on_dequeued`) and released when the download is over, whatever its
@@ -22,12 +30,14 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 
+from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.scheduling.identity_locks import IdentityLocks, LocalIdentityLocks
 
 if TYPE_CHECKING:
@@ -38,6 +48,14 @@ logger = logging.getLogger(__name__)
 PROFILE_META_KEY = "cdp_profile"
 NOT_BEFORE_META_KEY = "cdp_not_before"
 _TOKEN_META_KEY = "_cdp_gate_token"  # noqa: S105 - a meta key, not a secret
+INVALID_META_KEY = "_cdp_invalid_not_before"
+"""Set by the scheduler queue on a request whose ``meta["cdp_not_before"]`` is
+invalid, with why (:func:`not_before_problem`); such a request is handed out
+at once and fails by name before it is downloaded."""
+NOT_BEFORE_SLACK_S = 1.0
+"""Seconds a ``cdp_not_before`` may lie past ``now + CDP_POOL_RETRY_BACKOFF_MAX_SECONDS``
+(the longest wait the retry policy sets): float rounding of epoch times and a
+little clock skew between processes sharing a queue."""
 
 HostCheck = Callable[[str], bool]
 """``check(host) -> bool``: whether a request to ``host`` may start now."""
@@ -59,14 +77,68 @@ def host_of(request: Request) -> str:
     return urlparse_cached(request).hostname or ""
 
 
+def url_host(url: str) -> str:
+    """The host name of ``url``, ``""`` for none."""
+    return urlsplit(url).hostname or ""
+
+
+def _finite(value: object) -> float | None:
+    """``value`` as a float when it is a finite number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:  # an int too large for a float
+        return None
+    return number if math.isfinite(number) else None
+
+
+def not_before_problem(value: object, max_wait_s: float, now: float | None = None) -> str | None:
+    """Why ``value`` cannot be a ``meta["cdp_not_before"]``; ``None`` when it
+    can (``None``, unset, included).
+
+    A valid value is epoch seconds: a finite number (not a bool), not
+    negative, and at most ``max_wait_s`` (``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS``,
+    the longest wait the retry policy sets) plus :data:`NOT_BEFORE_SLACK_S`
+    seconds after ``now`` (default ``time.time()``).
+    """
+    if value is None:
+        return None
+    number = _finite(value)
+    if number is None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return "expected epoch seconds, a finite number"
+        return "expected epoch seconds (a number)"
+    if number < 0:
+        return "expected epoch seconds, not a negative number"
+    ahead_s = number - (time.time() if now is None else now)
+    if ahead_s > max_wait_s + NOT_BEFORE_SLACK_S:
+        return (
+            f"that is {ahead_s:.0f} s from now, more than "
+            f"CDP_POOL_RETRY_BACKOFF_MAX_SECONDS = {max_wait_s:g} s "
+            "(epoch seconds are expected, not milliseconds)"
+        )
+    return None
+
+
+def not_before_suffix(value: object) -> str:
+    """``"|@<epoch seconds>"`` (rounded up to 0.1 s, never early) for a finite
+    number ``value``, else ``""``: the part of a gate key that holds a request
+    back until then."""
+    number = _finite(value)
+    return f"|@{math.ceil(number * 10) / 10:.1f}" if number is not None else ""
+
+
 def gate_key(request: Request) -> str:
     """``"<identity>|<host>"``: requests with the same key share a gate. A
     request not to start before a future time gets ``"|@<epoch seconds>"``
-    added (rounded up to 0.1 s)."""
+    added (:func:`not_before_suffix`), unless the queue marked its value
+    invalid (:data:`INVALID_META_KEY`)."""
     key = f"{identity_of(request)}|{host_of(request)}"
-    not_before = request.meta.get(NOT_BEFORE_META_KEY)
-    if isinstance(not_before, (int, float)) and not_before > time.time():
-        key += f"|@{math.ceil(not_before * 10) / 10:.1f}"
+    if INVALID_META_KEY not in request.meta:
+        not_before = _finite(request.meta.get(NOT_BEFORE_META_KEY))
+        if not_before is not None and not_before > time.time():
+            key += not_before_suffix(not_before)
     return key
 
 
@@ -79,9 +151,23 @@ def not_before_of(key: str) -> float | None:
     """The epoch time before which gate ``key`` stays closed, if any."""
     _, marker, when = key.rpartition("|@")
     try:
-        return float(when) if marker else None
+        return _finite(float(when)) if marker else None
     except ValueError:  # "|@" in an identity name, not a time
         return None
+
+
+class HostPauses(Protocol):
+    """The crawler's host pauses, as the download handler uses them (see
+    :class:`~scrapy_cdp_pool.resilience.HostPauseMiddleware`)."""
+
+    def observe(self, request: Request, url: str, status: int, retry_after: bytes | None) -> None:
+        """A response to ``request`` came from ``url``: pause its host if it asks."""
+
+    def remaining(self, host: str) -> float:
+        """Seconds until ``host``'s pause ends, ``0.0`` if it is not paused."""
+
+    async def wait_open(self, host: str) -> float:
+        """Wait until ``host`` is not paused; the seconds waited."""
 
 
 class RequestGates:
@@ -94,6 +180,12 @@ class RequestGates:
         self._start_checks: list[StartCheck] = []
         self._wakes: dict[float, Any] = {}
         self._queues: weakref.WeakSet[Any] = weakref.WeakSet()
+        #: ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS``: the latest a valid
+        #: ``cdp_not_before`` may be, from now (:func:`not_before_problem`)
+        self.max_wait_s = PoolConfig.from_settings(crawler.settings).retry_backoff_max_s
+        #: the crawler's host pauses, set by ``HostPauseMiddleware`` (``None``
+        #: when it is not installed)
+        self.host_pauses: HostPauses | None = None
 
     def register_queue(self, queue: Any) -> None:
         """Remember a scheduler queue, for :meth:`waiting`."""
@@ -126,7 +218,9 @@ class RequestGates:
         not_before = not_before_of(key)
         if not_before is not None:
             remaining = not_before - time.time()  # epoch: meta outlives the process
-            if remaining > 0:
+            # Further than any valid wait (a queue stored before values were
+            # checked): open, the request fails by name once handed out.
+            if 0 < remaining <= self.max_wait_s + NOT_BEFORE_SLACK_S:
                 self.wake(remaining)
                 return False
         identity, host = split_key(key)

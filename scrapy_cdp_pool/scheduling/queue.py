@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.pqueues import QueueProtocol, ScrapyPriorityQueue
 
-from scrapy_cdp_pool.scheduling.gates import RequestGates, gate_key, gates_for
+from scrapy_cdp_pool.scheduling.gates import (
+    INVALID_META_KEY,
+    NOT_BEFORE_META_KEY,
+    RequestGates,
+    gate_key,
+    gates_for,
+    not_before_problem,
+)
 
 UNSERIALIZABLE_META_KEY = "_cdp_unserializable"
 """Set on a request the JOBDIR disk queue refused, with the serializer's error."""
@@ -96,6 +103,17 @@ class IdentityAwarePriorityQueue:
         )
 
     def push(self, request: Request) -> None:
+        """Queue ``request`` under its gate key. A request whose
+        ``meta["cdp_not_before"]`` is invalid is marked
+        (:data:`~scrapy_cdp_pool.scheduling.gates.INVALID_META_KEY`) and queued
+        as if it had none, so it is handed out and fails by name.
+
+        :raises ValueError: ``JOBDIR`` cannot store the request (marked too)."""
+        problem = not_before_problem(request.meta.get(NOT_BEFORE_META_KEY), self.gates.max_wait_s)
+        if problem is not None:
+            request.meta[INVALID_META_KEY] = problem
+        else:
+            request.meta.pop(INVALID_META_KEY, None)
         gate = gate_key(request)
         queue = self.pqueues.get(gate)
         if queue is None:

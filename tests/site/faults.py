@@ -6,9 +6,17 @@
 - ``/rate-limited?key=K&after=S[&date=1]`` answers the first request of key
   ``K`` with 429 and ``Retry-After: S`` (as an HTTP-date with ``date=1``), later
   ones with 200. The window the server asked for ends at ``window_end``.
-- ``/fault-records?key=K``: JSON ``{"arrivals": [...], "window_end": t}``, the
-  site's ``time.monotonic()`` at each arrival of key ``K`` and the end of its
-  429 window (``null`` if none), so a test compares server-side times only.
+- ``/storm?key=K&every=E&after=S1,S2,...`` answers every ``E``-th request of
+  key ``K`` (the ``E``-th, ``2E``-th, ...) with 429 and ``Retry-After``, the
+  ``S`` values taken in turn; the others with 200. Each 429 announces a window,
+  from its arrival to ``S`` seconds later.
+- ``/fault-records?key=K``: JSON ``{"arrivals": [...], "window_end": t,
+  "windows": [[start, end], ...], "labels": [...]}``: the site's
+  ``time.monotonic()`` at each arrival of key ``K``, the end of its
+  ``/rate-limited`` 429 window (``null`` if none), the windows ``/storm``
+  announced, and the ``i`` query value of each arrival (``""`` if none). A test
+  compares server-side times, or times the crawler took with
+  ``time.monotonic()`` too (one clock for all processes on Linux).
 
 Keys are per test (a random token), so records never mix.
 """
@@ -34,6 +42,8 @@ routes = web.RouteTableDef()
 class KeyRecord:
     arrivals: list[float] = field(default_factory=list)
     window_end: float | None = None
+    windows: list[tuple[float, float]] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
 
 
 RECORDS: defaultdict[str, KeyRecord] = defaultdict(KeyRecord)
@@ -43,6 +53,7 @@ def _arrive(request: web.Request) -> tuple[str, KeyRecord]:
     key = request.query.get("key", "default")
     record = RECORDS[key]
     record.arrivals.append(time.monotonic())
+    record.labels.append(request.query.get("i", ""))
     return key, record
 
 
@@ -82,7 +93,35 @@ async def rate_limited(request: web.Request) -> web.Response:
     )
 
 
+@routes.get("/storm")
+async def storm(request: web.Request) -> web.Response:
+    """A host rate-limiting a share of its requests: every ``every``-th
+    request of ``key`` gets 429 with the next ``Retry-After`` of ``after``."""
+    key, record = _arrive(request)
+    every = int_query(request, "every", 3, 1, 1000)
+    try:
+        after = [int(value) for value in request.query.get("after", "1").split(",")]
+    except ValueError:
+        raise web.HTTPBadRequest(text="after must be integers, comma-separated") from None
+    count = len(record.arrivals)
+    if count % every:
+        return html_response("Storm", f'<p class="item">{escape(key)} {count}</p>')
+    seconds = max(0, min(600, after[(count // every - 1) % len(after)]))
+    arrival = record.arrivals[-1]
+    record.windows.append((arrival, arrival + seconds))
+    return html_response(
+        "Storm", "<p>slow down</p>", status=429, headers={"Retry-After": str(seconds)}
+    )
+
+
 @routes.get("/fault-records")
 async def fault_records(request: web.Request) -> web.Response:
     record = RECORDS[request.query.get("key", "default")]
-    return web.json_response({"arrivals": record.arrivals, "window_end": record.window_end})
+    return web.json_response(
+        {
+            "arrivals": record.arrivals,
+            "window_end": record.window_end,
+            "windows": record.windows,
+            "labels": record.labels,
+        }
+    )
