@@ -58,7 +58,6 @@ def test_values_are_read() -> None:
         ("CDP_POOL_WAIT_UNTIL", "commit", "use one of load, domcontentloaded, networkidle"),
         ("CDP_POOL_RENDER_ALL", "maybe", "not a boolean"),
         ("CDP_POOL_IGNORE_HTTPS_ERRORS", "perhaps", "not a boolean"),
-        ("CDP_POOL_MAX_MESSAGE_MB", 0, "integer >= 1"),
         ("CDP_POOL_CHROMIUM_PATH", 42, "not a path"),
         ("CDP_POOL_RETRY_BACKOFF_BASE_SECONDS", -1, "seconds > 0"),
         ("CDP_POOL_RETRY_BACKOFF_MAX_SECONDS", 0.5, "seconds >= CDP_POOL_RETRY_BACKOFF_BASE"),
