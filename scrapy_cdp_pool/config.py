@@ -17,6 +17,7 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool.identity.signed_out import SignedOutRule, parse_signed_out
+from scrapy_cdp_pool.render.init_scripts import load_scripts
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
@@ -88,6 +89,13 @@ class PoolConfig:
     autoscale_overloaded_fraction: float = 0.4
     jobdir_durable: bool = True
     jobdir_fsync: bool = False
+    #: network capture (``meta["cdp_capture"]``): the largest body kept, and
+    #: the most body bytes kept per request
+    capture_max_body: int = 10 * 1024 * 1024
+    capture_max_total: int = 50 * 1024 * 1024
+    #: JavaScript sources run in every new document before the page's own
+    #: (``CDP_POOL_INIT_SCRIPTS``, files read at start)
+    init_scripts: tuple[str, ...] = ()
 
     #: keep a clean page open for the next request of its identity on the same
     #: connection (None: on Chromium only)
@@ -216,6 +224,11 @@ class PoolConfig:
             ),
             jobdir_durable=_bool(settings, "CDP_POOL_JOBDIR_DURABLE", default=True),
             jobdir_fsync=_bool(settings, "CDP_POOL_JOBDIR_FSYNC"),
+            capture_max_body=_megabytes(settings, "CDP_POOL_CAPTURE_MAX_BODY_MB", 10),
+            capture_max_total=_megabytes(settings, "CDP_POOL_CAPTURE_MAX_TOTAL_MB", 50),
+            init_scripts=load_scripts(
+                settings.get("CDP_POOL_INIT_SCRIPTS"), "CDP_POOL_INIT_SCRIPTS"
+            ),
         )
 
 
@@ -263,6 +276,21 @@ def _optional_path(settings: BaseSettings, name: str) -> str | None:
     if not isinstance(raw, str):
         raise ValueError(f"{name}: {raw!r} is not a file path; use a string, or None for none")
     return raw
+
+
+def _megabytes(settings: BaseSettings, name: str, default: float) -> int:
+    """A number of megabytes >= 0 (MiB, as DOWNLOAD_MAXSIZE's bytes), in bytes."""
+    raw: Any = settings.get(name, default)
+    message = f"{name}: {raw!r} is not a number of megabytes >= 0"
+    if isinstance(raw, bool):
+        raise ValueError(message)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError) as e:
+        raise ValueError(message) from e
+    if not 0 <= value < float("inf"):
+        raise ValueError(message)
+    return int(value * 1024 * 1024)
 
 
 def _optional_megabytes(settings: BaseSettings, name: str) -> float | None:

@@ -133,6 +133,11 @@ class CDPDownloadHandler:
         for resource_type, count in result.blocked.items():
             self.stats.inc_value("cdp_pool/resources_blocked", count)
             self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
+        if result.network is not None:
+            self.stats.inc_value("cdp_pool/network_captured", len(result.network))
+            skipped = sum(1 for entry in result.network if entry["body_skipped"])
+            if skipped:
+                self.stats.inc_value("cdp_pool/network_bodies_skipped", skipped)
         if self.config.download_warnsize and len(result.body) > self.config.download_warnsize:
             logger.warning(
                 "Received %d bytes, larger than DOWNLOAD_WARNSIZE (%d bytes), for %s",

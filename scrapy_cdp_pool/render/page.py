@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from typing import Any
 
 from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPProtocolError
+from scrapy_cdp_pool.render.capture import NetworkCapture
 from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.errors import (
     NavigationFailed,
@@ -49,6 +50,7 @@ class Page:
         self.spec = spec
         self.tracker = DocumentTracker(main_frame_id=target_id)
         self.interceptor = FetchInterceptor(self)
+        self.capture = NetworkCapture(self, spec.capture) if spec.capture is not None else None
         self.too_large: ResponseTooLarge | None = None
         self._setup: asyncio.Future[list[dict[str, Any]]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -88,7 +90,11 @@ class Page:
         context = spec.context
         fetch = _fetch_params(spec, unsupported)
         commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
-        if network_events or (context is not None and context.needs_network_domain):
+        if (
+            network_events
+            or spec.capture is not None
+            or (context is not None and context.needs_network_domain)
+        ):
             commands.append(page.command("Network.enable"))
         if context is not None:
             for method, params in context.page_commands(default_user_agent, unsupported):
@@ -96,6 +102,10 @@ class Page:
         if spec.cookies:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
             commands.append(page.command("Network.setCookies", {"cookies": cookies}))
+        for source in spec.init_scripts:
+            commands.append(
+                page.command("Page.addScriptToEvaluateOnNewDocument", {"source": source})
+            )
         setup = asyncio.gather(*commands)
         if context is None and pipeline_navigation:
             # Nothing identity-specific to apply first, and a server that handles
@@ -126,6 +136,8 @@ class Page:
         before the navigation starts."""
         page = cls(cdp, target_id, session_id, spec)
         commands = [page.command("Fetch.enable", _fetch_params(spec))]
+        if spec.capture is not None:
+            commands.append(page.command("Network.enable"))
         if clear_cookies:
             commands.append(cdp.post("Storage.clearCookies", {"browserContextId": context_id}))
         if spec.cookies:
@@ -146,6 +158,8 @@ class Page:
         self.cdp.unsubscribe(self.session_id)
         for task in self._tasks:
             task.cancel()
+        if self.capture is not None:
+            self.capture.cancel()
 
     async def navigate(self, timeout_s: float) -> None:
         """Navigate to the spec's URL and wait until the page is settled
@@ -303,6 +317,8 @@ class Page:
             task.add_done_callback(self._tasks.discard)
         else:
             self.tracker.on_event(method, params)
+            if self.capture is not None and method.startswith("Network."):
+                self.capture.on_event(method, params)
 
     async def read_local_storage(self, timeout_s: float) -> tuple[str, list[dict[str, str]]]:
         """The current document's origin and its localStorage items, as

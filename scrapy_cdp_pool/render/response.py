@@ -23,7 +23,8 @@ def build_response(request: Request, result: RenderResult) -> Response:
     Scrapy's ``HttpCompressionMiddleware`` does. Redirects the browser followed
     are appended to ``meta["redirect_urls"]``, ``meta["redirect_reasons"]`` and
     ``meta["redirect_times"]`` (see :mod:`scrapy_cdp_pool.render.redirects`),
-    action results go to ``meta["cdp_results"]``.
+    action results go to ``meta["cdp_results"]``, captured responses to
+    ``meta["cdp_network"]``.
     """
     headers = Headers()
     for name, value in result.headers:
@@ -38,6 +39,8 @@ def build_response(request: Request, result: RenderResult) -> Response:
     record_browser_hops(request.meta, result.redirects)
     request.meta["cdp_results"] = result.results
     request.meta["download_latency"] = result.latency_s
+    if result.network is not None:
+        request.meta["cdp_network"] = result.network
     if result.rendered:
         headers[b"Content-Type"] = b"text/html; charset=utf-8"
         return HtmlResponse(

@@ -48,6 +48,8 @@ class RenderResult:
     #: the context's cookies at the end (CDP ``Network.Cookie`` objects), when
     #: asked for (see :func:`render`)
     cookies: list[dict[str, Any]] | None = None
+    #: the captured responses (``meta["cdp_capture"]``, see render/capture.py)
+    network: list[dict[str, Any]] | None = None
 
 
 async def render(
@@ -126,6 +128,9 @@ async def render(
         cookies = None
         if collect_cookies and options is None:
             cookies = await browser_cookies(page, spec.action_timeout_s)
+        network = None
+        if page.capture is not None:
+            network = await page.capture.collect(spec.action_timeout_s)
         lease.finished_cleanly = True
         headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
         headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
@@ -141,6 +146,7 @@ async def render(
             latency_s=document.received_at - page.started_at,
             storage_state=storage_state,
             cookies=cookies,
+            network=network,
         )
     finally:
         page.detach()
@@ -161,12 +167,13 @@ def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
     Chromium, where a fresh context and page cost ~0.6 s of CPU, and not on
     Lightpanda, where they cost ~20 ms). A profile whose state is saved back
     always gets a fresh context: saving closes its page; a page is reused
-    only with the state it was made with (:attr:`ContextOptions.state_digest`)."""
+    only with the state it was made with (:attr:`ContextOptions.state_digest`);
+    a page with init scripts is never reused, nor given to one that has them."""
     reuse = lease.config.reuse_pages
     if reuse is None:
         reuse = lease.info.kind != "lightpanda"
-    if not reuse:
-        return None
+    if not reuse or spec.init_scripts:
+        return None  # a page keeps its init scripts: one that ran some is not reused
     options = spec.context
     if options is None:
         return ""

@@ -14,7 +14,9 @@ from scrapy import Request
 
 from scrapy_cdp_pool.config import WAIT_UNTIL, PoolConfig
 from scrapy_cdp_pool.render.actions import Action, parse_actions
+from scrapy_cdp_pool.render.capture import CaptureRule, parse_capture
 from scrapy_cdp_pool.render.context_options import ContextOptions
+from scrapy_cdp_pool.render.init_scripts import load_scripts
 
 # Headers the browser owns: sent by it, or (Cookie) passed as context cookies.
 _BROWSER_HEADERS = frozenset(
@@ -44,6 +46,11 @@ class RenderSpec:
     maxsize: int = 0
     warnsize: int = 0
     context: ContextOptions | None = None
+    #: ``meta["cdp_capture"]``: which responses to return (see render/capture.py)
+    capture: CaptureRule | None = None
+    #: sources run in every new document before the page's own (the setting's,
+    #: then ``meta["cdp_init_scripts"]``)
+    init_scripts: tuple[str, ...] = ()
 
     @property
     def overrides_request(self) -> bool:
@@ -113,6 +120,15 @@ def build_spec(
         actions = parse_actions(meta.get("cdp_actions") or ())
     except ValueError as e:
         raise ValueError(f"{request}: meta['cdp_actions']: {e}") from e
+    try:
+        capture = parse_capture(
+            meta.get("cdp_capture"), config.capture_max_body, config.capture_max_total
+        )
+    except ValueError as e:
+        raise ValueError(f"{request}: meta['cdp_capture']: {e}") from e
+    init_scripts = config.init_scripts + load_scripts(
+        meta.get("cdp_init_scripts"), f"{request}: meta['cdp_init_scripts']"
+    )
     return RenderSpec(
         url=request.url,
         method=request.method.upper(),
@@ -127,6 +143,8 @@ def build_spec(
         maxsize=int(meta.get("download_maxsize", config.download_maxsize)),
         warnsize=int(meta.get("download_warnsize", config.download_warnsize)),
         context=context,
+        capture=capture,
+        init_scripts=init_scripts,
     )
 
 
