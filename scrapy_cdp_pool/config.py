@@ -18,6 +18,7 @@ from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool.identity.signed_out import SignedOutRule, parse_signed_out
 from scrapy_cdp_pool.render.init_scripts import load_scripts
+from scrapy_cdp_pool.render.url_patterns import check_pattern
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
@@ -61,6 +62,8 @@ class PoolConfig:
     context_close_timeout_s: float = 5.0
     wait_until: str = "load"
     block_resources: frozenset[str] = frozenset()
+    #: URL patterns of requests aborted in the browser (``CDP_POOL_BLOCK_URLS``)
+    block_urls: tuple[str, ...] = ()
     download_timeout_s: float = 180.0
     download_maxsize: int = 1024 * 1024 * 1024
     download_warnsize: int = 32 * 1024 * 1024
@@ -190,6 +193,7 @@ class PoolConfig:
             ),
             wait_until=_choice(settings, "CDP_POOL_WAIT_UNTIL", WAIT_UNTIL, "load"),
             block_resources=blocked,
+            block_urls=_url_patterns(settings, "CDP_POOL_BLOCK_URLS"),
             download_timeout_s=_seconds(settings, "DOWNLOAD_TIMEOUT", 180.0),
             download_maxsize=_int(settings, "DOWNLOAD_MAXSIZE", minimum=0, default=1 << 30),
             download_warnsize=_int(
@@ -276,6 +280,16 @@ def _optional_path(settings: BaseSettings, name: str) -> str | None:
     if not isinstance(raw, str):
         raise ValueError(f"{name}: {raw!r} is not a file path; use a string, or None for none")
     return raw
+
+
+def _url_patterns(settings: BaseSettings, name: str) -> tuple[str, ...]:
+    patterns = _str_list(settings, name)
+    for pattern in patterns:
+        try:
+            check_pattern(pattern)
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}; use globs like '*/ads/*' or 're:<regex>'") from e
+    return tuple(patterns)
 
 
 def _megabytes(settings: BaseSettings, name: str, default: float) -> int:

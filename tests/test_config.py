@@ -66,6 +66,8 @@ def test_values_are_read() -> None:
         ("CDP_POOL_CAPTURE_MAX_BODY_MB", -1, "megabytes >= 0"),
         ("CDP_POOL_CAPTURE_MAX_TOTAL_MB", "lots", "megabytes >= 0"),
         ("CDP_POOL_CAPTURE_MAX_BODY_MB", True, "megabytes >= 0"),
+        ("CDP_POOL_BLOCK_URLS", ["re:("], "not a valid regex"),
+        ("CDP_POOL_BLOCK_URLS", [3], "list of strings"),
         ("CDP_POOL_INIT_SCRIPTS", 42, "not a list of JavaScript sources"),
         ("CDP_POOL_INIT_SCRIPTS", [""], "not JavaScript source or a .js path"),
         ("CDP_POOL_INIT_SCRIPTS", ["/no/such/dir/init.js"], "cannot be read"),

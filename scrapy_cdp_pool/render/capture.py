@@ -28,15 +28,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import fnmatch
 import logging
-import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.cdp import CDPError
 from scrapy_cdp_pool.config import RESOURCE_TYPES
+from scrapy_cdp_pool.render.url_patterns import check_pattern, matches_any
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -67,35 +66,7 @@ class CaptureRule:
             return False
         if not self.patterns:
             return True
-        return any(_compiled(p).search(url) for p in self.patterns)
-
-
-def url_pattern_regex(pattern: str) -> re.Pattern[str]:
-    """The regex for one URL pattern: ``re:<regex>`` searched in the URL, or a
-    glob (:mod:`fnmatch`: ``*`` any characters, ``/`` included, ``?`` one,
-    ``[...]`` a set) matched against the whole URL, case-sensitively.
-
-    :raises ValueError: an invalid regex.
-    """
-    return _compiled(pattern)
-
-
-_cache: dict[str, re.Pattern[str]] = {}
-
-
-def _compiled(pattern: str) -> re.Pattern[str]:
-    compiled = _cache.get(pattern)
-    if compiled is None:
-        if pattern.startswith("re:"):
-            try:
-                compiled = re.compile(pattern[3:])
-            except re.error as e:
-                raise ValueError(f"{pattern!r} is not a valid regex ({e})") from e
-        else:
-            compiled = re.compile(fnmatch.translate(pattern))
-        if len(_cache) < 1024:
-            _cache[pattern] = compiled
-    return compiled
+        return matches_any(self.patterns, url)
 
 
 def parse_capture(raw: Any, max_body: int, max_total: int) -> CaptureRule | None:
@@ -104,7 +75,8 @@ def parse_capture(raw: Any, max_body: int, max_total: int) -> CaptureRule | None
 
     Accepted: ``True`` (every response), a URL pattern string, a list of them,
     or a dict ``{"urls": [patterns], "resource_types": ["xhr", "fetch", ...]}``
-    (either key may be left out). Patterns: see :func:`url_pattern_regex`.
+    (either key may be left out). Patterns: see
+    :mod:`scrapy_cdp_pool.render.url_patterns`.
 
     :raises ValueError: any other value (the message says what is allowed).
     """
@@ -145,7 +117,7 @@ def parse_capture(raw: Any, max_body: int, max_total: int) -> CaptureRule | None
             f"{unknown_types!r} are not resource types; allowed: {', '.join(RESOURCE_TYPES)}"
         )
     for pattern in urls:
-        _compiled(pattern)
+        check_pattern(pattern)
     return CaptureRule(
         patterns=tuple(urls), resource_types=lowered, max_body=max_body, max_total=max_total
     )

@@ -25,6 +25,7 @@ from scrapy_cdp_pool.render.errors import (
 )
 from scrapy_cdp_pool.render.interception import FetchInterceptor, cdp_resource_type
 from scrapy_cdp_pool.render.spec import RenderSpec
+from scrapy_cdp_pool.render.url_patterns import fetch_url_pattern
 
 logger = logging.getLogger(__name__)
 
@@ -336,7 +337,8 @@ class Page:
 
 def _fetch_params(spec: RenderSpec, unsupported: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``Fetch.enable`` parameters: the main document at the response stage,
-    its request when it must be rewritten, the blocked resource types; proxy
+    its request when it must be rewritten, the blocked resource types, the
+    requests ``CDP_POOL_BLOCK_URLS`` may match (each checked again); proxy
     challenges answered where the context has the proxy (not on a dedicated
     server, ``"proxy"`` in ``unsupported``: it sends the credentials itself)."""
     patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
@@ -348,6 +350,8 @@ def _fetch_params(spec: RenderSpec, unsupported: frozenset[str] = frozenset()) -
         patterns.append({"resourceType": "Document", "requestStage": "Request"})
     for resource_type in sorted(spec.block_resources):
         patterns.append({"resourceType": cdp_resource_type(resource_type)})
+    for url_pattern in sorted({fetch_url_pattern(p) for p in spec.block_urls}):
+        patterns.append({"urlPattern": url_pattern, "requestStage": "Request"})
     params: dict[str, Any] = {"patterns": patterns}
     if proxy_auth:
         params["handleAuthRequests"] = True

@@ -43,6 +43,7 @@ class RenderSpec:
     navigation_timeout_s: float = 30.0
     action_timeout_s: float = 10.0
     block_resources: frozenset[str] = field(default_factory=frozenset)
+    block_urls: tuple[str, ...] = ()
     maxsize: int = 0
     warnsize: int = 0
     context: ContextOptions | None = None
@@ -140,6 +141,7 @@ def build_spec(
         navigation_timeout_s=float(navigation_timeout),
         action_timeout_s=config.action_timeout_s,
         block_resources=config.block_resources,
+        block_urls=config.block_urls,
         maxsize=int(meta.get("download_maxsize", config.download_maxsize)),
         warnsize=int(meta.get("download_warnsize", config.download_warnsize)),
         context=context,

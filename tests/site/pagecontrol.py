@@ -106,3 +106,40 @@ async def init(request: web.Request) -> web.Response:
     ``window.__second`` (``null`` for none) into ``#seen``, as JSON, from its
     own inline script."""
     return html_response("Init", INIT)
+
+
+BLOCK = """<p id="tracker"></p><p id="beacon"></p>
+<script src="/pc/tracker.js?key=KEY"></script>
+<script>
+document.getElementById("tracker").textContent = window.__tracker || "none";
+window.addEventListener("load", function () {
+  var beacon = fetch("/pc/beacon?key=KEY").then(
+    function () { return "sent"; }, function () { return "failed"; });
+  var api = fetch("/pc/api?key=KEY").then(function (r) { return r.text(); });
+  Promise.all([beacon, api]).then(function (values) {
+    document.getElementById("beacon").textContent = values[0];
+    var done = document.createElement("p"); done.id = "done"; done.textContent = "done";
+    document.body.appendChild(done);
+  });
+});
+</script>"""
+
+
+@routes.get("/pc/block")
+async def block(request: web.Request) -> web.Response:
+    """Loads ``/pc/tracker.js?key=K`` (a script setting ``window.__tracker``),
+    then after load fetches ``/pc/beacon?key=K`` and ``/pc/api?key=K``; shows
+    what the tracker set (``none`` without it) and whether the beacon was
+    ``sent`` or ``failed``, then adds ``#done``. The site counts each hit."""
+    key = request.query.get("key", "k")
+    return html_response("Block", BLOCK.replace("KEY", key.replace('"', "")))
+
+
+@routes.get("/pc/tracker.js")
+async def tracker(request: web.Request) -> web.Response:
+    return web.Response(text="window.__tracker = 'loaded';", content_type="text/javascript")
+
+
+@routes.get("/pc/beacon")
+async def beacon(request: web.Request) -> web.Response:
+    return web.Response(text="ok", content_type="text/plain")
