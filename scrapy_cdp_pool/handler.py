@@ -138,6 +138,13 @@ class CDPDownloadHandler:
             skipped = sum(1 for entry in result.network if entry["body_skipped"])
             if skipped:
                 self.stats.inc_value("cdp_pool/network_bodies_skipped", skipped)
+        if result.console is not None:
+            kinds = [entry["type"] for entry in result.console]
+            messages = sum(1 for kind in kinds if kind not in ("exception", "truncated"))
+            if messages:
+                self.stats.inc_value("cdp_pool/console_messages", messages)
+            if "exception" in kinds:
+                self.stats.inc_value("cdp_pool/page_errors", kinds.count("exception"))
         if self.config.download_warnsize and len(result.body) > self.config.download_warnsize:
             logger.warning(
                 "Received %d bytes, larger than DOWNLOAD_WARNSIZE (%d bytes), for %s",

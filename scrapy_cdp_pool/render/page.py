@@ -16,6 +16,7 @@ from typing import Any
 
 from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed, CDPProtocolError
 from scrapy_cdp_pool.render.capture import NetworkCapture
+from scrapy_cdp_pool.render.console import ConsoleLog
 from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.errors import (
     NavigationFailed,
@@ -56,6 +57,7 @@ class Page:
         self._setup: asyncio.Future[list[dict[str, Any]]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.started_at = time.monotonic()
+        self.console = ConsoleLog(self.started_at) if spec.console else None
         cdp.subscribe(session_id, self._on_event)
 
     @classmethod
@@ -103,6 +105,8 @@ class Page:
         if spec.cookies:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
             commands.append(page.command("Network.setCookies", {"cookies": cookies}))
+        if spec.console:
+            commands.append(page.command("Runtime.enable"))
         for source in spec.init_scripts:
             commands.append(
                 page.command("Page.addScriptToEvaluateOnNewDocument", {"source": source})
@@ -139,6 +143,8 @@ class Page:
         commands = [page.command("Fetch.enable", _fetch_params(spec))]
         if spec.capture is not None:
             commands.append(page.command("Network.enable"))
+        if spec.console:
+            commands.append(page.command("Runtime.enable"))
         if clear_cookies:
             commands.append(cdp.post("Storage.clearCookies", {"browserContextId": context_id}))
         if spec.cookies:
@@ -320,6 +326,8 @@ class Page:
             self.tracker.on_event(method, params)
             if self.capture is not None and method.startswith("Network."):
                 self.capture.on_event(method, params)
+            elif self.console is not None and method.startswith("Runtime."):
+                self.console.on_event(method, params)
 
     async def read_local_storage(self, timeout_s: float) -> tuple[str, list[dict[str, str]]]:
         """The current document's origin and its localStorage items, as

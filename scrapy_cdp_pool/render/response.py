@@ -41,6 +41,8 @@ def build_response(request: Request, result: RenderResult) -> Response:
     request.meta["download_latency"] = result.latency_s
     if result.network is not None:
         request.meta["cdp_network"] = result.network
+    if result.console is not None:
+        request.meta["cdp_console_messages"] = result.console
     if result.rendered:
         headers[b"Content-Type"] = b"text/html; charset=utf-8"
         return HtmlResponse(

@@ -50,6 +50,8 @@ class RenderResult:
     cookies: list[dict[str, Any]] | None = None
     #: the captured responses (``meta["cdp_capture"]``, see render/capture.py)
     network: list[dict[str, Any]] | None = None
+    #: console messages and page errors (``meta["cdp_console"]``, see render/console.py)
+    console: list[dict[str, Any]] | None = None
 
 
 async def render(
@@ -147,6 +149,7 @@ async def render(
             storage_state=storage_state,
             cookies=cookies,
             network=network,
+            console=page.console.messages() if page.console is not None else None,
         )
     finally:
         page.detach()

@@ -15,6 +15,7 @@ from scrapy import Request
 from scrapy_cdp_pool.config import WAIT_UNTIL, PoolConfig
 from scrapy_cdp_pool.render.actions import Action, parse_actions
 from scrapy_cdp_pool.render.capture import CaptureRule, parse_capture
+from scrapy_cdp_pool.render.console import parse_console
 from scrapy_cdp_pool.render.context_options import ContextOptions
 from scrapy_cdp_pool.render.init_scripts import load_scripts
 
@@ -52,6 +53,8 @@ class RenderSpec:
     #: sources run in every new document before the page's own (the setting's,
     #: then ``meta["cdp_init_scripts"]``)
     init_scripts: tuple[str, ...] = ()
+    #: ``meta["cdp_console"]``: keep console messages and page errors
+    console: bool = False
 
     @property
     def overrides_request(self) -> bool:
@@ -127,6 +130,10 @@ def build_spec(
         )
     except ValueError as e:
         raise ValueError(f"{request}: meta['cdp_capture']: {e}") from e
+    try:
+        console = parse_console(meta.get("cdp_console"))
+    except ValueError as e:
+        raise ValueError(f"{request}: meta['cdp_console'] = {e}") from e
     init_scripts = config.init_scripts + load_scripts(
         meta.get("cdp_init_scripts"), f"{request}: meta['cdp_init_scripts']"
     )
@@ -147,6 +154,7 @@ def build_spec(
         context=context,
         capture=capture,
         init_scripts=init_scripts,
+        console=console,
     )
 
 

@@ -143,3 +143,22 @@ async def tracker(request: web.Request) -> web.Response:
 @routes.get("/pc/beacon")
 async def beacon(request: web.Request) -> web.Response:
     return web.Response(text="ok", content_type="text/plain")
+
+
+CONSOLE = """<script>
+console.log("hello", 42, true, null);
+console.warn("careful");
+console.error("x".repeat(5000));
+for (var i = 0; i < EXTRA; i++) { console.log("extra " + i); }
+</script>
+<script>throw new Error("boom from the page");</script>
+<p id="done">done</p>"""
+
+
+@routes.get("/pc/console")
+async def console(request: web.Request) -> web.Response:
+    """Logs ``hello 42 true null`` (log), ``careful`` (warn), 5,000 ``x``
+    (error), then ``extra 0`` ... ``extra N-1`` (``n``, default 0), then a
+    script throws ``Error: boom from the page``, uncaught."""
+    extra = int_query(request, "n", 0, 0, 10_000)
+    return html_response("Console", CONSOLE.replace("EXTRA", str(extra)))
