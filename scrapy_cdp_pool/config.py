@@ -99,6 +99,11 @@ class PoolConfig:
     #: JavaScript sources run in every new document before the page's own
     #: (``CDP_POOL_INIT_SCRIPTS``, files read at start)
     init_scripts: tuple[str, ...] = ()
+    #: failure snapshots: the directory (None: none), most per crawl, most
+    #: bytes per snapshot
+    snapshot_dir: str | None = None
+    snapshot_max_count: int = 20
+    snapshot_max_bytes: int = 10 * 1024 * 1024
 
     #: keep a clean page open for the next request of its identity on the same
     #: connection (None: on Chromium only)
@@ -230,6 +235,9 @@ class PoolConfig:
             jobdir_fsync=_bool(settings, "CDP_POOL_JOBDIR_FSYNC"),
             capture_max_body=_megabytes(settings, "CDP_POOL_CAPTURE_MAX_BODY_MB", 10),
             capture_max_total=_megabytes(settings, "CDP_POOL_CAPTURE_MAX_TOTAL_MB", 50),
+            snapshot_dir=_optional_path(settings, "CDP_POOL_SNAPSHOT_DIR"),
+            snapshot_max_count=_int(settings, "CDP_POOL_SNAPSHOT_MAX_COUNT", minimum=1, default=20),
+            snapshot_max_bytes=_megabytes(settings, "CDP_POOL_SNAPSHOT_MAX_MB", 10),
             init_scripts=load_scripts(
                 settings.get("CDP_POOL_INIT_SCRIPTS"), "CDP_POOL_INIT_SCRIPTS"
             ),

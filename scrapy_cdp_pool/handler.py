@@ -28,6 +28,7 @@ from scrapy_cdp_pool.render.errors import (
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.response import build_response
 from scrapy_cdp_pool.render.session import RenderResult, render
+from scrapy_cdp_pool.render.snapshots import SnapshotWriter
 from scrapy_cdp_pool.render.spec import build_spec, default_header_values, is_rendered
 
 if TYPE_CHECKING:
@@ -72,6 +73,15 @@ class CDPDownloadHandler:
         self.pool = acquire_pool(crawler, self.config)
         self.identities = identities_for(crawler, self.config)
         self._pool_failed = False
+        self.snapshots = (
+            SnapshotWriter(
+                self.config.snapshot_dir,
+                self.config.snapshot_max_count,
+                self.config.snapshot_max_bytes,
+            )
+            if self.config.snapshot_dir
+            else None
+        )
         crawler.signals.connect(self._record_stats, signal=signals.spider_closed)
 
     @classmethod
@@ -98,7 +108,10 @@ class CDPDownloadHandler:
             async with self.pool.lease(requires, server_options, timeout_s) as lease:
                 leased = True
                 self._count_page(lease)
-                result = await render(lease, spec, collect_cookies=self._merges_cookies(request))
+                result = await render(
+                    lease, spec, collect_cookies=self._merges_cookies(request),
+                    on_failure=self._snapshot_hook(request),
+                )  # fmt: skip
         except ActionError as e:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             raise
@@ -152,6 +165,22 @@ class CDPDownloadHandler:
                 extra={"crawler": self.crawler},
             )  # fmt: skip
         return build_response(request, result)
+
+    def _snapshot_hook(self, request: Request) -> Any:
+        """The render's ``on_failure``: a failure snapshot named by the
+        request's fingerprint (``CDP_POOL_SNAPSHOT_DIR``), or ``None``."""
+        writer = self.snapshots
+        if writer is None:
+            return None
+
+        async def snapshot(page: Any, error: BaseException) -> None:
+            fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()
+            if await writer.take(page, fingerprint, error):
+                self.stats.inc_value("cdp_pool/snapshots_written")
+            else:
+                self.stats.inc_value("cdp_pool/snapshots_skipped")
+
+        return snapshot
 
     def _merges_cookies(self, request: Request) -> bool:
         """Whether the context's cookies go to Scrapy's jar after the render:

@@ -4,6 +4,7 @@ actions, read what the browser shows. The caller's lease disposes the context.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,12 +56,18 @@ class RenderResult:
 
 
 async def render(
-    lease: ContextLease, spec: RenderSpec, *, collect_cookies: bool = False
+    lease: ContextLease,
+    spec: RenderSpec,
+    *,
+    collect_cookies: bool = False,
+    on_failure: Callable[[Page, BaseException], Awaitable[None]] | None = None,
 ) -> RenderResult:
     """Render ``spec`` in a fresh context on ``lease``'s connection.
 
     ``collect_cookies``: read the context's cookies at the end into
     :attr:`RenderResult.cookies` (not for a profile, which keeps its own).
+    ``on_failure``: awaited with the page and the error when the render fails
+    once the page is open, before the error goes on (failure snapshots).
 
     :raises ActionError: an action failed (names the action); not retried.
     :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
@@ -151,6 +158,10 @@ async def render(
             network=network,
             console=page.console.messages() if page.console is not None else None,
         )
+    except BaseException as error:
+        if on_failure is not None:
+            await on_failure(page, error)
+        raise
     finally:
         page.detach()
 
