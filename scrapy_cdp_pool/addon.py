@@ -147,6 +147,9 @@ def _check_paths(config: PoolConfig, jobdir: Any) -> None:
             check_writable_file(name, path)
     if config.profiles_dir is not None:
         check_directory("CDP_POOL_PROFILES_DIR", config.profiles_dir)
+    if config.snapshot_dir is not None:  # pages' HTML and screenshots: 0700
+        make_private_directory("CDP_POOL_SNAPSHOT_DIR", config.snapshot_dir)
+        check_directory("CDP_POOL_SNAPSHOT_DIR", config.snapshot_dir)
     if jobdir:  # Scrapy would create it 0755; it holds cookies and credentials
         make_private_directory("JOBDIR", str(jobdir))
 

@@ -17,6 +17,8 @@ from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool.identity.signed_out import SignedOutRule, parse_signed_out
+from scrapy_cdp_pool.render.init_scripts import load_scripts
+from scrapy_cdp_pool.render.url_patterns import check_pattern
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
@@ -73,6 +75,8 @@ class PoolConfig:
     #: set with ``CDP_POOL_PAGE_HEAP_LIMIT_MB = 0``)
     page_heap_limit_mb: int | None = DEFAULT_PAGE_HEAP_LIMIT_MB
     block_resources: frozenset[str] = frozenset()
+    #: URL patterns of requests aborted in the browser (``CDP_POOL_BLOCK_URLS``)
+    block_urls: tuple[str, ...] = ()
     download_timeout_s: float = 180.0
     download_maxsize: int = 1024 * 1024 * 1024
     download_warnsize: int = 32 * 1024 * 1024
@@ -101,6 +105,18 @@ class PoolConfig:
     autoscale_overloaded_fraction: float = 0.4
     jobdir_durable: bool = True
     jobdir_fsync: bool = False
+    #: network capture (``meta["cdp_capture"]``): the largest body kept, and
+    #: the most body bytes kept per request
+    capture_max_body: int = 10 * 1024 * 1024
+    capture_max_total: int = 50 * 1024 * 1024
+    #: JavaScript sources run in every new document before the page's own
+    #: (``CDP_POOL_INIT_SCRIPTS``, files read at start)
+    init_scripts: tuple[str, ...] = ()
+    #: failure snapshots: the directory (None: none), most per crawl, most
+    #: bytes per snapshot
+    snapshot_dir: str | None = None
+    snapshot_max_count: int = 20
+    snapshot_max_bytes: int = 10 * 1024 * 1024
 
     #: keep a clean page open for the next request of its identity on the same
     #: connection (None: on Chromium only)
@@ -205,6 +221,7 @@ class PoolConfig:
             dialogs=_choice(settings, "CDP_POOL_DIALOGS", DIALOG_ANSWERS, "dismiss"),
             page_heap_limit_mb=_heap_limit(settings, "CDP_POOL_PAGE_HEAP_LIMIT_MB"),
             block_resources=blocked,
+            block_urls=_url_patterns(settings, "CDP_POOL_BLOCK_URLS"),
             download_timeout_s=_seconds(settings, "DOWNLOAD_TIMEOUT", 180.0),
             download_maxsize=_int(settings, "DOWNLOAD_MAXSIZE", minimum=0, default=1 << 30),
             download_warnsize=_int(
@@ -240,6 +257,14 @@ class PoolConfig:
             jobdir_durable=_bool(settings, "CDP_POOL_JOBDIR_DURABLE", default=True),
             jobdir_fsync=_bool(settings, "CDP_POOL_JOBDIR_FSYNC"),
             ignore_https_errors=_bool(settings, "CDP_POOL_IGNORE_HTTPS_ERRORS"),
+            capture_max_body=_megabytes_as_bytes(settings, "CDP_POOL_CAPTURE_MAX_BODY_MB", 10),
+            capture_max_total=_megabytes_as_bytes(settings, "CDP_POOL_CAPTURE_MAX_TOTAL_MB", 50),
+            snapshot_dir=_optional_path(settings, "CDP_POOL_SNAPSHOT_DIR"),
+            snapshot_max_count=_int(settings, "CDP_POOL_SNAPSHOT_MAX_COUNT", minimum=1, default=20),
+            snapshot_max_bytes=_megabytes_as_bytes(settings, "CDP_POOL_SNAPSHOT_MAX_MB", 10),
+            init_scripts=load_scripts(
+                settings.get("CDP_POOL_INIT_SCRIPTS"), "CDP_POOL_INIT_SCRIPTS"
+            ),
         )
 
 
@@ -289,18 +314,36 @@ def _optional_path(settings: BaseSettings, name: str) -> str | None:
     return raw
 
 
-def _megabytes(settings: BaseSettings, name: str, default: float) -> float:
+def _url_patterns(settings: BaseSettings, name: str) -> tuple[str, ...]:
+    patterns = _str_list(settings, name)
+    for pattern in patterns:
+        try:
+            check_pattern(pattern)
+        except ValueError as e:
+            raise ValueError(f"{name}: {e}; use globs like '*/ads/*' or 're:<regex>'") from e
+    return tuple(patterns)
+
+
+def _megabytes(
+    settings: BaseSettings, name: str, default: float, *, allow_zero: bool = False
+) -> float:
+    """A finite number of megabytes > 0 (>= 0 with ``allow_zero``)."""
     raw: Any = settings.get(name, default)
-    message = f"{name}: {raw!r} is not a number of megabytes > 0"
+    message = f"{name}: {raw!r} is not a number of megabytes {'>=' if allow_zero else '>'} 0"
     if isinstance(raw, bool):
         raise ValueError(message)
     try:
         value = float(raw)
     except (TypeError, ValueError) as e:
         raise ValueError(message) from e
-    if not value > 0 or value == float("inf"):
+    if not (0 <= value if allow_zero else 0 < value) or value == float("inf"):
         raise ValueError(message)
     return value
+
+
+def _megabytes_as_bytes(settings: BaseSettings, name: str, default: float) -> int:
+    """A number of megabytes >= 0 (MiB, as DOWNLOAD_MAXSIZE's bytes), in bytes."""
+    return int(_megabytes(settings, name, default, allow_zero=True) * 1024 * 1024)
 
 
 def _optional_megabytes(settings: BaseSettings, name: str) -> float | None:

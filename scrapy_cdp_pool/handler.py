@@ -34,6 +34,7 @@ from scrapy_cdp_pool.render.request_proxy import (
 )
 from scrapy_cdp_pool.render.response import build_response
 from scrapy_cdp_pool.render.session import RenderHooks, RenderResult, render
+from scrapy_cdp_pool.render.snapshots import SnapshotWriter
 from scrapy_cdp_pool.render.spec import build_spec, default_header_values, is_rendered
 from scrapy_cdp_pool.render.user_agent import RefusedUserAgentWarning
 from scrapy_cdp_pool.scheduling.gates import HostPauses, gates_for, host_of
@@ -85,6 +86,15 @@ class CDPDownloadHandler:
         self.identities = identities_for(crawler, self.config)
         self._pool_failed = False
         self._refused_user_agent = RefusedUserAgentWarning()
+        self.snapshots = (
+            SnapshotWriter(
+                self.config.snapshot_dir,
+                self.config.snapshot_max_count,
+                self.config.snapshot_max_bytes,
+            )
+            if self.config.snapshot_dir
+            else None
+        )
         crawler.signals.connect(self._record_stats, signal=signals.spider_closed)
 
     @classmethod
@@ -140,8 +150,9 @@ class CDPDownloadHandler:
                     self._count_page(lease)
                     self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
                     result = await render(
-                        lease, spec, hooks, collect_cookies=self._merges_cookies(request)
-                    )
+                        lease, spec, hooks, collect_cookies=self._merges_cookies(request),
+                        on_failure=self._snapshot_hook(request),
+                    )  # fmt: skip
                 break
             except _HostPaused:
                 continue  # paused while it waited for its slot: slot given back
@@ -184,6 +195,18 @@ class CDPDownloadHandler:
         for resource_type, count in result.blocked.items():
             self.stats.inc_value("cdp_pool/resources_blocked", count)
             self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
+        if result.network is not None:
+            self.stats.inc_value("cdp_pool/network_captured", len(result.network))
+            skipped = sum(1 for entry in result.network if entry["body_skipped"])
+            if skipped:
+                self.stats.inc_value("cdp_pool/network_bodies_skipped", skipped)
+        if result.console is not None:
+            kinds = [entry["type"] for entry in result.console]
+            messages = sum(1 for kind in kinds if kind not in ("exception", "truncated"))
+            if messages:
+                self.stats.inc_value("cdp_pool/console_messages", messages)
+            if "exception" in kinds:
+                self.stats.inc_value("cdp_pool/page_errors", kinds.count("exception"))
         if self.config.download_warnsize and len(result.body) > self.config.download_warnsize:
             logger.warning(
                 "Received %d bytes, larger than DOWNLOAD_WARNSIZE (%d bytes), for %s",
@@ -191,6 +214,22 @@ class CDPDownloadHandler:
                 extra={"crawler": self.crawler},
             )  # fmt: skip
         return build_response(request, result)
+
+    def _snapshot_hook(self, request: Request) -> Any:
+        """The render's ``on_failure``: a failure snapshot named by the
+        request's fingerprint (``CDP_POOL_SNAPSHOT_DIR``), or ``None``."""
+        writer = self.snapshots
+        if writer is None:
+            return None
+
+        async def snapshot(page: Any, error: BaseException) -> None:
+            fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()
+            if await writer.take(page, fingerprint, error):
+                self.stats.inc_value("cdp_pool/snapshots_written")
+            else:
+                self.stats.inc_value("cdp_pool/snapshots_skipped")
+
+        return snapshot
 
     def _merges_cookies(self, request: Request) -> bool:
         """Whether the context's cookies go to Scrapy's jar after the render:

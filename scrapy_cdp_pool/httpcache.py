@@ -41,6 +41,8 @@ KEY_HEADER = b"X-Cdp-Render-Key"
 RESULTS_HEADER = b"X-Cdp-Results"
 #: meta keys that change what a render gives (``cdp_results`` is its output)
 RENDER_META_KEYS = ("cdp_profile", "cdp_actions", "cdp_wait_until")
+#: the same, in the key only when set (keys of requests without them unchanged)
+OPTIONAL_RENDER_META_KEYS = ("cdp_capture", "cdp_init_scripts")
 
 
 def render_key(request: Request, render_all: bool) -> str | None:
@@ -49,6 +51,9 @@ def render_key(request: Request, render_all: bool) -> str | None:
     if not is_rendered(request, render_all):
         return None
     parts = {key: request.meta.get(key) for key in RENDER_META_KEYS}
+    parts.update(
+        {key: request.meta[key] for key in OPTIONAL_RENDER_META_KEYS if key in request.meta}
+    )
     text = json.dumps(parts, sort_keys=True, default=repr)
     return "cdp-" + hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
 

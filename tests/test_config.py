@@ -68,6 +68,17 @@ def test_values_are_read() -> None:
         ("CDP_POOL_FAILURES_FILE", 7, "not a file path"),
         ("CDP_POOL_MAX_MESSAGE_MB", 0, "megabytes > 0"),
         ("CDP_POOL_MAX_MESSAGE_MB", "big", "megabytes > 0"),
+        ("CDP_POOL_CAPTURE_MAX_BODY_MB", -1, "megabytes >= 0"),
+        ("CDP_POOL_CAPTURE_MAX_TOTAL_MB", "lots", "megabytes >= 0"),
+        ("CDP_POOL_CAPTURE_MAX_BODY_MB", True, "megabytes >= 0"),
+        ("CDP_POOL_BLOCK_URLS", ["re:("], "not a valid regex"),
+        ("CDP_POOL_BLOCK_URLS", [3], "list of strings"),
+        ("CDP_POOL_SNAPSHOT_MAX_COUNT", 0, "integer >= 1"),
+        ("CDP_POOL_SNAPSHOT_MAX_MB", -2, "megabytes >= 0"),
+        ("CDP_POOL_SNAPSHOT_DIR", 5, "not a file path"),
+        ("CDP_POOL_INIT_SCRIPTS", 42, "not a list of JavaScript sources"),
+        ("CDP_POOL_INIT_SCRIPTS", [""], "not JavaScript source or a .js path"),
+        ("CDP_POOL_INIT_SCRIPTS", ["/no/such/dir/init.js"], "cannot be read"),
     ],
 )
 def test_bad_values_are_refused_by_name(name: str, value: Any, message: str) -> None:

@@ -2,7 +2,8 @@
 
 The navigation request is rewritten when the Scrapy request needs a method,
 body or headers ``Page.navigate`` cannot send; blocked resource types are
-aborted; every main-frame document response is read at the response stage, so
+aborted, and so are requests whose URL matches ``CDP_POOL_BLOCK_URLS``
+(counted as ``"url"``); every main-frame document response is read at the response stage, so
 status and headers are the server's own, and a non-HTML document (JSON, PDF,
 image, attachment, 204) is taken as its original bytes without being rendered
 (or, on Chromium, downloaded). Proxy authentication challenges get the
@@ -20,6 +21,7 @@ from scrapy_cdp_pool.cdp import CDPError, CDPRequestTooLarge
 from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.errors import ResponseTooLarge
 from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
+from scrapy_cdp_pool.render.url_patterns import matches_any
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -74,6 +76,12 @@ class FetchInterceptor:
                 await self.page.command(
                     "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
                 )
+            elif self._blocks_url(params):
+                blocked = self.page.tracker.blocked
+                blocked["url"] = blocked.get("url", 0) + 1
+                await self.page.command(
+                    "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
+                )
             elif (
                 self.override_pending
                 and resource_type == "document"
@@ -91,6 +99,19 @@ class FetchInterceptor:
         except ResponseTooLarge as e:
             self.page.fail(e)
             await self._abort(request_id)
+
+    def _blocks_url(self, params: dict[str, Any]) -> bool:
+        """Whether a request paused at the request stage matches
+        ``CDP_POOL_BLOCK_URLS``; never the main frame's document (the page itself)."""
+        patterns = self.page.spec.block_urls
+        if not patterns:
+            return False
+        if (
+            params.get("frameId") == self.page.target_id
+            and str(params.get("resourceType", "")).lower() == "document"
+        ):
+            return False
+        return matches_any(patterns, str(params.get("request", {}).get("url", "")))
 
     async def on_auth(self, params: dict[str, Any]) -> None:
         """Answer a proxy's authentication challenge with the identity's

@@ -25,6 +25,8 @@ from scrapy_cdp_pool.cdp import (
     CDPProtocolError,
     CDPRequestTooLarge,
 )
+from scrapy_cdp_pool.render.capture import NetworkCapture
+from scrapy_cdp_pool.render.console import ConsoleLog
 from scrapy_cdp_pool.render.dialogs import DialogAnswerer
 from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.errors import (
@@ -38,6 +40,7 @@ from scrapy_cdp_pool.render.interception import FetchInterceptor, cdp_resource_t
 from scrapy_cdp_pool.render.navigation_schemes import SchemeFilter
 from scrapy_cdp_pool.render.network_idle import NetworkActivity
 from scrapy_cdp_pool.render.spec import RenderSpec
+from scrapy_cdp_pool.render.url_patterns import fetch_url_pattern
 
 logger = logging.getLogger(__name__)
 
@@ -87,9 +90,11 @@ class Page:
         #: an error that ends the render as soon as it is seen (the response or
         #: the rewritten request too large)
         self.too_large: ResponseTooLarge | CDPRequestTooLarge | None = None
+        self.capture = NetworkCapture(self, spec.capture) if spec.capture is not None else None
         self._setup: asyncio.Future[list[dict[str, Any]]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.started_at = time.monotonic()
+        self.console = ConsoleLog(self.started_at) if spec.console else None
         cdp.subscribe(session_id, self._on_event)
 
     @classmethod
@@ -131,6 +136,7 @@ class Page:
         if (
             network_events
             or spec.wait_until == "networkidle"
+            or spec.capture is not None
             or (context is not None and context.needs_network_domain)
         ):
             commands.append(page.command("Network.enable"))
@@ -142,6 +148,12 @@ class Page:
         if spec.cookies:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
             commands.append(page.command("Network.setCookies", {"cookies": cookies}))
+        if spec.console:
+            commands.append(page.command("Runtime.enable"))
+        for source in spec.init_scripts:
+            commands.append(
+                page.command("Page.addScriptToEvaluateOnNewDocument", {"source": source})
+            )
         setup = asyncio.gather(*commands)
         if context is None and pipeline_navigation:
             # Nothing identity-specific to apply first, and a server that handles
@@ -176,8 +188,10 @@ class Page:
         commands = [page.command("Fetch.enable", _fetch_params(spec))]
         if user_agent is not None:  # this request's, which may not be the last one's
             commands.append(page.command(*user_agent))
-        if spec.wait_until == "networkidle":
+        if spec.wait_until == "networkidle" or spec.capture is not None:
             commands.append(page.command("Network.enable"))
+        if spec.console:
+            commands.append(page.command("Runtime.enable"))
         if clear_cookies:
             commands.append(cdp.post("Storage.clearCookies", {"browserContextId": context_id}))
         if spec.cookies:
@@ -203,6 +217,8 @@ class Page:
         self.cdp.unsubscribe(self.session_id)
         for task in self._tasks:
             task.cancel()
+        if self.capture is not None:
+            self.capture.cancel()
 
     async def navigate(self, timeout_s: float) -> None:
         """Navigate to the spec's URL and wait until the page is settled
@@ -430,6 +446,10 @@ class Page:
             elif method == "Page.frameStoppedLoading" and params.get("frameId") == self.target_id:
                 self.stopped_loading.set()
             self.tracker.on_event(method, params)
+            if self.capture is not None and method.startswith("Network."):
+                self.capture.on_event(method, params)
+            elif self.console is not None and method.startswith("Runtime."):
+                self.console.on_event(method, params)
 
     def _note_origin(self, url: str) -> None:
         parts = urlsplit(url)
@@ -452,7 +472,8 @@ class Page:
 
 def _fetch_params(spec: RenderSpec, unsupported: frozenset[str] = frozenset()) -> dict[str, Any]:
     """``Fetch.enable`` parameters: the main document at the response stage,
-    its request when it must be rewritten, the blocked resource types; proxy
+    its request when it must be rewritten, the blocked resource types, the
+    requests ``CDP_POOL_BLOCK_URLS`` may match (each checked again); proxy
     challenges answered where the context has the proxy (not on a dedicated
     server, ``"proxy"`` in ``unsupported``: it sends the credentials itself)."""
     patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
@@ -464,6 +485,8 @@ def _fetch_params(spec: RenderSpec, unsupported: frozenset[str] = frozenset()) -
         patterns.append({"resourceType": "Document", "requestStage": "Request"})
     for resource_type in sorted(spec.block_resources):
         patterns.append({"resourceType": cdp_resource_type(resource_type)})
+    for url_pattern in sorted({fetch_url_pattern(p) for p in spec.block_urls}):
+        patterns.append({"urlPattern": url_pattern, "requestStage": "Request"})
     params: dict[str, Any] = {"patterns": patterns}
     if proxy_auth:
         params["handleAuthRequests"] = True

@@ -25,7 +25,8 @@ def build_response(request: Request, result: RenderResult) -> Response:
     ``meta["redirect_times"]`` (see :mod:`scrapy_cdp_pool.render.redirects`),
     action results go to ``meta["cdp_results"]``, the dialogs answered to
     ``meta["cdp_dialogs_seen"]``, navigations to other schemes not followed
-    to ``meta["cdp_ignored_navigations"]``.
+    to ``meta["cdp_ignored_navigations"]``, captured responses to
+    ``meta["cdp_network"]``.
     """
     headers = Headers()
     for name, value in result.headers:
@@ -41,6 +42,10 @@ def build_response(request: Request, result: RenderResult) -> Response:
     request.meta["cdp_results"] = result.results
     request.meta.update(result.meta)  # cdp_dialogs_seen, cdp_ignored_navigations
     request.meta["download_latency"] = result.latency_s
+    if result.network is not None:
+        request.meta["cdp_network"] = result.network
+    if result.console is not None:
+        request.meta["cdp_console_messages"] = result.console
     if result.rendered:
         headers[b"Content-Type"] = b"text/html; charset=utf-8"
         return HtmlResponse(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +63,10 @@ class RenderResult:
     #: keys for ``response.meta`` (``cdp_dialogs_seen``,
     #: ``cdp_ignored_navigations``), set when there is something to say
     meta: dict[str, Any] = field(default_factory=dict)
+    #: the captured responses (``meta["cdp_capture"]``, see render/capture.py)
+    network: list[dict[str, Any]] | None = None
+    #: console messages and page errors (``meta["cdp_console"]``, see render/console.py)
+    console: list[dict[str, Any]] | None = None
 
 
 @dataclass
@@ -86,12 +90,15 @@ async def render(
     hooks: RenderHooks | None = None,
     *,
     collect_cookies: bool = False,
+    on_failure: Callable[[Page, BaseException], Awaitable[None]] | None = None,
 ) -> RenderResult:
     """Render ``spec`` in a fresh context on ``lease``'s connection.
 
     ``hooks``: see :class:`RenderHooks`. ``collect_cookies``: read the
     context's cookies at the end into
     :attr:`RenderResult.cookies` (not for a profile, which keeps its own).
+    ``on_failure``: awaited with the page and the error when the render fails
+    once the page is open, before the error goes on (failure snapshots).
 
     :raises ActionError: an action failed (names the action); not retried.
     :raises ActionUnsupported: the backend cannot perform an action (before
@@ -141,12 +148,17 @@ async def render(
     if hooks is not None:
         page.tracker.on_response = hooks.on_document
     try:
-        return await _render_page(lease, page, spec, collect_cookies, hooks)
-    except (PageCrashed, CDPConnectionClosed) as e:
-        exceeded = await _memory_exceeded(lease, page)
-        if exceeded is None:
-            raise
-        raise exceeded from e
+        try:
+            return await _render_page(lease, page, spec, collect_cookies, hooks)
+        except (PageCrashed, CDPConnectionClosed) as e:
+            exceeded = await _memory_exceeded(lease, page)
+            if exceeded is None:
+                raise
+            raise exceeded from e
+    except BaseException as error:
+        if on_failure is not None:
+            await on_failure(page, error)
+        raise
     finally:
         page.detach()
 
@@ -205,6 +217,9 @@ async def _render_page(
     cookies = None
     if collect_cookies and (options is None or not options.name):
         cookies = await browser_cookies(page, spec.action_timeout_s)
+    network = None
+    if page.capture is not None:
+        network = await page.capture.collect(spec.action_timeout_s)
     lease.finished_cleanly = True
     headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
     headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
@@ -224,6 +239,8 @@ async def _render_page(
         storage_state=storage_state,
         cookies=cookies,
         meta=meta,
+        network=network,
+        console=page.console.messages() if page.console is not None else None,
     )
     if lease.keep_key is not None and not await stop_page(
         lease.cdp, page.session_id, page.stopped_loading, lease.config.context_close_timeout_s
@@ -280,12 +297,13 @@ def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
     Chromium, where a fresh context and page cost ~0.6 s of CPU, and not on
     Lightpanda, where they cost ~20 ms). A profile whose state is saved back
     always gets a fresh context: saving closes its page; a page is reused
-    only with the state it was made with (:attr:`ContextOptions.state_digest`)."""
+    only with the state it was made with (:attr:`ContextOptions.state_digest`);
+    a page with init scripts is never reused, nor given to one that has them."""
     reuse = lease.config.reuse_pages
     if reuse is None:
         reuse = lease.info.kind != "lightpanda"
-    if not reuse:
-        return None
+    if not reuse or spec.init_scripts:
+        return None  # a page keeps its init scripts: one that ran some is not reused
     options = spec.context
     if options is None:
         return ""

@@ -15,7 +15,10 @@ from scrapy import Request
 from scrapy_cdp_pool.config import DIALOG_ANSWERS, WAIT_UNTIL, PoolConfig
 from scrapy_cdp_pool.identity.signed_out import SignedOutRule
 from scrapy_cdp_pool.render.actions import Action, parse_actions
+from scrapy_cdp_pool.render.capture import CaptureRule, parse_capture
+from scrapy_cdp_pool.render.console import parse_console
 from scrapy_cdp_pool.render.context_options import ContextOptions
+from scrapy_cdp_pool.render.init_scripts import load_scripts
 
 # Headers the browser owns: sent by it, or (Cookie) passed as context cookies;
 # Proxy-Authorization goes to the proxy (see render/request_proxy.py), never to the site.
@@ -51,6 +54,7 @@ class RenderSpec:
     navigation_timeout_s: float = 30.0
     action_timeout_s: float = 10.0
     block_resources: frozenset[str] = field(default_factory=frozenset)
+    block_urls: tuple[str, ...] = ()
     maxsize: int = 0
     warnsize: int = 0
     context: ContextOptions | None = None
@@ -61,6 +65,13 @@ class RenderSpec:
     #: the profile's signed-out rule, checked right after navigation: a
     #: signed-out page skips the actions (the profile middleware signs in)
     signed_out: SignedOutRule | None = None
+    #: ``meta["cdp_capture"]``: which responses to return (see render/capture.py)
+    capture: CaptureRule | None = None
+    #: sources run in every new document before the page's own (the setting's,
+    #: then ``meta["cdp_init_scripts"]``)
+    init_scripts: tuple[str, ...] = ()
+    #: ``meta["cdp_console"]``: keep console messages and page errors
+    console: bool = False
 
     @property
     def overrides_request(self) -> bool:
@@ -136,6 +147,19 @@ def build_spec(
         actions = parse_actions(meta.get("cdp_actions") or ())
     except ValueError as e:
         raise ValueError(f"{request}: meta['cdp_actions']: {e}") from e
+    try:
+        capture = parse_capture(
+            meta.get("cdp_capture"), config.capture_max_body, config.capture_max_total
+        )
+    except ValueError as e:
+        raise ValueError(f"{request}: meta['cdp_capture']: {e}") from e
+    try:
+        console = parse_console(meta.get("cdp_console"))
+    except ValueError as e:
+        raise ValueError(f"{request}: meta['cdp_console'] = {e}") from e
+    init_scripts = config.init_scripts + load_scripts(
+        meta.get("cdp_init_scripts"), f"{request}: meta['cdp_init_scripts']"
+    )
     return RenderSpec(
         url=request.url,
         method=request.method.upper(),
@@ -147,12 +171,16 @@ def build_spec(
         navigation_timeout_s=float(navigation_timeout),
         action_timeout_s=config.action_timeout_s,
         block_resources=config.block_resources,
+        block_urls=config.block_urls,
         maxsize=int(meta.get("download_maxsize", config.download_maxsize)),
         warnsize=int(meta.get("download_warnsize", config.download_warnsize)),
         context=context,
         user_agent=_user_agent(request),
         dialogs=dialogs,
         signed_out=signed_out,
+        capture=capture,
+        init_scripts=init_scripts,
+        console=console,
     )
 
 

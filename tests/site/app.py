@@ -16,6 +16,7 @@ Routes live in small modules grouped by purpose:
 - ``fidelity2``: /body-digest, /self-post, /ua (rendered vs plain fidelity)
 - ``behaviour``: /behaviour/* (dialogs, storage between visits, timers, service
   workers, late content, other schemes, memory hog, infinite scroll)
+- ``pagecontrol``: /pc/* (network capture, init scripts, URL blocking, console)
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from . import (
     fidelity,
     fidelity2,
     jobsite,
+    pagecontrol,
     protocol,
     sessions,
     shop,
@@ -63,6 +65,7 @@ def make_app() -> web.Application:
     app.router.add_routes(throws.routes)
     app.router.add_routes(fidelity2.routes)
     app.router.add_routes(behaviour.routes)
+    app.router.add_routes(pagecontrol.routes)
     return app
 
 
