@@ -29,20 +29,35 @@ import psutil
 CATEGORIES = ("server", "crawler", "driver", "site")
 QUIET_CORES = 0.3  # other processes' load under which a machine counts as quiet
 BROWSER_HINTS = ("chrom", "lightpanda", "headless_shell")
+#: in the paths of the private directory of each server the plugin starts (pool/private_dir.py)
+PRIVATE_DIR_MARK = "/cdp-pool-"
 MB = 1024 * 1024
 
 
-def _category(proc: psutil.Process) -> str:
+def _category(proc: psutil.Process) -> str | None:
+    """The process's category, or None while it cannot be told yet: a child
+    between fork and exec still runs the crawler's Python (the plugin starts
+    its server with a ``preexec_fn``), so it is looked at again next sample
+    instead of being filed under 'crawler' for good."""
     try:
         name = proc.name().lower()
-        exe = os.path.basename(" ".join(proc.cmdline()[:1])).lower()
+        cmdline = proc.cmdline()
     except psutil.Error:
         return "crawler"
+    exe = os.path.basename(cmdline[0]).lower() if cmdline else ""
     if name.startswith("node") or exe == "node":  # Node renames its thread node-MainThread
         return "driver"
-    if any(h in name or h in exe for h in BROWSER_HINTS):
+    if any(h in name or h in exe for h in BROWSER_HINTS) or _in_private_dir(cmdline):
         return "server"
-    return "crawler"
+    if "python" in name and "python" in exe:
+        return "crawler"
+    return None  # e.g. the forked Python that has not exec'd yet (name python, no argv)
+
+
+def _in_private_dir(cmdline: list[str]) -> bool:
+    """Whether a process runs out of the plugin's per-server private directory
+    (``cdp-pool-<kind>-*``: its socket, profile or TMPDIR in an argument)."""
+    return any(PRIVATE_DIR_MARK in arg for arg in cmdline[1:])
 
 
 @dataclass
@@ -123,7 +138,11 @@ class TreeSampler:
                         key = (p.pid, p.create_time())
                         cat = self._cats.get(key)
                         if cat is None:
-                            cat = self._cats[key] = fixed or _category(p)
+                            cat = fixed or _category(p)
+                            if cat is None:
+                                cat = "crawler"  # not exec'd yet: counted there, asked again
+                            else:
+                                self._cats[key] = cat
                         t = p.cpu_times()
                         snap.cpu_s[cat] += t.user + t.system + t.children_user + t.children_system
                         snap.rss[cat] += p.memory_info().rss
