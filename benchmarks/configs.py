@@ -47,6 +47,13 @@ def build(connections: int) -> list[Config]:
             note="embedded Lightpanda",
         ),
         Config(
+            "cdp_pool_lightpanda_nocache",
+            "cdp_pool",
+            concurrency=c,
+            args=("--browser", "lightpanda", "--no-http-cache"),
+            note="embedded Lightpanda, CDP_POOL_HTTP_CACHE = False",
+        ),
+        Config(
             "cdp_pool_lightpanda_ext",
             "cdp_pool",
             server="lightpanda",

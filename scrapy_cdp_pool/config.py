@@ -89,6 +89,9 @@ class PoolConfig:
     jobdir_durable: bool = True
     jobdir_fsync: bool = False
 
+    #: the embedded and dedicated Lightpanda servers keep an HTTP cache of
+    #: subresources in their private directory (``CDP_POOL_HTTP_CACHE``)
+    http_cache: bool = True
     #: keep a clean page open for the next request of its identity on the same
     #: connection (None: on Chromium only)
     reuse_pages: bool | None = None
@@ -216,6 +219,7 @@ class PoolConfig:
             ),
             jobdir_durable=_bool(settings, "CDP_POOL_JOBDIR_DURABLE", default=True),
             jobdir_fsync=_bool(settings, "CDP_POOL_JOBDIR_FSYNC"),
+            http_cache=_bool(settings, "CDP_POOL_HTTP_CACHE", default=True),
         )
 
 

@@ -23,6 +23,7 @@ def test_defaults() -> None:
     assert cfg.contexts_per_connection == 1
     assert cfg.render_all is False
     assert cfg.download_timeout_s == 180
+    assert cfg.http_cache is True
 
 
 def test_values_are_read() -> None:
@@ -63,6 +64,7 @@ def test_values_are_read() -> None:
         ("CDP_POOL_HOST_RATE", "fast", "number > 0, or None"),
         ("CDP_POOL_HOST_RATE", -3, "number > 0, or None"),
         ("CDP_POOL_FAILURES_FILE", 7, "not a file path"),
+        ("CDP_POOL_HTTP_CACHE", "sometimes", "not a boolean"),
     ],
 )
 def test_bad_values_are_refused_by_name(name: str, value: Any, message: str) -> None:

@@ -13,6 +13,7 @@ if __name__ == "__main__":
     ap = parser(__doc__)
     ap.add_argument("--browser", choices=("lightpanda", "chromium"), default="lightpanda")
     ap.add_argument("--block", default="", help="CDP_POOL_BLOCK_RESOURCES, comma-separated")
+    ap.add_argument("--no-http-cache", action="store_true", help="CDP_POOL_HTTP_CACHE = False")
     args = ap.parse_args()
     # An installed scrapy_cdp_pool (or one on PYTHONPATH) wins; else the repository's.
     sys.path.append(str(REPO_ROOT))
@@ -33,6 +34,8 @@ if __name__ == "__main__":
     }
     if args.endpoint:
         settings["CDP_POOL_ENDPOINTS"] = [args.endpoint]
+    if args.no_http_cache:
+        settings["CDP_POOL_HTTP_CACHE"] = False
     if args.block:
         settings["CDP_POOL_BLOCK_RESOURCES"] = args.block.split(",")
     sys.exit(crawl(args, settings, meta={"cdp": True}))

@@ -47,6 +47,17 @@ def is_raw_document(status: int, headers: list[tuple[str, str]]) -> bool:
     return bool(content_type) and content_type not in _HTML_TYPES
 
 
+def varies_by_cookie(headers: list[dict[str, str]]) -> bool:
+    """Whether CDP response headers (``[{"name", "value"}]``) carry a
+    ``Vary`` naming ``Cookie`` (or ``*``)."""
+    for header in headers:
+        if header.get("name", "").lower() == "vary":
+            fields = {f.strip().lower() for f in header.get("value", "").split(",")}
+            if "cookie" in fields or "*" in fields:
+                return True
+    return False
+
+
 def _content_length(headers: list[tuple[str, str]]) -> int | None:
     for name, value in headers:
         if name.lower() == "content-length" and value.strip().isdigit():
@@ -152,6 +163,9 @@ class FetchInterceptor:
             and "responseErrorReason" not in params
         )
         if not is_main:
+            if self.page.guard_cache and varies_by_cookie(params.get("responseHeaders", [])):
+                await self._fulfill_unstored(params)
+                return
             await self.page.command("Fetch.continueRequest", {"requestId": request_id})
             return
         status = int(params["responseStatusCode"])
@@ -187,6 +201,34 @@ class FetchInterceptor:
         document.body = body
         self.page.tracker.on_document(document)
         await self._abort(request_id)  # taken as bytes: neither render nor download it
+
+    async def _fulfill_unstored(self, params: dict[str, Any]) -> None:
+        """Answer a subresource that varies by cookie with its own bytes and
+        ``Cache-Control: no-store``, which keeps it out of a server cache
+        that ignores cookies (Lightpanda's: it would serve the response
+        stored for one identity's cookies to every other; measured on 1.0.2,
+        a fulfilled response is not stored). Its body is already decoded,
+        so ``Content-Encoding`` and ``Content-Length`` are dropped."""
+        request_id = params["requestId"]
+        result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
+        body = result.get("body", "")
+        if not result.get("base64Encoded"):
+            body = base64.b64encode(body.encode()).decode("ascii")
+        headers = [
+            h
+            for h in params.get("responseHeaders", [])
+            if h["name"].lower() not in ("cache-control", "content-encoding", "content-length")
+        ]
+        headers.append({"name": "Cache-Control", "value": "no-store"})
+        await self.page.command(
+            "Fetch.fulfillRequest",
+            {
+                "requestId": request_id,
+                "responseCode": int(params["responseStatusCode"]),
+                "responseHeaders": headers,
+                "body": body,
+            },
+        )
 
     def _hands_back_redirect(self) -> bool:
         """Whether a redirect of the main document goes back to Scrapy instead

@@ -50,6 +50,9 @@ class Page:
         self.tracker = DocumentTracker(main_frame_id=target_id)
         self.interceptor = FetchInterceptor(self)
         self.too_large: ResponseTooLarge | None = None
+        #: the server's HTTP cache ignores cookies: keep ``Vary: Cookie``
+        #: responses out of it (see ``FetchInterceptor``)
+        self.guard_cache = False
         self._setup: asyncio.Future[list[dict[str, Any]]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.started_at = time.monotonic()
@@ -66,13 +69,17 @@ class Page:
         default_user_agent: str = "",
         unsupported: frozenset[str] = frozenset(),
         pipeline_navigation: bool = False,
+        guard_cache: bool = False,
     ) -> Page:
         """Create a blank target in ``context_id``, attach to it, enable the
         domains a render needs and apply the identity's options (user agent,
         locale, headers...), pipelined in one round trip.
 
         ``network_events``: enable the Network domain (Chromium reports
-        ``Set-Cookie`` only in its events).
+        ``Set-Cookie`` only in its events). ``guard_cache``: the server's HTTP
+        cache ignores cookies (``ServerInfo.cache_ignores_cookies``):
+        subresources are paused at the response stage too, so that those
+        varying by cookie are kept out of it.
         """
         target = await cdp.send(
             "Target.createTarget", {"url": "about:blank", "browserContextId": context_id}
@@ -85,8 +92,9 @@ class Page:
             )
             session_id = attached["sessionId"]
         page = cls(cdp, target_id, session_id, spec)
+        page.guard_cache = guard_cache
         context = spec.context
-        fetch = _fetch_params(spec, unsupported)
+        fetch = _fetch_params(spec, unsupported, guard_cache)
         commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
         if network_events or (context is not None and context.needs_network_domain):
             commands.append(page.command("Network.enable"))
@@ -118,6 +126,7 @@ class Page:
         spec: RenderSpec,
         *,
         clear_cookies: bool,
+        guard_cache: bool = False,
     ) -> Page:
         """Take over a page a previous request of the same identity left open
         (``CDP_POOL_REUSE_PAGES``): its domains and identity options are still
@@ -125,7 +134,8 @@ class Page:
         a cookie jar emptied and refilled from Scrapy's, are sent and answered
         before the navigation starts."""
         page = cls(cdp, target_id, session_id, spec)
-        commands = [page.command("Fetch.enable", _fetch_params(spec))]
+        page.guard_cache = guard_cache
+        commands = [page.command("Fetch.enable", _fetch_params(spec, guard_cache=guard_cache))]
         if clear_cookies:
             commands.append(cdp.post("Storage.clearCookies", {"browserContextId": context_id}))
         if spec.cookies:
@@ -318,12 +328,17 @@ class Page:
         return str(value.get("origin") or ""), list(value.get("items") or [])
 
 
-def _fetch_params(spec: RenderSpec, unsupported: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """``Fetch.enable`` parameters: the main document at the response stage,
-    its request when it must be rewritten, the blocked resource types; proxy
-    challenges answered where the context has the proxy (not on a dedicated
-    server, ``"proxy"`` in ``unsupported``: it sends the credentials itself)."""
+def _fetch_params(
+    spec: RenderSpec, unsupported: frozenset[str] = frozenset(), guard_cache: bool = False
+) -> dict[str, Any]:
+    """``Fetch.enable`` parameters: the main document at the response stage
+    (every response with ``guard_cache``), its request when it must be
+    rewritten, the blocked resource types; proxy challenges answered where
+    the context has the proxy (not on a dedicated server, ``"proxy"`` in
+    ``unsupported``: it sends the credentials itself)."""
     patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
+    if guard_cache:
+        patterns.append({"requestStage": "Response"})
     context = spec.context
     proxy_auth = context is not None and bool(context.proxy_username) and "proxy" not in unsupported
     if spec.overrides_request or proxy_auth:

@@ -13,6 +13,7 @@ Routes live in small modules grouped by purpose:
 - ``jobsite``: /jobsite/<n>, /jobsite/fetches (pause-and-resume crawls)
 - ``fidelity``: /fid/* (rendered vs plain Scrapy: encodings, redirects, cookies, auth)
 - ``throws``: /throws (a page script error with a very long message)
+- ``cache``: /cache/<key>/* (scripts with each kind of cache header)
 """
 
 from __future__ import annotations
@@ -22,7 +23,19 @@ import signal
 
 from aiohttp import web
 
-from . import assets, browser, faults, fidelity, jobsite, protocol, sessions, shop, stats, throws
+from . import (
+    assets,
+    browser,
+    cache,
+    faults,
+    fidelity,
+    jobsite,
+    protocol,
+    sessions,
+    shop,
+    stats,
+    throws,
+)
 from .common import PARKED, cancel_parked
 
 HOST = "127.0.0.1"
@@ -41,6 +54,7 @@ def make_app() -> web.Application:
     app.router.add_routes(jobsite.routes)
     app.router.add_routes(fidelity.routes)
     app.router.add_routes(throws.routes)
+    app.router.add_routes(cache.routes)
     return app
 
 
