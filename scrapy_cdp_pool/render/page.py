@@ -76,10 +76,11 @@ class Page:
         locale, headers...), pipelined in one round trip.
 
         ``network_events``: enable the Network domain (Chromium reports
-        ``Set-Cookie`` only in its events). ``guard_cache``: the server's HTTP
-        cache ignores cookies (``ServerInfo.cache_ignores_cookies``):
+        ``Set-Cookie`` only in its events). ``guard_cache``: the page's HTTP
+        cache serves other identities or cookie jars (Lightpanda's with
+        ``ServerInfo.cache_ignores_cookies``, or a page kept for reuse):
         subresources are paused at the response stage too, so that those
-        varying by cookie are kept out of it.
+        that must not be shared are kept out of it.
         """
         target = await cdp.send(
             "Target.createTarget", {"url": "about:blank", "browserContextId": context_id}

@@ -68,7 +68,7 @@ async def render(
     if idle is not None:
         page = await Page.reattach(
             lease.cdp, idle.context_id, idle.target_id, idle.session_id, spec,
-            clear_cookies=options is None, guard_cache=lease.info.cache_ignores_cookies,
+            clear_cookies=options is None, guard_cache=True,
         )  # fmt: skip
     else:
         await lease.evict_idle_pages()
@@ -90,7 +90,8 @@ async def render(
             default_user_agent=lease.info.default_user_agent,
             unsupported=lease.info.unsupported,
             pipeline_navigation=lease.info.kind == "lightpanda",
-            guard_cache=lease.info.cache_ignores_cookies,
+            # A kept page's cache outlives this request (see FetchInterceptor).
+            guard_cache=lease.info.cache_ignores_cookies or key is not None,
         )
     lease.page_opened()
     lease.keep_key, lease.target_id, lease.session_id = key, page.target_id, page.session_id

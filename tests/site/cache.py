@@ -7,7 +7,8 @@
   stored), ``no-store``, ``set-cookie`` (``max-age=3600`` but it sets a
   cookie), ``vary-cookie`` (``max-age=3600``, ``Vary: Cookie``; its body
   names the cookie it was asked with) and ``private`` (``private,
-  max-age=3600``).
+  max-age=3600``). The page then adds ``cookie-set`` if set-cookie.js's
+  cookie reached it.
 
 ``key`` keeps each test's counts apart in ``/stats`` ``hits`` (by path).
 """
@@ -33,7 +34,12 @@ SCRIPTS: dict[str, dict[str, str]] = {
 async def page(request: web.Request) -> web.Response:
     key = request.match_info["key"]
     scripts = "".join(f'<script src="/cache/{key}/{name}.js"></script>' for name in SCRIPTS)
-    body = f"<p>cache test</p>{scripts}"
+    # Last: whether set-cookie.js's cookie reached the page.
+    seen = (
+        "<script>if (document.cookie.indexOf('seen=1') >= 0)"
+        " document.body.dataset.ran += 'cookie-set;';</script>"
+    )
+    body = f"<p>cache test</p>{scripts}{seen}"
     return web.Response(text=html_page("cache", body), content_type="text/html")
 
 
