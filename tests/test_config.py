@@ -143,3 +143,21 @@ def test_other_server_flags_pass() -> None:
     )
     assert cfg.lightpanda_args == ("--log-level", "info", "--watchdog-ms", "500")
     assert cfg.chromium_args == ("--lang=fr",)
+
+
+def test_addon_warns_when_scrapy_limits_starve_the_pool(caplog: pytest.LogCaptureFixture) -> None:
+    """Scrapy's defaults (16, 8 per domain) feed 4 connections; 8 per domain
+    leaves 12 connections starved, named in one warning; the project's
+    CONCURRENT_REQUESTS itself is left as it is."""
+    with caplog.at_level("WARNING", logger="scrapy_cdp_pool.addon"):
+        Addon().update_settings(Settings({"CDP_POOL_CONNECTIONS": 4}))
+        assert caplog.messages == []
+        settings = Settings({"CDP_POOL_CONNECTIONS": 12})
+        Addon().update_settings(settings)
+    assert settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") == 8
+    expected = (
+        "CONCURRENT_REQUESTS_PER_DOMAIN = 8 is below the CDP pool's 12 slots "
+        "(CDP_POOL_CONNECTIONS = 12): at most 8 pages render at once per site; "
+        "set it to 24 (twice the slots) to keep the pool fed"
+    )
+    assert caplog.messages == [expected]
