@@ -89,6 +89,8 @@ class TreeSampler:
         self.last = Snapshot()
         self.samples = 0
         self._cats: dict[tuple[int, float], str] = {}
+        self._prev: dict[tuple[int, float], tuple[str, float, int]] = {}
+        self._moved = dict.fromkeys(CATEGORIES, 0.0)  # CPU moved back from parents (see below)
         self._handles: dict[int, psutil.Process] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -126,6 +128,7 @@ class TreeSampler:
         snap = Snapshot()
         with_pss = with_pss and self.pss_available
         seen: set[int] = set()
+        now: dict[tuple[int, float], tuple[str, float, int]] = {}  # key: (category, cpu, ppid)
         for fixed, root in (
             ("server", self.server_pid),
             ("site", self.site_pid),
@@ -144,7 +147,9 @@ class TreeSampler:
                             else:
                                 self._cats[key] = cat
                         t = p.cpu_times()
-                        snap.cpu_s[cat] += t.user + t.system + t.children_user + t.children_system
+                        cpu = t.user + t.system + t.children_user + t.children_system
+                        snap.cpu_s[cat] += cpu
+                        now[key] = (cat, cpu, p.ppid())
                         snap.rss[cat] += p.memory_info().rss
                         if with_pss:
                             try:
@@ -154,6 +159,9 @@ class TreeSampler:
                 except psutil.Error:
                     continue  # exited between listing and reading: counted by its parent
         self._handles = {pid: h for pid, h in self._handles.items() if pid in seen}
+        self._carry_exited(now)
+        for c in CATEGORIES:
+            snap.cpu_s[c] += self._moved[c]
         for c in CATEGORIES:
             self.peak_rss[c] = max(self.peak_rss[c], snap.rss[c])
             if with_pss:
@@ -161,6 +169,20 @@ class TreeSampler:
         self.last = snap
         self.samples += 1
         return snap
+
+    def _carry_exited(self, now: dict[tuple[int, float], tuple[str, float, int]]) -> None:
+        """A process that exited and was reaped has its CPU time added to its
+        parent's (children_user/system): when the parent is of another category
+        (the plugin's server, reaped by the crawler as the crawl closes, maybe
+        before the harness's last mark), its last sampled CPU is moved back to
+        its own category, so that it is neither lost there nor counted twice."""
+        by_pid = {pid: cat for (pid, _), (cat, _, _) in now.items()}
+        for key, (cat, cpu, ppid) in self._prev.items():
+            parent = by_pid.get(ppid)
+            if key not in now and parent is not None and parent != cat:
+                self._moved[cat] += cpu
+                self._moved[parent] -= cpu
+        self._prev = now
 
     def sample(self, with_pss: bool = True) -> Snapshot:
         with self._lock:
