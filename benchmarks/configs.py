@@ -47,6 +47,30 @@ def build(connections: int) -> list[Config]:
             note="embedded Lightpanda",
         ),
         Config(
+            "cdp_pool_lightpanda_nocache",
+            "cdp_pool",
+            concurrency=c,
+            args=("--browser", "lightpanda", "--no-http-cache"),
+            note="embedded Lightpanda, CDP_POOL_HTTP_CACHE = False",
+        ),
+        Config(
+            "cdp_pool_lightpanda_defaults",
+            "cdp_pool",
+            concurrency=c,
+            args=("--browser", "lightpanda", "--defaults"),
+            note="embedded Lightpanda, CDP_POOL_CONNECTIONS and CONCURRENT_REQUESTS* unset",
+        ),
+        *(
+            Config(
+                "cdp_pool_lightpanda_c%d" % n,
+                "cdp_pool",
+                concurrency=n,
+                args=("--browser", "lightpanda"),
+                note="embedded Lightpanda, CDP_POOL_CONNECTIONS %d" % n,
+            )
+            for n in (2, 4, 8)
+        ),
+        Config(
             "cdp_pool_lightpanda_ext",
             "cdp_pool",
             server="lightpanda",

@@ -29,20 +29,35 @@ import psutil
 CATEGORIES = ("server", "crawler", "driver", "site")
 QUIET_CORES = 0.3  # other processes' load under which a machine counts as quiet
 BROWSER_HINTS = ("chrom", "lightpanda", "headless_shell")
+#: in the paths of the private directory of each server the plugin starts (pool/private_dir.py)
+PRIVATE_DIR_MARK = "/cdp-pool-"
 MB = 1024 * 1024
 
 
-def _category(proc: psutil.Process) -> str:
+def _category(proc: psutil.Process) -> str | None:
+    """The process's category, or None while it cannot be told yet: a child
+    between fork and exec still runs the crawler's Python (the plugin starts
+    its server with a ``preexec_fn``), so it is looked at again next sample
+    instead of being filed under 'crawler' for good."""
     try:
         name = proc.name().lower()
-        exe = os.path.basename(" ".join(proc.cmdline()[:1])).lower()
+        cmdline = proc.cmdline()
     except psutil.Error:
         return "crawler"
+    exe = os.path.basename(cmdline[0]).lower() if cmdline else ""
     if name.startswith("node") or exe == "node":  # Node renames its thread node-MainThread
         return "driver"
-    if any(h in name or h in exe for h in BROWSER_HINTS):
+    if any(h in name or h in exe for h in BROWSER_HINTS) or _in_private_dir(cmdline):
         return "server"
-    return "crawler"
+    if "python" in name and "python" in exe:
+        return "crawler"
+    return None  # e.g. the forked Python that has not exec'd yet (name python, no argv)
+
+
+def _in_private_dir(cmdline: list[str]) -> bool:
+    """Whether a process runs out of the plugin's per-server private directory
+    (``cdp-pool-<kind>-*``: its socket, profile or TMPDIR in an argument)."""
+    return any(PRIVATE_DIR_MARK in arg for arg in cmdline[1:])
 
 
 @dataclass
@@ -74,6 +89,8 @@ class TreeSampler:
         self.last = Snapshot()
         self.samples = 0
         self._cats: dict[tuple[int, float], str] = {}
+        self._prev: dict[tuple[int, float], tuple[str, float, int]] = {}
+        self._moved = dict.fromkeys(CATEGORIES, 0.0)  # CPU moved back from parents (see below)
         self._handles: dict[int, psutil.Process] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -111,6 +128,7 @@ class TreeSampler:
         snap = Snapshot()
         with_pss = with_pss and self.pss_available
         seen: set[int] = set()
+        now: dict[tuple[int, float], tuple[str, float, int]] = {}  # key: (category, cpu, ppid)
         for fixed, root in (
             ("server", self.server_pid),
             ("site", self.site_pid),
@@ -123,9 +141,15 @@ class TreeSampler:
                         key = (p.pid, p.create_time())
                         cat = self._cats.get(key)
                         if cat is None:
-                            cat = self._cats[key] = fixed or _category(p)
+                            cat = fixed or _category(p)
+                            if cat is None:
+                                cat = "crawler"  # not exec'd yet: counted there, asked again
+                            else:
+                                self._cats[key] = cat
                         t = p.cpu_times()
-                        snap.cpu_s[cat] += t.user + t.system + t.children_user + t.children_system
+                        cpu = t.user + t.system + t.children_user + t.children_system
+                        snap.cpu_s[cat] += cpu
+                        now[key] = (cat, cpu, p.ppid())
                         snap.rss[cat] += p.memory_info().rss
                         if with_pss:
                             try:
@@ -135,6 +159,9 @@ class TreeSampler:
                 except psutil.Error:
                     continue  # exited between listing and reading: counted by its parent
         self._handles = {pid: h for pid, h in self._handles.items() if pid in seen}
+        self._carry_exited(now)
+        for c in CATEGORIES:
+            snap.cpu_s[c] += self._moved[c]
         for c in CATEGORIES:
             self.peak_rss[c] = max(self.peak_rss[c], snap.rss[c])
             if with_pss:
@@ -142,6 +169,20 @@ class TreeSampler:
         self.last = snap
         self.samples += 1
         return snap
+
+    def _carry_exited(self, now: dict[tuple[int, float], tuple[str, float, int]]) -> None:
+        """A process that exited and was reaped has its CPU time added to its
+        parent's (children_user/system): when the parent is of another category
+        (the plugin's server, reaped by the crawler as the crawl closes, maybe
+        before the harness's last mark), its last sampled CPU is moved back to
+        its own category, so that it is neither lost there nor counted twice."""
+        by_pid = {pid: cat for (pid, _), (cat, _, _) in now.items()}
+        for key, (cat, cpu, ppid) in self._prev.items():
+            parent = by_pid.get(ppid)
+            if key not in now and parent is not None and parent != cat:
+                self._moved[cat] += cpu
+                self._moved[parent] -= cpu
+        self._prev = now
 
     def sample(self, with_pss: bool = True) -> Snapshot:
         with self._lock:

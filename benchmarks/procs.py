@@ -25,18 +25,13 @@ from pathlib import Path
 
 import psutil
 
+# The embedded Chromium's own flags (headless, no background services), so the
+# harness's Chromium is the plugin's: imported from the repository's package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from scrapy_cdp_pool.pool.servers import CHROMIUM_FLAGS
+
 HOST = "127.0.0.1"
 CHROMIUM = os.environ.get("BENCH_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
 DEVTOOLS_RE = re.compile(r"DevTools listening on (ws://\S+)")
 
 

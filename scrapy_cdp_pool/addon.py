@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
 
 HANDLER = "scrapy_cdp_pool.handler.CDPDownloadHandler"
 PRIORITY_QUEUE = "scrapy_cdp_pool.scheduling.queue.IdentityAwarePriorityQueue"
@@ -105,6 +108,7 @@ class Addon:
                 "addon",
             )
         settings.set("SCHEDULER_PRIORITY_QUEUE", PRIORITY_QUEUE, "addon")
+        _warn_if_starved(settings, config, self.crawler)
         _wrap_cache_storage(settings)
         if settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
             changes = durable_settings(settings)
@@ -124,6 +128,27 @@ class Addon:
             extensions.set(EXTENSION, 500, "addon")
         else:
             settings.set("EXTENSIONS", {EXTENSION: 500, **(extensions or {})}, "addon")
+
+
+def _warn_if_starved(settings: BaseSettings, config: PoolConfig, crawler: Crawler | None) -> None:
+    """Warn when Scrapy's own limits let fewer requests in flight than the
+    pool has slots (endpoints x connections x contexts per connection, the
+    embedded server counting as one endpoint): the pool could never be full.
+    Twice the slots keeps a request waiting whenever a slot frees (measured:
+    the plugin did 141 pages/s on /products with CONCURRENT_REQUESTS equal
+    to its slots, 165 with twice). Only a warning: raising them would also
+    raise the concurrency of plain requests to each site."""
+    slots = max(1, len(config.endpoints)) * config.connections * config.contexts_per_connection
+    for name in ("CONCURRENT_REQUESTS", "CONCURRENT_REQUESTS_PER_DOMAIN"):
+        value = settings.getint(name)
+        if value < slots:
+            logger.warning(
+                "%s = %d is below the CDP pool's %d slots (CDP_POOL_CONNECTIONS = %d): at most "
+                "%d pages render at once%s; set it to %d (twice the slots) to keep the pool fed",
+                name, value, slots, config.connections, value,
+                " per site" if name.endswith("_DOMAIN") else "", 2 * slots,
+                extra={"crawler": crawler},
+            )  # fmt: skip
 
 
 def _wrap_cache_storage(settings: BaseSettings) -> None:

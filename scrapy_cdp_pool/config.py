@@ -118,6 +118,9 @@ class PoolConfig:
     snapshot_max_count: int = 20
     snapshot_max_bytes: int = 10 * 1024 * 1024
 
+    #: the embedded and dedicated Lightpanda servers keep an HTTP cache of
+    #: subresources in their private directory (``CDP_POOL_HTTP_CACHE``)
+    http_cache: bool = True
     #: keep a clean page open for the next request of its identity on the same
     #: connection (None: on Chromium only)
     reuse_pages: bool | None = None
@@ -265,6 +268,7 @@ class PoolConfig:
             init_scripts=load_scripts(
                 settings.get("CDP_POOL_INIT_SCRIPTS"), "CDP_POOL_INIT_SCRIPTS"
             ),
+            http_cache=_bool(settings, "CDP_POOL_HTTP_CACHE", default=True),
         )
 
 

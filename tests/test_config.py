@@ -25,6 +25,7 @@ def test_defaults() -> None:
     assert cfg.download_timeout_s == 180
     assert cfg.max_message_mb == 256
     assert cfg.ignore_https_errors is False
+    assert cfg.http_cache is True
 
 
 def test_values_are_read() -> None:
@@ -79,6 +80,7 @@ def test_values_are_read() -> None:
         ("CDP_POOL_INIT_SCRIPTS", 42, "not a list of JavaScript sources"),
         ("CDP_POOL_INIT_SCRIPTS", [""], "not JavaScript source or a .js path"),
         ("CDP_POOL_INIT_SCRIPTS", ["/no/such/dir/init.js"], "cannot be read"),
+        ("CDP_POOL_HTTP_CACHE", "sometimes", "not a boolean"),
     ],
 )
 def test_bad_values_are_refused_by_name(name: str, value: Any, message: str) -> None:
@@ -209,3 +211,21 @@ def test_heap_limit_arguments_per_backend() -> None:
     # the user's own flag wins
     own = config(CDP_POOL_CHROMIUM_ARGS=["--js-flags=--expose-gc"])
     assert heap_limit_args(own, "chromium") == []
+
+
+def test_addon_warns_when_scrapy_limits_starve_the_pool(caplog: pytest.LogCaptureFixture) -> None:
+    """Scrapy's defaults (16, 8 per domain) feed 4 connections; 8 per domain
+    leaves 12 connections starved, named in one warning; the project's
+    CONCURRENT_REQUESTS itself is left as it is."""
+    with caplog.at_level("WARNING", logger="scrapy_cdp_pool.addon"):
+        Addon().update_settings(Settings({"CDP_POOL_CONNECTIONS": 4}))
+        assert caplog.messages == []
+        settings = Settings({"CDP_POOL_CONNECTIONS": 12})
+        Addon().update_settings(settings)
+    assert settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") == 8
+    expected = (
+        "CONCURRENT_REQUESTS_PER_DOMAIN = 8 is below the CDP pool's 12 slots "
+        "(CDP_POOL_CONNECTIONS = 12): at most 8 pages render at once per site; "
+        "set it to 24 (twice the slots) to keep the pool fed"
+    )
+    assert caplog.messages == [expected]

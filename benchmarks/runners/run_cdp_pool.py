@@ -14,6 +14,12 @@ if __name__ == "__main__":
     ap.add_argument("--browser", choices=("lightpanda", "chromium"), default="lightpanda")
     ap.add_argument("--block", default="", help="CDP_POOL_BLOCK_RESOURCES, comma-separated")
     ap.add_argument("--wait-until", default="", help="CDP_POOL_WAIT_UNTIL (default: the plugin's)")
+    ap.add_argument("--no-http-cache", action="store_true", help="CDP_POOL_HTTP_CACHE = False")
+    ap.add_argument(
+        "--defaults",
+        action="store_true",
+        help="leave CDP_POOL_CONNECTIONS and CONCURRENT_REQUESTS* unset (a new user's crawl)",
+    )
     args = ap.parse_args()
     # An installed scrapy_cdp_pool (or one on PYTHONPATH) wins; else the repository's.
     sys.path.append(str(REPO_ROOT))
@@ -32,10 +38,19 @@ if __name__ == "__main__":
         "CONCURRENT_REQUESTS": 2 * args.concurrency,
         "CONCURRENT_REQUESTS_PER_DOMAIN": 2 * args.concurrency,
     }
+    if args.defaults:
+        for name in (
+            "CDP_POOL_CONNECTIONS",
+            "CONCURRENT_REQUESTS",
+            "CONCURRENT_REQUESTS_PER_DOMAIN",
+        ):
+            del settings[name]
     if args.endpoint:
         settings["CDP_POOL_ENDPOINTS"] = [args.endpoint]
     if args.wait_until:
         settings["CDP_POOL_WAIT_UNTIL"] = args.wait_until
+    if args.no_http_cache:
+        settings["CDP_POOL_HTTP_CACHE"] = False
     if args.block:
         settings["CDP_POOL_BLOCK_RESOURCES"] = args.block.split(",")
     sys.exit(crawl(args, settings, meta={"cdp": True}))

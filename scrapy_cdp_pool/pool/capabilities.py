@@ -38,6 +38,11 @@ class ServerInfo:
     unsupported: frozenset[str] = frozenset()
     #: the User-Agent it sends by default
     default_user_agent: str = ""
+    #: it keeps an HTTP cache shared by its contexts that serves a response
+    #: stored for one cookie to another (``Vary: Cookie`` is not honoured: the
+    #: embedded Lightpanda with ``CDP_POOL_HTTP_CACHE``, which adds cookies
+    #: below its cache): pages keep such responses out of it
+    cache_ignores_cookies: bool = False
 
     @property
     def label(self) -> str:

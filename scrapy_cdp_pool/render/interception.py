@@ -49,6 +49,23 @@ def is_raw_document(status: int, headers: list[tuple[str, str]]) -> bool:
     return bool(content_type) and content_type not in _HTML_TYPES
 
 
+def shareable(headers: list[dict[str, str]]) -> bool:
+    """Whether a response with these CDP headers (``[{"name", "value"}]``)
+    may be served from a cache to another identity or cookie jar: not when
+    it sets a cookie, is ``Cache-Control: private``, or has a ``Vary`` naming
+    ``Cookie`` (or ``*``)."""
+    for header in headers:
+        name = header.get("name", "").lower()
+        fields = {f.strip().lower() for f in header.get("value", "").split(",")}
+        if name == "set-cookie":
+            return False
+        if name == "vary" and ("cookie" in fields or "*" in fields):
+            return False
+        if name == "cache-control" and any(f.startswith("private") for f in fields):
+            return False
+    return True
+
+
 def _content_length(headers: list[tuple[str, str]]) -> int | None:
     for name, value in headers:
         if name.lower() == "content-length" and value.strip().isdigit():
@@ -174,6 +191,9 @@ class FetchInterceptor:
             and "responseErrorReason" not in params
         )
         if not is_main:
+            if self.page.guard_cache and not shareable(params.get("responseHeaders", [])):
+                await self._fulfill_unstored(params)
+                return
             await self.page.command("Fetch.continueRequest", {"requestId": request_id})
             return
         status = int(params["responseStatusCode"])
@@ -209,6 +229,39 @@ class FetchInterceptor:
         document.body = body
         self.page.tracker.on_document(document)
         await self._abort(request_id)  # taken as bytes: neither render nor download it
+
+    async def _fulfill_unstored(self, params: dict[str, Any]) -> None:
+        """Answer a subresource that must not be shared (:func:`shareable`)
+        with its own bytes and ``Cache-Control: no-store``, which keeps it
+        out of a cache that other identities or cookie jars use: Lightpanda's
+        (it ignores ``Vary: Cookie``: the response stored for one cookie was
+        served to every other) and the context of a page Chromium keeps for
+        the next request (``CDP_POOL_REUSE_PAGES``: the anonymous identity's
+        kept page serves every Scrapy cookie jar, and its cache served one
+        jar's ``Vary: Cookie``, ``Set-Cookie`` and ``private`` responses to
+        the others). Measured on both, a fulfilled response is not stored.
+        Its body is already decoded, so ``Content-Encoding`` and
+        ``Content-Length`` are dropped."""
+        request_id = params["requestId"]
+        result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
+        body = result.get("body", "")
+        if not result.get("base64Encoded"):
+            body = base64.b64encode(body.encode()).decode("ascii")
+        headers = [
+            h
+            for h in params.get("responseHeaders", [])
+            if h["name"].lower() not in ("cache-control", "content-encoding", "content-length")
+        ]
+        headers.append({"name": "Cache-Control", "value": "no-store"})
+        await self.page.command(
+            "Fetch.fulfillRequest",
+            {
+                "requestId": request_id,
+                "responseCode": int(params["responseStatusCode"]),
+                "responseHeaders": headers,
+                "body": body,
+            },
+        )
 
     def _hands_back_redirect(self) -> bool:
         """Whether a redirect of the main document goes back to Scrapy instead

@@ -91,6 +91,9 @@ class Page:
         #: the rewritten request too large)
         self.too_large: ResponseTooLarge | CDPRequestTooLarge | None = None
         self.capture = NetworkCapture(self, spec.capture) if spec.capture is not None else None
+        #: the server's HTTP cache ignores cookies: keep ``Vary: Cookie``
+        #: responses out of it (see ``FetchInterceptor``)
+        self.guard_cache = False
         self._setup: asyncio.Future[list[dict[str, Any]]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.started_at = time.monotonic()
@@ -110,6 +113,7 @@ class Page:
         pipeline_navigation: bool = False,
         user_agent: tuple[str, dict[str, Any]] | None = None,
         kind: str = "chromium",
+        guard_cache: bool = False,
     ) -> Page:
         """Create a blank target in ``context_id``, attach to it, enable the
         domains a render needs and apply the identity's options (user agent,
@@ -118,6 +122,11 @@ class Page:
         ``network_events``: enable the Network domain (Chromium reports
         ``Set-Cookie`` only in its events). ``user_agent``: the command that
         sets the page's user agent (render/user_agent.py), sent last.
+        ``guard_cache``: the page's HTTP cache serves other identities or
+        cookie jars (Lightpanda's with
+        ``ServerInfo.cache_ignores_cookies``, or a page kept for reuse):
+        subresources are paused at the response stage too, so that those
+        that must not be shared are kept out of it.
         """
         target = await cdp.send(
             "Target.createTarget", {"url": "about:blank", "browserContextId": context_id}
@@ -130,8 +139,9 @@ class Page:
             )
             session_id = attached["sessionId"]
         page = cls(cdp, target_id, session_id, spec, kind)
+        page.guard_cache = guard_cache
         context = spec.context
-        fetch = _fetch_params(spec, unsupported)
+        fetch = _fetch_params(spec, unsupported, guard_cache)
         commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
         if (
             network_events
@@ -178,6 +188,7 @@ class Page:
         clear_cookies: bool,
         user_agent: tuple[str, dict[str, Any]] | None = None,
         kind: str = "chromium",
+        guard_cache: bool = False,
     ) -> Page:
         """Take over a page a previous request of the same identity left open
         (``CDP_POOL_REUSE_PAGES``): its domains and identity options are still
@@ -185,7 +196,8 @@ class Page:
         a cookie jar emptied and refilled from Scrapy's, are sent and answered
         before the navigation starts."""
         page = cls(cdp, target_id, session_id, spec, kind)
-        commands = [page.command("Fetch.enable", _fetch_params(spec))]
+        page.guard_cache = guard_cache
+        commands = [page.command("Fetch.enable", _fetch_params(spec, guard_cache=guard_cache))]
         if user_agent is not None:  # this request's, which may not be the last one's
             commands.append(page.command(*user_agent))
         if spec.wait_until == "networkidle" or spec.capture is not None:
@@ -470,13 +482,18 @@ class Page:
         return str(value.get("origin") or ""), list(value.get("items") or [])
 
 
-def _fetch_params(spec: RenderSpec, unsupported: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """``Fetch.enable`` parameters: the main document at the response stage,
-    its request when it must be rewritten, the blocked resource types, the
-    requests ``CDP_POOL_BLOCK_URLS`` may match (each checked again); proxy
-    challenges answered where the context has the proxy (not on a dedicated
-    server, ``"proxy"`` in ``unsupported``: it sends the credentials itself)."""
+def _fetch_params(
+    spec: RenderSpec, unsupported: frozenset[str] = frozenset(), guard_cache: bool = False
+) -> dict[str, Any]:
+    """``Fetch.enable`` parameters: the main document at the response stage
+    (every response with ``guard_cache``), its request when it must be
+    rewritten, the blocked resource types, the requests ``CDP_POOL_BLOCK_URLS``
+    may match (each checked again); proxy challenges answered where the
+    context has the proxy (not on a dedicated server, ``"proxy"`` in
+    ``unsupported``: it sends the credentials itself)."""
     patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
+    if guard_cache:
+        patterns.append({"requestStage": "Response"})
     context = spec.context
     proxy_auth = context is not None and bool(context.proxy_username) and "proxy" not in unsupported
     if spec.overrides_request or proxy_auth:

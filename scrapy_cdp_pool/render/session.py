@@ -116,7 +116,7 @@ async def render(
         page = await Page.reattach(
             lease.cdp, idle.context_id, idle.target_id, idle.session_id, spec,
             clear_cookies=options is None or not options.name, user_agent=user_agent,
-            kind=lease.info.kind,
+            kind=lease.info.kind, guard_cache=True,
         )  # fmt: skip
     else:
         await lease.evict_idle_pages()
@@ -140,6 +140,8 @@ async def render(
             pipeline_navigation=lease.info.kind == "lightpanda",
             user_agent=user_agent,
             kind=lease.info.kind,
+            # A kept page's cache outlives this request (see FetchInterceptor).
+            guard_cache=lease.info.cache_ignores_cookies or key is not None,
         )
     lease.page_opened()
     lease.keep_key, lease.target_id, lease.session_id = key, page.target_id, page.session_id

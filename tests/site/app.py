@@ -17,6 +17,7 @@ Routes live in small modules grouped by purpose:
 - ``behaviour``: /behaviour/* (dialogs, storage between visits, timers, service
   workers, late content, other schemes, memory hog, infinite scroll)
 - ``pagecontrol``: /pc/* (network capture, init scripts, URL blocking, console)
+- ``cache``: /cache/<key>/* (scripts with each kind of cache header)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from . import (
     assets,
     behaviour,
     browser,
+    cache,
     faults,
     fidelity,
     fidelity2,
@@ -66,6 +68,7 @@ def make_app() -> web.Application:
     app.router.add_routes(fidelity2.routes)
     app.router.add_routes(behaviour.routes)
     app.router.add_routes(pagecontrol.routes)
+    app.router.add_routes(cache.routes)
     return app
 
 
