@@ -166,13 +166,17 @@ def test_server_flags_follow_the_settings() -> None:
     CDP_POOL_LIGHTPANDA_ARGS is left to it."""
     from scrapy_cdp_pool.pool.server_flags import chromium_flags, lightpanda_flags
 
-    assert lightpanda_flags(config()) == ["--cdp-max-message-size", str(256 << 20)]
-    cfg = config(CDP_POOL_MAX_MESSAGE_MB=8, CDP_POOL_IGNORE_HTTPS_ERRORS=True)
+    # Lightpanda's own --http-timeout (15 s) cut slower pages whatever DOWNLOAD_TIMEOUT said.
+    assert lightpanda_flags(config()) == [
+        "--cdp-max-message-size", str(256 << 20), "--http-timeout", "180000",
+    ]  # fmt: skip
+    cfg = config(CDP_POOL_MAX_MESSAGE_MB=8, CDP_POOL_IGNORE_HTTPS_ERRORS=True, DOWNLOAD_TIMEOUT=20)
     assert lightpanda_flags(cfg) == [
-        "--cdp-max-message-size", str(8 << 20), "--insecure-disable-tls-host-verification",
+        "--cdp-max-message-size", str(8 << 20), "--http-timeout", "30000",
+        "--insecure-disable-tls-host-verification",
     ]  # fmt: skip
     assert "--ignore-certificate-errors" in chromium_flags(cfg)
-    own = config(CDP_POOL_LIGHTPANDA_ARGS=["--cdp-max-message-size", "99"])
+    own = config(CDP_POOL_LIGHTPANDA_ARGS=["--cdp-max-message-size", "99", "--http-timeout=5000"])
     assert lightpanda_flags(own) == []
 
 

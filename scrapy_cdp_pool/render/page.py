@@ -248,9 +248,14 @@ class Page:
                 setup, self._setup = self._setup, None
                 await setup
             await self.wait_settled(self.spec.wait_until, timeout_s)
-        except TimeoutError:
+        except TimeoutError as e:
             if self.tracker.document is None:
-                raise
+                # Named: the handler would otherwise blame download_timeout.
+                raise TimeoutError(
+                    f"{self.spec.url}: no response within the navigation timeout of "
+                    f"{timeout_s:g} s (CDP_POOL_NAVIGATION_TIMEOUT_SECONDS, "
+                    'meta["cdp_navigation_timeout"])'
+                ) from e
             logger.debug("%s: no load event within %.1f s; reading the page as is",
                           self.spec.url, timeout_s)  # fmt: skip
         finally:

@@ -1,0 +1,53 @@
+"""Slow servers: the plugin's own deadlines decide when a page gives up, on both
+backends, and the error names the deadline that fired.
+
+Found by a fresh-user trial: Lightpanda's own ``--http-timeout`` (15 s per
+transfer by default) failed a 20 s page with ``net::ERR_TIMED_OUT`` whatever
+``DOWNLOAD_TIMEOUT`` said, and a navigation timeout on Chromium was reported as
+``download_timeout``.
+"""
+
+from __future__ import annotations
+
+import pytest
+import pytest_twisted
+import scrapy
+
+from tests.crawl import crawl
+from tests.servers import SiteServer
+
+
+@pytest.mark.timeout(120)
+@pytest_twisted.ensureDeferred
+async def test_a_page_slower_than_lightpandas_own_transfer_timeout_loads(
+    site: SiteServer,
+) -> None:
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/slow?ms=16500"), meta={"cdp": True})],
+        {
+            "CDP_POOL_BROWSER": "lightpanda",
+            "DOWNLOAD_TIMEOUT": 60,
+            "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS": 40,
+            "CDP_POOL_CONNECTIONS": 1,
+        },
+    )
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    assert spider.responses[0].css("#slow::text").get() == "done"
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_a_navigation_timeout_names_its_setting(site: SiteServer, browser: str) -> None:
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/slow?ms=8000"), meta={"cdp": True})],
+        {
+            "CDP_POOL_BROWSER": browser,
+            "DOWNLOAD_TIMEOUT": 60,
+            "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS": 1,
+            "CDP_POOL_CONNECTIONS": 1,
+        },
+    )
+    assert not spider.responses
+    message = str(spider.failures[0].value)
+    assert "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS" in message, message
+    assert "download_timeout" not in message, message
