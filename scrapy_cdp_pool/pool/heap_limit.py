@@ -23,6 +23,7 @@ import re
 from collections import deque
 
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.pool.server_flags import sets_flag
 
 # Lightpanda 1.0.2: $level=error $msg="JS heap limit script" ... page_url=URL stack=...
 _LIMIT_LINE = re.compile(rb"JS heap limit (?:reached|script).*?page_url=(\S+)")
@@ -44,10 +45,10 @@ def heap_limit_args(config: PoolConfig, kind: str) -> list[str]:
     if limit is None:
         return []
     if kind == "lightpanda":
-        if any(a.startswith("--v8-max-heap-mb") for a in config.lightpanda_args):
+        if sets_flag(config.lightpanda_args, "--v8-max-heap-mb"):
             return []
         return ["--v8-max-heap-mb", str(limit)]
-    if any(a.startswith("--js-flags") for a in config.chromium_args):
+    if sets_flag(config.chromium_args, "--js-flags"):
         return []
     return [f"--js-flags=--max-old-space-size={limit}"]
 

@@ -22,7 +22,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from scrapy_cdp_pool.config import PoolConfig
+
+
+def sets_flag(args: tuple[str, ...], flag: str) -> bool:
+    """Whether the user's own server arguments (``CDP_POOL_LIGHTPANDA_ARGS``,
+    ``CDP_POOL_CHROMIUM_ARGS``) give ``flag``, as ``flag value`` or
+    ``flag=value``: the plugin's own value for it is then left out."""
+    return any(arg.split("=", 1)[0] == flag for arg in args)
 
 
 def max_message_bytes(config: PoolConfig) -> int:
@@ -39,13 +48,15 @@ def http_timeout_ms(config: PoolConfig) -> int:
 def lightpanda_flags(config: PoolConfig) -> list[str]:
     """Flags of ``lightpanda serve`` from the settings; a flag that
     ``CDP_POOL_LIGHTPANDA_ARGS`` sets itself is left to it."""
-    own = {arg.split("=", 1)[0] for arg in config.lightpanda_args}
+    own = config.lightpanda_args
     flags: list[str] = []
-    if "--cdp-max-message-size" not in own:
+    if not sets_flag(own, "--cdp-max-message-size"):
         flags += ["--cdp-max-message-size", str(max_message_bytes(config))]
-    if "--http-timeout" not in own:
+    if not sets_flag(own, "--http-timeout"):
         flags += ["--http-timeout", str(http_timeout_ms(config))]
-    if config.ignore_https_errors and "--insecure-disable-tls-host-verification" not in own:
+    if config.ignore_https_errors and not sets_flag(
+        own, "--insecure-disable-tls-host-verification"
+    ):
         flags.append("--insecure-disable-tls-host-verification")
     return flags
 
@@ -56,3 +67,36 @@ def chromium_flags(config: PoolConfig) -> list[str]:
     if config.ignore_https_errors:
         flags.append("--ignore-certificate-errors")
     return flags
+
+
+def watchdog_ms(config: PoolConfig) -> int:
+    """Lightpanda's ``--watchdog-ms``: half of ``DOWNLOAD_TIMEOUT``, at most its
+    own default of 30 s, at least 0.5 s. The watchdog ends a page stuck in
+    JavaScript (and closes its connection); a CDP timeout alone stops waiting
+    but leaves the server's thread spinning."""
+    return int(1000 * max(0.5, min(30.0, config.download_timeout_s / 2)))
+
+
+#: the HTTP cache's directory in a Lightpanda server's private directory
+HTTP_CACHE_DIR = "http-cache"
+
+
+def http_cache_args(config: PoolConfig, private_dir: Path) -> list[str]:
+    """``lightpanda serve``'s HTTP cache flags (``CDP_POOL_HTTP_CACHE``): a
+    cache of subresources (scripts, styles, XHR) in the server's own private
+    directory (mode 0700, removed with it), so each server, hence each
+    dedicated server's proxy, has its own; none when the setting is off or
+    ``CDP_POOL_LIGHTPANDA_ARGS`` names a ``--http-cache-dir`` itself.
+
+    Lightpanda stores what the site's headers allow (measured on 1.0.2:
+    ``no-store``, ``private``, ``no-cache``, ``max-age=0`` and responses with
+    ``Set-Cookie`` are fetched every time; main documents are never taken from
+    it) and keeps its own soft limit of 1,000 entries
+    (``--http-cache-entry-limit``). It does not honour ``Vary: Cookie``:
+    the page then answers such responses itself (see
+    :attr:`ServerInfo.cache_ignores_cookies`)."""
+    if not config.http_cache or sets_flag(config.lightpanda_args, "--http-cache-dir"):
+        return []
+    folder = private_dir / HTTP_CACHE_DIR
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return ["--http-cache-dir", str(folder)]

@@ -36,7 +36,13 @@ from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover, info_from_browser_version
 from scrapy_cdp_pool.pool.heap_limit import heap_limit_args, note_stderr_line
 from scrapy_cdp_pool.pool.private_dir import make_private_dir, sweep_once
-from scrapy_cdp_pool.pool.server_flags import chromium_flags, lightpanda_flags
+from scrapy_cdp_pool.pool.server_flags import (
+    chromium_flags,
+    http_cache_args,
+    lightpanda_flags,
+    sets_flag,
+    watchdog_ms,
+)
 from scrapy_cdp_pool.pool.server_options import ServerOptions
 
 logger = logging.getLogger(__name__)
@@ -347,41 +353,6 @@ class EmbeddedServer(ABC):
         """Spawn the process, wait until it serves CDP, return the endpoint."""
 
 
-def watchdog_ms(config: PoolConfig) -> int:
-    """Lightpanda's ``--watchdog-ms``: half of ``DOWNLOAD_TIMEOUT``, at most its
-    own default of 30 s, at least 0.5 s. The watchdog ends a page stuck in
-    JavaScript (and closes its connection); a CDP timeout alone stops waiting
-    but leaves the server's thread spinning."""
-    return int(1000 * max(0.5, min(30.0, config.download_timeout_s / 2)))
-
-
-#: the HTTP cache's directory in a Lightpanda server's private directory
-HTTP_CACHE_DIR = "http-cache"
-
-
-def http_cache_args(config: PoolConfig, private_dir: Path) -> list[str]:
-    """``lightpanda serve``'s HTTP cache flags (``CDP_POOL_HTTP_CACHE``): a
-    cache of subresources (scripts, styles, XHR) in the server's own private
-    directory (mode 0700, removed with it), so each server, hence each
-    dedicated server's proxy, has its own; none when the setting is off or
-    ``CDP_POOL_LIGHTPANDA_ARGS`` names a ``--http-cache-dir`` itself.
-
-    Lightpanda stores what the site's headers allow (measured on 1.0.2:
-    ``no-store``, ``private``, ``no-cache``, ``max-age=0`` and responses with
-    ``Set-Cookie`` are fetched every time; main documents are never taken from
-    it) and keeps its own soft limit of 1,000 entries
-    (``--http-cache-entry-limit``). It does not honour ``Vary: Cookie``:
-    the page then answers such responses itself (see
-    :attr:`ServerInfo.cache_ignores_cookies`)."""
-    if not config.http_cache or any(
-        arg.split("=", 1)[0] == "--http-cache-dir" for arg in config.lightpanda_args
-    ):
-        return []
-    folder = private_dir / HTTP_CACHE_DIR
-    folder.mkdir(mode=0o700, exist_ok=True)
-    return ["--http-cache-dir", str(folder)]
-
-
 class LightpandaServer(EmbeddedServer):
     """``lightpanda serve`` from the ``lightpanda`` wheel (or
     ``CDP_POOL_LIGHTPANDA_PATH``) on a Unix socket in its private directory,
@@ -419,8 +390,8 @@ class LightpandaServer(EmbeddedServer):
 
     async def server_info(self, timeout_s: float) -> ServerInfo:
         info = await super().server_info(timeout_s)
-        cached = self.config.http_cache or any(
-            arg.split("=", 1)[0] == "--http-cache-dir" for arg in self.config.lightpanda_args
+        cached = self.config.http_cache or sets_flag(
+            self.config.lightpanda_args, "--http-cache-dir"
         )
         return dataclasses.replace(info, cache_ignores_cookies=cached)
 
@@ -434,7 +405,7 @@ class LightpandaServer(EmbeddedServer):
             )
         max_connections = max(16, self.config.connections * 2)
         watchdog = ["--watchdog-ms", str(watchdog_ms(self.config))]
-        if any(arg.startswith("--watchdog-ms") for arg in self.config.lightpanda_args):
+        if sets_flag(self.config.lightpanda_args, "--watchdog-ms"):
             watchdog = []
         argv = [
             binary, "serve", "--unix-socket", path,
