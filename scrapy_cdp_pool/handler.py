@@ -9,6 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
+from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -135,6 +136,7 @@ class CDPDownloadHandler:
         host = host_of(request)
         hooks = self._hooks(request, pauses, host)
         spent_s = 0.0  # under download_timeout: not the waits for a host pause
+        jar_middleware = self._cookie_jar_middleware(request)
         while True:
             if pauses is not None:
                 await self._wait_pause(pauses, host)
@@ -150,7 +152,7 @@ class CDPDownloadHandler:
                     self._count_page(lease)
                     self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
                     result = await render(
-                        lease, spec, hooks, collect_cookies=self._merges_cookies(request),
+                        lease, spec, hooks, collect_cookies=jar_middleware is not None,
                         on_failure=self._snapshot_hook(request),
                     )  # fmt: skip
                 break
@@ -185,8 +187,8 @@ class CDPDownloadHandler:
             finally:
                 spent_s += time.monotonic() - started
         seconds = spent_s
-        if result.cookies:
-            merge_into_jar(self.crawler, request, result.cookies, spec.cookies)
+        if result.cookies and jar_middleware is not None:
+            merge_into_jar(jar_middleware, request, result.cookies, spec.cookies)
         if context is not None and result.storage_state is not None:
             await self.identities.save_state(request, result.storage_state)
         self.stats.inc_value(_outcome_stat(result))
@@ -231,16 +233,14 @@ class CDPDownloadHandler:
 
         return snapshot
 
-    def _merges_cookies(self, request: Request) -> bool:
-        """Whether the context's cookies go to Scrapy's jar after the render:
-        with Scrapy's cookie middleware running, for a request without a
-        profile (its cookies stay in the profile) and without
-        ``meta["dont_merge_cookies"]``."""
-        return (
-            not request.meta.get("dont_merge_cookies", False)
-            and not request.meta.get("cdp_profile")
-            and cookies_middleware(self.crawler) is not None
-        )
+    def _cookie_jar_middleware(self, request: Request) -> CookiesMiddleware | None:
+        """Where the context's cookies go after the render: Scrapy's running
+        ``CookiesMiddleware``, for a request without a profile (its cookies
+        stay in the profile) and without ``meta["dont_merge_cookies"]``;
+        else ``None`` (nothing is read from the context)."""
+        if request.meta.get("dont_merge_cookies", False) or request.meta.get("cdp_profile"):
+            return None
+        return cookies_middleware(self.crawler)
 
     def _hooks(self, request: Request, pauses: HostPauses | None, host: str) -> RenderHooks | None:
         """With host pauses, the render's hooks: its navigation does not start

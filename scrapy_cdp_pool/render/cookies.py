@@ -86,20 +86,18 @@ def cookies_middleware(crawler: Crawler) -> CookiesMiddleware | None:
 
 
 def merge_into_jar(
-    crawler: Crawler,
+    middleware: CookiesMiddleware,
     request: Request,
     cookies: list[dict[str, Any]],
     sent: tuple[tuple[str, str], ...],
 ) -> int:
-    """Set ``cookies`` in the jar ``CookiesMiddleware`` keeps for ``request``
-    (``meta["cookiejar"]``), except those the request sent itself unchanged
-    (``sent``: the ``(name, value)`` pairs set in the context before the
-    navigation, whose attributes the context does not know). Nothing is set
-    with cookies disabled or ``meta["dont_merge_cookies"]``, as Scrapy does.
-    Returns how many cookies were set."""
-    middleware = cookies_middleware(crawler)
-    if middleware is None or request.meta.get("dont_merge_cookies", False):
-        return 0
+    """Set ``cookies`` in the jar ``middleware`` (the crawler's
+    :func:`cookies_middleware`) keeps for ``request`` (``meta["cookiejar"]``),
+    except those the request sent itself unchanged (``sent``: the
+    ``(name, value)`` pairs set in the context before the navigation, whose
+    attributes the context does not know). The caller leaves out requests
+    with ``meta["dont_merge_cookies"]``, as Scrapy does. Returns how many
+    cookies were set."""
     jar = middleware.jars[request.meta.get("cookiejar")]
     sent_pairs = set(sent)
     count = 0
