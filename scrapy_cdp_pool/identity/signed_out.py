@@ -29,8 +29,12 @@ class SignedOutRule:
     url: str | None = None
     selector: str | None = None
 
+    def matches_url(self, url: str) -> bool:
+        """Whether the URL part of the rule matches ``url``."""
+        return self.url is not None and re.search(self.url, url) is not None
+
     def matches(self, response: Response) -> bool:
-        if self.url is not None and re.search(self.url, response.url):
+        if self.matches_url(response.url):
             return True
         if self.selector is not None and isinstance(response, TextResponse):
             return bool(response.css(self.selector))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,7 +95,8 @@ async def render(
 
     ``hooks``: see :class:`RenderHooks`. ``collect_cookies``: read the
     context's cookies at the end into
-    :attr:`RenderResult.cookies` (not for a profile, which keeps its own).
+    :attr:`RenderResult.cookies` (the caller asks only for requests without a
+    profile, which keeps its own: see the handler's ``_cookie_jar_middleware``).
     ``on_failure``: awaited with the page and the error when the render fails
     once the page is open, before the error goes on (failure snapshots).
 
@@ -217,7 +217,7 @@ async def _render_page(
     if options is not None and options.save_state:
         storage_state = await _storage_state(lease, page, options, spec.action_timeout_s)
     cookies = None
-    if collect_cookies and (options is None or not options.name):
+    if collect_cookies:
         cookies = await browser_cookies(page, spec.action_timeout_s)
     network = None
     if page.capture is not None:
@@ -260,7 +260,7 @@ async def _signed_out(page: Page, spec: RenderSpec) -> bool:
     document = page.tracker.document
     if rule is None or document is None:
         return False
-    matched = rule.url is not None and re.search(rule.url, document.url) is not None
+    matched = rule.matches_url(document.url)
     if not matched and rule.selector is not None and document.body is None:
         expression = f"document.querySelector({json.dumps(rule.selector)}) !== null"
         try:
