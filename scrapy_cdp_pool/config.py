@@ -351,20 +351,14 @@ def _megabytes_as_bytes(settings: BaseSettings, name: str, default: float) -> in
 
 
 def _optional_megabytes(settings: BaseSettings, name: str) -> float | None:
+    """:func:`_megabytes`, or None (unset) for no limit."""
     raw: Any = settings.get(name)
     if raw is None or raw == "":
         return None
-    if isinstance(raw, bool):
-        raise ValueError(f"{name}: {raw!r} is not a number of megabytes > 0, or None for no limit")
     try:
-        value = float(raw)
-    except (TypeError, ValueError) as e:
-        raise ValueError(
-            f"{name}: {raw!r} is not a number of megabytes > 0, or None for no limit"
-        ) from e
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"{name}: {raw!r} is not a number of megabytes > 0, or None for no limit")
-    return value
+        return _megabytes(settings, name, 0.0)
+    except ValueError as e:
+        raise ValueError(f"{e}, or None for no limit") from None
 
 
 def _heap_limit(settings: BaseSettings, name: str) -> int | None:
