@@ -209,11 +209,11 @@ class CDPDownloadHandler:
                 self.stats.inc_value("cdp_pool/console_messages", messages)
             if "exception" in kinds:
                 self.stats.inc_value("cdp_pool/page_errors", kinds.count("exception"))
-        if self.config.download_warnsize and len(result.body) > self.config.download_warnsize:
+        if spec.warnsize and len(result.body) > spec.warnsize:
+            # meta["download_warnsize"] or DOWNLOAD_WARNSIZE, in plain Scrapy's words
             logger.warning(
-                "Received %d bytes, larger than DOWNLOAD_WARNSIZE (%d bytes), for %s",
-                len(result.body), self.config.download_warnsize, request,
-                extra={"crawler": self.crawler},
+                "Received %d bytes which is larger than download warn size (%d) in request %s.",
+                len(result.body), spec.warnsize, request, extra={"crawler": self.crawler},
             )  # fmt: skip
         return build_response(request, result)
 
