@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ORDER = 970
 SIGN_IN_RETRY_META_KEY = "_cdp_profile_signed_in"
 SPIDER_HOOK = "cdp_sign_in"
 
