@@ -145,10 +145,15 @@ def _warn_if_starved(settings: BaseSettings, config: PoolConfig, crawler: Crawle
             logger.warning(
                 "%s = %d is below the CDP pool's %d slots (CDP_POOL_CONNECTIONS = %d): at most "
                 "%d pages render at once%s; set it to %d (twice the slots) to keep the pool fed",
-                name, value, slots, config.connections, value,
-                " per site" if name.endswith("_DOMAIN") else "", 2 * slots,
+                name,
+                value,
+                slots,
+                config.connections,
+                value,
+                " per site" if name.endswith("_DOMAIN") else "",
+                2 * slots,
                 extra={"crawler": crawler},
-            )  # fmt: skip
+            )
 
 
 def _wrap_cache_storage(settings: BaseSettings) -> None:
@@ -217,9 +222,10 @@ def _set_priority_queue(settings: BaseSettings, crawler: Crawler | None) -> None
         "requests of one identity (meta['cdp_profile']) may be in flight at once, and "
         "retry backoff (meta['cdp_not_before']), host pauses after 429/Retry-After and "
         "CDP_POOL_HOST_CONCURRENCY / CDP_POOL_HOST_RATE no longer hold requests in the queue",
-        _path(current), PRIORITY_QUEUE,
+        _path(current),
+        PRIORITY_QUEUE,
         extra={"crawler": crawler},
-    )  # fmt: skip
+    )
 
 
 def _path(obj: Any) -> str:

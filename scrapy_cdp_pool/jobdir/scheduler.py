@@ -94,9 +94,10 @@ class DurableScheduler(Scheduler):
                     "DUPEFILTER_CLASS %s.%s keeps its fingerprints in a buffered file: after "
                     "a hard kill, finished pages may be fetched again; use "
                     "scrapy_cdp_pool.jobdir.DurableDupeFilter",
-                    type(scheduler.df).__module__, type(scheduler.df).__qualname__,
+                    type(scheduler.df).__module__,
+                    type(scheduler.df).__qualname__,
                     extra={"crawler": crawler},
-                )  # fmt: skip
+                )
         return scheduler
 
     @property
@@ -148,9 +149,11 @@ class DurableScheduler(Scheduler):
             logger.info(
                 "JOBDIR %s: resuming; %d requests that were in flight when the crawl stopped "
                 "are queued again; %d fingerprints seen",
-                store.path.parent, requeued, store.fingerprints(),
+                store.path.parent,
+                requeued,
+                store.fingerprints(),
                 extra={"crawler": self.crawler},
-            )  # fmt: skip
+            )
         return state
 
     def _write_dqs_state(self, dqdir: str, state: Any) -> None:
@@ -188,8 +191,11 @@ class DurableScheduler(Scheduler):
             job.store.close()
             logger.info(
                 "JOBDIR %s: %d requests queued, %d in flight (queued again on resume)",
-                job.store.path.parent, queued, left, extra={"crawler": job.crawler},
-            )  # fmt: skip
+                job.store.path.parent,
+                queued,
+                left,
+                extra={"crawler": job.crawler},
+            )
 
     @staticmethod
     def _ack_finished(job: _Job) -> None:

@@ -42,9 +42,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-META_KEY = "cdp_capture"
-RESULT_META_KEY = "cdp_network"
-
 
 @dataclass(frozen=True)
 class CaptureRule:

@@ -21,9 +21,13 @@ def test_actions_parse_with_positional_and_keyword_arguments() -> None:
         ]
     )
     assert [a.name for a in actions] == [
-        "wait_for_selector", "scroll_to_bottom", "fill", "wait_for_load_state",
-        "wait_for_load_state", "screenshot",
-    ]  # fmt: skip
+        "wait_for_selector",
+        "scroll_to_bottom",
+        "fill",
+        "wait_for_load_state",
+        "wait_for_load_state",
+        "screenshot",
+    ]
     assert actions[0].args == ("#list p",)
     assert actions[0].kwargs == {"timeout": 5}
     assert actions[2].args == ("#q", "shoes")

@@ -49,9 +49,13 @@ class StandInPage:
 
 def paused(url: str, resource_type: str, frame: str = "child", **response: Any) -> dict[str, Any]:
     return {
-        "requestId": "r1", "frameId": frame, "resourceType": resource_type,
-        "request": {"url": url, "method": "GET"}, "networkId": "n1", **response,
-    }  # fmt: skip
+        "requestId": "r1",
+        "frameId": frame,
+        "resourceType": resource_type,
+        "request": {"url": url, "method": "GET"},
+        "networkId": "n1",
+        **response,
+    }
 
 
 def answered(page: StandInPage) -> list[tuple[str, str | None]]:
@@ -79,17 +83,27 @@ async def test_blocked_types_and_urls_fail_subresources_but_never_the_page() -> 
 async def test_an_html_document_is_rendered_and_a_json_one_taken_as_bytes() -> None:
     html = StandInPage(Spec())
     await FetchInterceptor(html).on_paused(
-        paused("http://a.test/", "Document", frame=TARGET, responseStatusCode=200,
-               responseHeaders=[{"name": "Content-Type", "value": "text/html"}])
-    )  # fmt: skip
+        paused(
+            "http://a.test/",
+            "Document",
+            frame=TARGET,
+            responseStatusCode=200,
+            responseHeaders=[{"name": "Content-Type", "value": "text/html"}],
+        )
+    )
     assert answered(html) == [("Fetch.continueRequest", None)]
     assert html.tracker.document is not None
     assert html.tracker.document.body is None  # rendered: read from the DOM later
     raw = StandInPage(Spec(), body=b'{"a": 1}')
     await FetchInterceptor(raw).on_paused(
-        paused("http://a.test/a.json", "Document", frame=TARGET, responseStatusCode=200,
-               responseHeaders=[{"name": "Content-Type", "value": "application/json"}])
-    )  # fmt: skip
+        paused(
+            "http://a.test/a.json",
+            "Document",
+            frame=TARGET,
+            responseStatusCode=200,
+            responseHeaders=[{"name": "Content-Type", "value": "application/json"}],
+        )
+    )
     assert answered(raw) == [("Fetch.getResponseBody", None), ("Fetch.failRequest", "Aborted")]
     assert raw.tracker.document is not None
     assert raw.tracker.document.body == b'{"a": 1}'
@@ -100,9 +114,14 @@ async def test_an_html_document_is_rendered_and_a_json_one_taken_as_bytes() -> N
 async def test_a_document_announced_over_maxsize_fails_the_page_and_is_aborted() -> None:
     page = StandInPage(Spec(maxsize=100))
     await FetchInterceptor(page).on_paused(
-        paused("http://a.test/", "Document", frame=TARGET, responseStatusCode=200,
-               responseHeaders=[{"name": "Content-Length", "value": "5000"}])
-    )  # fmt: skip
+        paused(
+            "http://a.test/",
+            "Document",
+            frame=TARGET,
+            responseStatusCode=200,
+            responseHeaders=[{"name": "Content-Length", "value": "5000"}],
+        )
+    )
     assert [type(e).__name__ for e in page.failures] == ["ResponseTooLarge"]
     assert "larger than download max size" in str(page.failures[0])
     assert answered(page) == [("Fetch.failRequest", "Aborted")]

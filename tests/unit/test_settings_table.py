@@ -66,7 +66,7 @@ def test_shared_pool_settings_are_the_pool_s_own() -> None:
         "CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS",
         "CDP_POOL_SERVER_MEMORY_LIMIT_MB",
         "CDP_POOL_AUTOSCALE",
-    ]  # fmt: skip - the list as the README's sharing section names them, 3 a line
+    ]
 
 
 @pytest.mark.parametrize("priority", ["default", "addon", "project", "spider", "cmdline"])
