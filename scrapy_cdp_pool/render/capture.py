@@ -203,9 +203,10 @@ class NetworkCapture:
             return
         try:
             result = await self.page.command(
-                "Network.getResponseBody", {"requestId": request_id},
+                "Network.getResponseBody",
+                {"requestId": request_id},
                 self.page.spec.action_timeout_s,
-            )  # fmt: skip
+            )
         except (CDPError, TimeoutError) as e:
             entry["body_skipped"] = f"the browser did not give it: {e}"
             return
