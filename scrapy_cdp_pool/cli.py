@@ -41,9 +41,12 @@ class Subcommand:
 def _plot_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("status_file", type=Path, help="a CDP_POOL_STATUS_FILE (JSON lines)")
     parser.add_argument(
-        "-o", "--output", type=Path, default=None,
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
         help="the PNG to write (default: the status file's name with .png)",
-    )  # fmt: skip
+    )
 
 
 def _plot(args: argparse.Namespace) -> int:
@@ -104,9 +107,11 @@ def _measure_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", help="the page to open again and again")
     server = parser.add_mutually_exclusive_group()
     server.add_argument(
-        "--browser", choices=BROWSERS, default="lightpanda",
+        "--browser",
+        choices=BROWSERS,
+        default="lightpanda",
         help="start this embedded server (default: lightpanda)",
-    )  # fmt: skip
+    )
     server.add_argument(
         "--endpoint",
         help="measure a running server instead (http://host:port or ws://...); its "
@@ -114,35 +119,47 @@ def _measure_arguments(parser: argparse.ArgumentParser) -> None:
         "loopback endpoint's port",
     )
     parser.add_argument(
-        "--server-pid", type=_positive_int, default=None,
+        "--server-pid",
+        type=_positive_int,
+        default=None,
         help="with --endpoint: the server's process id",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--connections", type=_positive_int, default=4,
+        "--connections",
+        type=_positive_int,
+        default=4,
         help="connections opened before any page (default: 4); Chromium spreads the "
         "pages over them, Lightpanda needs one more per page past them",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--steps", type=_steps, default=[10, 40, 100],
+        "--steps",
+        type=_steps,
+        default=[10, 40, 100],
         help="open pages, cumulative, at each reading (default: 10,40,100)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--timeout", type=_timeout, default=30.0,
+        "--timeout",
+        type=_timeout,
+        default=30.0,
         help="seconds for the server to answer and a page to load (default: 30)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--settle", type=_seconds, default=1.0,
+        "--settle",
+        type=_seconds,
+        default=1.0,
         help="seconds to let memory settle before each reading (default: 1)",
-    )  # fmt: skip
+    )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.add_argument(
-        "--profile", default=None,
+        "--profile",
+        default=None,
         help="open every page as this stored profile (its cookies, localStorage, user agent...)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--profiles-dir", default=".",
+        "--profiles-dir",
+        default=".",
         help="with --profile: the profiles directory (default: the current one)",
-    )  # fmt: skip
+    )
 
 
 def _measure(args: argparse.Namespace) -> int:

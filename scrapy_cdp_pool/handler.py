@@ -127,9 +127,12 @@ class CDPDownloadHandler:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             raise
         spec = build_spec(
-            request, self.config, self._default_headers, context=context,
+            request,
+            self.config,
+            self._default_headers,
+            context=context,
             signed_out=self.identities.signed_out_rule(request) if profile else None,
-        )  # fmt: skip
+        )
         requires = context.requirements() if context is not None else frozenset()
         server_options = context.server_options() if context is not None else None
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
@@ -152,9 +155,12 @@ class CDPDownloadHandler:
                     self._count_page(lease)
                     self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
                     result = await render(
-                        lease, spec, hooks, collect_cookies=jar_middleware is not None,
+                        lease,
+                        spec,
+                        hooks,
+                        collect_cookies=jar_middleware is not None,
                         on_failure=self._snapshot_hook(request),
-                    )  # fmt: skip
+                    )
                 break
             except _HostPaused:
                 continue  # paused while it waited for its slot: slot given back
@@ -209,12 +215,15 @@ class CDPDownloadHandler:
                 self.stats.inc_value("cdp_pool/console_messages", messages)
             if "exception" in kinds:
                 self.stats.inc_value("cdp_pool/page_errors", kinds.count("exception"))
-        if self.config.download_warnsize and len(result.body) > self.config.download_warnsize:
+        if spec.warnsize and len(result.body) > spec.warnsize:
+            # meta["download_warnsize"] or DOWNLOAD_WARNSIZE, in plain Scrapy's words
             logger.warning(
-                "Received %d bytes, larger than DOWNLOAD_WARNSIZE (%d bytes), for %s",
-                len(result.body), self.config.download_warnsize, request,
+                "Received %d bytes which is larger than download warn size (%d) in request %s.",
+                len(result.body),
+                spec.warnsize,
+                request,
                 extra={"crawler": self.crawler},
-            )  # fmt: skip
+            )
         return build_response(request, result)
 
     def _snapshot_hook(self, request: Request) -> Any:
@@ -281,9 +290,10 @@ class CDPDownloadHandler:
             return
         self._pool_failed = True
         logger.error(
-            "The CDP pool is unavailable, closing the spider: %s", error,
+            "The CDP pool is unavailable, closing the spider: %s",
+            error,
             extra={"crawler": self.crawler},
-        )  # fmt: skip
+        )
         engine = self.crawler.engine
         if engine is not None:
             asyncio.get_running_loop().create_task(

@@ -94,9 +94,12 @@ class BudgetExtension:
     """
 
     def __init__(
-        self, crawler: Crawler, budget: ConcurrencyBudget, config: PoolConfig,
+        self,
+        crawler: Crawler,
+        budget: ConcurrencyBudget,
+        config: PoolConfig,
         shared_name: str | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.crawler = crawler
         self.budget = budget
         self._shared_name = shared_name

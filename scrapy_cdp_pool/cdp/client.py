@@ -188,9 +188,6 @@ class CDPConnection:
             return CDPMessageTooLarge(message, limit_bytes=base.limit_bytes)
         return type(base)(message)
 
-    async def wait_closed(self) -> None:
-        await self._closed.wait()
-
     def on_close(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` once when the connection closes, by either side."""
         if self.closed:

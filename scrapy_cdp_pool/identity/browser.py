@@ -66,9 +66,10 @@ async def playwright_page(
             private = make_private_dir("hook")
             stack.callback(shutil.rmtree, private, True)
             args = [
-                a for a in (*CHROMIUM_FLAGS, *config.chromium_args)
+                a
+                for a in (*CHROMIUM_FLAGS, *config.chromium_args)
                 if not a.startswith(_NOT_FOR_LAUNCH)
-            ]  # fmt: skip
+            ]
             browser = await playwright.chromium.launch(
                 executable_path=config.chromium_path,
                 args=[*args, f"--crash-dumps-dir={private / 'crashes'}"],

@@ -57,7 +57,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ORDER = 970
 SIGN_IN_RETRY_META_KEY = "_cdp_profile_signed_in"
 SPIDER_HOOK = "cdp_sign_in"
 
@@ -94,10 +93,12 @@ class ProfileMiddleware:
         bad = {error.name for error in errors}
         self._valid = [name for name in self.store.names() if name not in bad]
         logger.info(
-            "%d valid profile(s) in %s%s", len(self._valid), self.store.directory,
+            "%d valid profile(s) in %s%s",
+            len(self._valid),
+            self.store.directory,
             f", {len(errors)} with problems" if errors else "",
             extra={"crawler": self.crawler},
-        )  # fmt: skip
+        )
         config = self.identities.config
         if config.endpoints:
             return  # known once the pool has asked them (see _report_routing)
@@ -110,21 +111,28 @@ class ProfileMiddleware:
                 logger.info(
                     "Profile %r needs %s: its requests go to a dedicated Lightpanda server "
                     "started with them (CDP_POOL_DEDICATED_SERVERS)",
-                    name, describe_requirements(missing), extra={"crawler": self.crawler},
-                )  # fmt: skip
+                    name,
+                    describe_requirements(missing),
+                    extra={"crawler": self.crawler},
+                )
             elif missing and missing <= SERVER_LEVEL and config.browser == "lightpanda":
                 logger.warning(
                     "Profile %r needs %s, which the embedded lightpanda server takes only on a "
                     "dedicated server, and CDP_POOL_DEDICATED_SERVERS = 0: its requests will fail",
-                    name, describe_requirements(missing), extra={"crawler": self.crawler},
-                )  # fmt: skip
+                    name,
+                    describe_requirements(missing),
+                    extra={"crawler": self.crawler},
+                )
             elif missing:
                 logger.warning(
                     "Profile %r needs %s, which the embedded %s server does not honour: its "
                     "requests will fail (list an endpoint that does, e.g. Chromium, in "
-                    "CDP_POOL_ENDPOINTS)", name, describe_requirements(missing), config.browser,
+                    "CDP_POOL_ENDPOINTS)",
+                    name,
+                    describe_requirements(missing),
+                    config.browser,
                     extra={"crawler": self.crawler},
-                )  # fmt: skip
+                )
 
     def _requirements(self) -> list[tuple[str, frozenset[str]]]:
         needs = []
@@ -148,13 +156,20 @@ class ProfileMiddleware:
         for name, needs in self._requirements():
             able = [i.label for i in pool.infos if i is not None and not needs & i.unsupported]
             if able:
-                logger.info("Profile %r needs %s: its requests go to %s only", name,
-                            describe_requirements(needs), ", ".join(sorted(set(able))),
-                            extra={"crawler": self.crawler})  # fmt: skip
+                logger.info(
+                    "Profile %r needs %s: its requests go to %s only",
+                    name,
+                    describe_requirements(needs),
+                    ", ".join(sorted(set(able))),
+                    extra={"crawler": self.crawler},
+                )
             else:
-                logger.warning("Profile %r needs %s, which no endpoint honours: its requests "
-                               "will fail", name, describe_requirements(needs),
-                               extra={"crawler": self.crawler})  # fmt: skip
+                logger.warning(
+                    "Profile %r needs %s, which no endpoint honours: its requests will fail",
+                    name,
+                    describe_requirements(needs),
+                    extra={"crawler": self.crawler},
+                )
 
     # Requests ------------------------------------------------------------
 
@@ -166,9 +181,12 @@ class ProfileMiddleware:
             self._report_routing()
         if request.meta.get("cdp") is False:
             raise self.identities.fail_fast(
-                ProfileError(name, "meta['cdp'] is False, but a profile's requests are "
-                             "always rendered in the profile's browser context")
-            )  # fmt: skip
+                ProfileError(
+                    name,
+                    "meta['cdp'] is False, but a profile's requests are "
+                    "always rendered in the profile's browser context",
+                )
+            )
         self.identities.profile(name)  # raises ProfileError: retired, bad files
         # The profile's cookies only: Scrapy's jar neither adds to them nor
         # keeps what this identity's responses set.
@@ -213,12 +231,21 @@ class ProfileMiddleware:
         self, request: Request, response: Response, name: str, rule: SignedOutRule
     ) -> Request:
         self.health.inc(name, "signed_out")
-        logger.info("Profile %r is signed out at %s (%s)", name, response.url, rule.describe(),
-                    extra={"crawler": self.crawler})  # fmt: skip
+        logger.info(
+            "Profile %r is signed out at %s (%s)",
+            name,
+            response.url,
+            rule.describe(),
+            extra={"crawler": self.crawler},
+        )
         hook = self._hook()
         if hook is None:
-            self._give_up(request, name, "profile signed out; no sign-in hook "
-                          f"(CDP_POOL_SIGN_IN or the spider's {SPIDER_HOOK})")  # fmt: skip
+            self._give_up(
+                request,
+                name,
+                "profile signed out; no sign-in hook "
+                f"(CDP_POOL_SIGN_IN or the spider's {SPIDER_HOOK})",
+            )
         if request.meta.get(SIGN_IN_RETRY_META_KEY):
             self._give_up(request, name, "profile signed out; still signed out after signing in")
         try:
@@ -272,5 +299,9 @@ class ProfileMiddleware:
             state = await context.storage_state()
         path = await asyncio.to_thread(self.store.save_state, name, dict(state))
         self.health.inc(name, "sign_ins")
-        logger.info("Profile %r signed in; its storage state is saved to %s", name, path,
-                    extra={"crawler": self.crawler})  # fmt: skip
+        logger.info(
+            "Profile %r signed in; its storage state is saved to %s",
+            name,
+            path,
+            extra={"crawler": self.crawler},
+        )

@@ -83,8 +83,12 @@ class _SqliteQueue:
                 # again on the next resume (with the spider fixed).
                 logger.error(
                     "JOBDIR request %d of queue %r cannot be loaded, skipped until the "
-                    "next resume: %s", row_id, self.name, e, extra={"crawler": self.crawler},
-                )  # fmt: skip
+                    "next resume: %s",
+                    row_id,
+                    self.name,
+                    e,
+                    extra={"crawler": self.crawler},
+                )
                 self.crawler.stats.inc_value("cdp_pool/jobdir/unloadable")
                 continue
             self.store.in_flight.add(request, row_id)

@@ -92,9 +92,12 @@ async def _get_json_unix(endpoint: str, resource: str, timeout_s: float) -> dict
     (our own Lightpanda's), as :func:`_get_json` does over TCP."""
     path = split_unix_url(endpoint)[0]
     return await _get_json_over(
-        lambda: asyncio.open_unix_connection(path), endpoint + resource, resource,
-        "localhost", timeout_s,
-    )  # fmt: skip
+        lambda: asyncio.open_unix_connection(path),
+        endpoint + resource,
+        resource,
+        "localhost",
+        timeout_s,
+    )
 
 
 async def _get_json_over(

@@ -36,7 +36,8 @@ async def set_up_connection(
             logger.warning(
                 "CDP_POOL_IGNORE_HTTPS_ERRORS is set, but the remote Lightpanda endpoint %s "
                 "verifies TLS certificates unless it was started with "
-                "--insecure-disable-tls-host-verification", info.ws_url,
-            )  # fmt: skip
+                "--insecure-disable-tls-host-verification",
+                info.ws_url,
+            )
         return
     await cdp.send("Security.setIgnoreCertificateErrors", {"ignore": True})

@@ -101,9 +101,13 @@ class ContextLease:
         ):
             return False
         cleaned = await clean_for_reuse(
-            self.cdp, self.context_id, self.session_id, self.origins, self.keep_cookies,
+            self.cdp,
+            self.context_id,
+            self.session_id,
+            self.origins,
+            self.keep_cookies,
             self.config.context_close_timeout_s,
-        )  # fmt: skip
+        )
         if not cleaned or self.cdp.closed:
             return False
         self.connection.idle_pages.append(

@@ -130,8 +130,10 @@ class ConnectionPool:
                     logger.warning(
                         "CDP_POOL_CONTEXTS_PER_CONNECTION=%d lowered to %d: %s allows "
                         "no more browser contexts per connection",
-                        capacity, limit, known.label,
-                    )  # fmt: skip
+                        capacity,
+                        limit,
+                        known.label,
+                    )
                 capacity = min(capacity, limit)
             for _ in range(self.config.connections):
                 self.connections.append(PooledConnection(index, endpoint_index, capacity))
@@ -215,8 +217,9 @@ class ConnectionPool:
             except (CDPError, OSError, ServerStartError) as e:
                 delay = _RECONNECT_BACKOFF_S[min(attempt, len(_RECONNECT_BACKOFF_S) - 1)]
                 attempt += 1
-                logger.debug("Reconnecting %s failed (%r); next try in %.2f s",
-                             connection.name, e, delay)  # fmt: skip
+                logger.debug(
+                    "Reconnecting %s failed (%r); next try in %.2f s", connection.name, e, delay
+                )
                 await asyncio.sleep(delay)
                 continue
             connection.counters.reconnects += 1

@@ -17,28 +17,14 @@ from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.pool import ConnectionPool
+from scrapy_cdp_pool.settings_table import SHARED_POOL_SETTINGS
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-#: ``(PoolConfig field, setting)``: what crawlers sharing a pool must agree on.
-POOL_SETTINGS: tuple[tuple[str, str], ...] = (
-    ("endpoints", "CDP_POOL_ENDPOINTS"),
-    ("browser", "CDP_POOL_BROWSER"),
-    ("lightpanda_path", "CDP_POOL_LIGHTPANDA_PATH"),
-    ("lightpanda_args", "CDP_POOL_LIGHTPANDA_ARGS"),
-    ("chromium_path", "CDP_POOL_CHROMIUM_PATH"),
-    ("chromium_args", "CDP_POOL_CHROMIUM_ARGS"),
-    ("connections", "CDP_POOL_CONNECTIONS"),
-    ("contexts_per_connection", "CDP_POOL_CONTEXTS_PER_CONNECTION"),
-    ("dedicated_servers", "CDP_POOL_DEDICATED_SERVERS"),
-    ("server_start_timeout_s", "CDP_POOL_SERVER_START_TIMEOUT_SECONDS"),
-    ("connect_timeout_s", "CDP_POOL_CONNECT_TIMEOUT_SECONDS"),
-    ("command_timeout_s", "CDP_POOL_COMMAND_TIMEOUT_SECONDS"),
-    ("context_close_timeout_s", "CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS"),
-    ("server_memory_limit_mb", "CDP_POOL_SERVER_MEMORY_LIMIT_MB"),
-    ("autoscale", "CDP_POOL_AUTOSCALE"),
-)
+#: ``(PoolConfig field, setting)``: what crawlers sharing a pool must agree on
+#: (declared in the settings table).
+POOL_SETTINGS = SHARED_POOL_SETTINGS
 
 
 @dataclass(eq=False)

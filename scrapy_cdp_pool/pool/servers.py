@@ -216,8 +216,11 @@ class EmbeddedServer(ABC):
                 )
                 logger.warning(
                     "The embedded %s server%s (pid %s) %s; restarting it",
-                    self.kind, f" {self.purpose}" if self.purpose else "", self._proc.pid, how,
-                )  # fmt: skip
+                    self.kind,
+                    f" {self.purpose}" if self.purpose else "",
+                    self._proc.pid,
+                    how,
+                )
                 await self._kill(1.0)
                 await self._cleanup()
             self._stopping = False
@@ -408,13 +411,20 @@ class LightpandaServer(EmbeddedServer):
         if sets_flag(self.config.lightpanda_args, "--watchdog-ms"):
             watchdog = []
         argv = [
-            binary, "serve", "--unix-socket", path,
-            "--cdp-max-connections", str(max_connections),
-            "--log-level", "error", *watchdog, *lightpanda_flags(self.config),
+            binary,
+            "serve",
+            "--unix-socket",
+            path,
+            "--cdp-max-connections",
+            str(max_connections),
+            "--log-level",
+            "error",
+            *watchdog,
+            *lightpanda_flags(self.config),
             *heap_limit_args(self.config, "lightpanda"),
             *http_cache_args(self.config, self._dir()),
             *self.config.lightpanda_args,
-        ]  # fmt: skip
+        ]
         proc = await self._spawn(argv)
         endpoint = unix_socket_url(path)
         delay = 0.01
@@ -492,13 +502,17 @@ class ChromiumServer(EmbeddedServer):
             # then not counted in cdp_pool/resources_blocked).
             extra.append("--blink-settings=imagesEnabled=false")
         argv = [
-            path, *CHROMIUM_FLAGS, *extra, *chromium_flags(self.config),
-            *heap_limit_args(self.config, "chromium"), *self.config.chromium_args,
+            path,
+            *CHROMIUM_FLAGS,
+            *extra,
+            *chromium_flags(self.config),
+            *heap_limit_args(self.config, "chromium"),
+            *self.config.chromium_args,
             "--remote-debugging-pipe",
             f"--user-data-dir={private / 'profile'}",
             f"--crash-dumps-dir={private / 'crashes'}",
             "about:blank",
-        ]  # fmt: skip
+        ]
         to_browser = os.pipe()  # (read: its fd 3, write: ours)
         from_browser = os.pipe()  # (read: ours, write: its fd 4)
         try:
@@ -511,10 +525,12 @@ class ChromiumServer(EmbeddedServer):
         os.close(from_browser[1])
         name = f"pipe:chromium/{proc.pid}"
         self.cdp = await CDPConnection.open_pipe(
-            name, to_browser[1], from_browser[0],
+            name,
+            to_browser[1],
+            from_browser[0],
             command_timeout_s=self.config.command_timeout_s,
             max_message_bytes=self.config.max_message_bytes,
-        )  # fmt: skip
+        )
         exited: asyncio.Future[int] = asyncio.ensure_future(proc.wait())
         answer = asyncio.ensure_future(self.cdp.send("Browser.getVersion", timeout_s=3600))
         waited: set[asyncio.Future[Any]] = {answer, exited}

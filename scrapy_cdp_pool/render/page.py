@@ -52,9 +52,11 @@ _READ_HTML = (
     " + document.documentElement.outerHTML)"
 )
 _CONTEXT_GONE = (
-    "Execution context was destroyed", "Cannot find context", "context not found",
+    "Execution context was destroyed",
+    "Cannot find context",
+    "context not found",
     "Inspected target navigated or closed",
-)  # fmt: skip
+)
 
 
 class Page:
@@ -256,8 +258,9 @@ class Page:
                     f"{timeout_s:g} s (CDP_POOL_NAVIGATION_TIMEOUT_SECONDS, "
                     'meta["cdp_navigation_timeout"])'
                 ) from e
-            logger.debug("%s: no load event within %.1f s; reading the page as is",
-                          self.spec.url, timeout_s)  # fmt: skip
+            logger.debug(
+                "%s: no load event within %.1f s; reading the page as is", self.spec.url, timeout_s
+            )
         finally:
             if not navigate.done():
                 navigate.cancel()

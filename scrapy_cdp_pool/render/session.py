@@ -114,10 +114,16 @@ async def render(
     user_agent = user_agent_command(spec, lease.info)
     if idle is not None:
         page = await Page.reattach(
-            lease.cdp, idle.context_id, idle.target_id, idle.session_id, spec,
-            clear_cookies=options is None or not options.name, user_agent=user_agent,
-            kind=lease.info.kind, guard_cache=True,
-        )  # fmt: skip
+            lease.cdp,
+            idle.context_id,
+            idle.target_id,
+            idle.session_id,
+            spec,
+            clear_cookies=options is None or not options.name,
+            user_agent=user_agent,
+            kind=lease.info.kind,
+            guard_cache=True,
+        )
     else:
         await lease.evict_idle_pages()
         context_id = await lease.new_context(

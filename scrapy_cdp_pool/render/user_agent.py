@@ -35,10 +35,15 @@ logger = logging.getLogger(__name__)
 
 _CHROME = re.compile(r"\b(?:Chrome|CriOS)/(\d+)((?:\.\d+){0,3})")
 _PLATFORMS = (  # (substring of the user agent, Sec-CH-UA-Platform), first match wins
-    ("Android", "Android"), ("Windows", "Windows"), ("CrOS", "Chrome OS"),
-    ("Macintosh", "macOS"), ("Mac OS X", "macOS"), ("iPhone", "iOS"), ("iPad", "iOS"),
+    ("Android", "Android"),
+    ("Windows", "Windows"),
+    ("CrOS", "Chrome OS"),
+    ("Macintosh", "macOS"),
+    ("Mac OS X", "macOS"),
+    ("iPhone", "iOS"),
+    ("iPad", "iOS"),
     ("Linux", "Linux"),
-)  # fmt: skip
+)
 
 
 def wanted_user_agent(spec: RenderSpec) -> str | None:
@@ -128,8 +133,10 @@ class RefusedUserAgentWarning:
             return
         self.warned = True
         logger.warning(
-            "Lightpanda refuses user agents containing \"Mozilla\": rendered requests with "
+            'Lightpanda refuses user agents containing "Mozilla": rendered requests with '
             "User-Agent %r go out with Lightpanda's own, %r (set USER_AGENT without "
-            "\"Mozilla\", or CDP_POOL_BROWSER = \"chromium\", to send yours)",
-            wanted, info.default_user_agent or "Lightpanda/<version>", extra=extra,
-        )  # fmt: skip
+            '"Mozilla", or CDP_POOL_BROWSER = "chromium", to send yours)',
+            wanted,
+            info.default_user_agent or "Lightpanda/<version>",
+            extra=extra,
+        )

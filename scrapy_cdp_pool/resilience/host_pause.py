@@ -103,8 +103,12 @@ class HostPauseMiddleware:
             logger.warning(
                 "%s asked for a %.1f s pause (Retry-After: %r); pausing %.1f s, "
                 "CDP_POOL_RETRY_BACKOFF_MAX_SECONDS",
-                host, seconds, header, self.max_s, extra={"crawler": self.crawler},
-            )  # fmt: skip
+                host,
+                seconds,
+                header,
+                self.max_s,
+                extra={"crawler": self.crawler},
+            )
             seconds = self.max_s
         if seconds <= 0:
             return
@@ -116,9 +120,12 @@ class HostPauseMiddleware:
         self.stats.max_value("cdp_pool/host_pause_seconds_max", round(seconds, 3))
         logger.info(
             "Pausing requests to %s for %.1f s (HTTP %d, Retry-After: %s)",
-            host, seconds, status, header.decode("latin-1") if header else "none",
+            host,
+            seconds,
+            status,
+            header.decode("latin-1") if header else "none",
             extra={"crawler": self.crawler},
-        )  # fmt: skip
+        )
         self.gates.wake(seconds)
 
     def remaining(self, host: str) -> float:

@@ -91,7 +91,6 @@ class IdentityAwarePriorityQueue:
         self._turn = itertools.count(1)
         for gate, prios in (startprios or {}).items():
             self.pqueues[gate] = self._pqfactory(gate, prios)
-        self.gates.register_queue(self)
 
     def _pqfactory(self, gate: str, startprios: Iterable[int] = ()) -> ScrapyPriorityQueue:
         return ScrapyPriorityQueue(

@@ -16,6 +16,7 @@ from scrapy_cdp_pool.budget.registry import budget_for
 from scrapy_cdp_pool.pool.connection import ConnectionState
 from scrapy_cdp_pool.pool.pool import ConnectionPool, PoolState
 from scrapy_cdp_pool.pool.registry import get_pool
+from scrapy_cdp_pool.scrapy_internals import scheduler_queues
 from scrapy_cdp_pool.telemetry.process_memory import (
     MB,
     TreeMemory,
@@ -71,7 +72,7 @@ def identity_waiting(scheduler: Any) -> int:
     :data:`IDENTITY_WAITING_ATTRIBUTE` of the scheduler's memory and disk
     queues (``mqs``, ``dqs``), 0 where a queue has none."""
     total = 0
-    for queue in (getattr(scheduler, "mqs", None), getattr(scheduler, "dqs", None)):
+    for queue in scheduler_queues(scheduler):
         value = getattr(queue, IDENTITY_WAITING_ATTRIBUTE, 0)
         if isinstance(value, int) and not isinstance(value, bool):
             total += value
@@ -125,6 +126,7 @@ class StatusCollector:
         active_downloads = len(engine.downloader.active) if engine is not None else 0
         scheduler = engine.scheduler if engine is not None else None
         slot = engine.scraper.slot if engine is not None else None
+        memory_queue, disk_queue = scheduler_queues(scheduler)
         pool = get_pool(crawler)
         if server is None:
             server = read_server(pool)
@@ -138,8 +140,8 @@ class StatusCollector:
             active_downloads=active_downloads,
             concurrent_requests=self.concurrent_requests,
             scheduler_requests=_length(scheduler),
-            scheduler_memory_requests=_length(getattr(scheduler, "mqs", None)),
-            scheduler_disk_requests=_length(getattr(scheduler, "dqs", None)),
+            scheduler_memory_requests=_length(memory_queue),
+            scheduler_disk_requests=_length(disk_queue),
             identity_waiting_requests=identity_waiting(scheduler),
             scraper_active_size_bytes=slot.active_size if slot is not None else None,
             scraper_max_active_size_bytes=(

@@ -209,8 +209,10 @@ async def measure(
             memory_source=first.source if first is not None else "n/a",
             base_connections=connections,
         )
-        progress(f"server: {report.server}, pid {server_pid or 'unknown'}, "
-                 f"memory = {report.memory_source.upper()} of its process tree")  # fmt: skip
+        progress(
+            f"server: {report.server}, pid {server_pid or 'unknown'}, "
+            f"memory = {report.memory_source.upper()} of its process tree"
+        )
 
         async def reading(label: str) -> float | None:
             if settle_s > 0:
@@ -294,9 +296,13 @@ async def _open_page(
                 {"browserContextId": opened.context_id, "cookies": context.storage_cookies()},
             )
         opened.page = await Page.attach(
-            cdp, opened.context_id, spec, network_events=not info.set_cookie_in_fetch_headers,
-            default_user_agent=info.default_user_agent, unsupported=info.unsupported,
-        )  # fmt: skip
+            cdp,
+            opened.context_id,
+            spec,
+            network_events=not info.set_cookie_in_fetch_headers,
+            default_user_agent=info.default_user_agent,
+            unsupported=info.unsupported,
+        )
         await opened.page.navigate(timeout_s)
         opened.loaded = True
     except (CDPError, RenderError, TimeoutError):
