@@ -17,8 +17,8 @@ from twisted.internet.defer import Deferred
 
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.pool import ConnectionPool
-from scrapy_cdp_pool.pool.registry import get_pool
 from scrapy_cdp_pool.pool.servers import free_port
+from scrapy_cdp_pool.runtime import runtime_of
 from tests.crawl import crawl
 from tests.servers import SiteServer, process_tree_alive
 
@@ -81,7 +81,7 @@ async def test_embedded_server_is_stopped_at_close(site: SiteServer, browser: st
     seen: dict[str, Any] = {}
 
     def then(spider: Any, response: Any) -> Any:
-        pool = get_pool(spider.crawler)
+        pool = runtime_of(spider.crawler).pool
         assert pool is not None
         assert pool.server is not None
         seen["pid"] = pool.server.pid
@@ -97,7 +97,7 @@ async def test_embedded_server_is_stopped_at_close(site: SiteServer, browser: st
     assert not process_tree_alive(seen["pid"])
     assert seen["private_dir"]
     assert not os.path.exists(seen["private_dir"])  # noqa: ASYNC240 - a test check
-    assert get_pool(crawler) is None  # released by both handlers
+    assert runtime_of(crawler).pool is None  # released by both handlers
 
 
 @pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
@@ -108,7 +108,7 @@ async def test_killed_server_is_replaced_and_later_requests_succeed(
     killed: list[int] = []
 
     def kill_then_follow(spider: Any, response: Any) -> Any:
-        pool = get_pool(spider.crawler)
+        pool = runtime_of(spider.crawler).pool
         assert pool is not None
         assert pool.server is not None
         assert pool.server.pid

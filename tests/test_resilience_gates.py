@@ -7,9 +7,10 @@ import time
 import scrapy
 from scrapy.utils.test import get_crawler
 
+from scrapy_cdp_pool import Addon
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import (
     gate_key,
-    gates_for,
     not_before_of,
     not_before_problem,
     not_before_suffix,
@@ -60,6 +61,9 @@ def test_a_gate_further_than_any_valid_wait_is_open() -> None:
     """A JOBDIR queue stored before values were checked may hold a gate for
     a time far off (milliseconds given as seconds): it does not hold its
     request for ever; the request then fails by name once handed out."""
-    gates = gates_for(get_crawler(settings_dict={"CDP_POOL_RETRY_BACKOFF_MAX_SECONDS": 60}))
+    crawler = get_crawler(
+        settings_dict={"CDP_POOL_RETRY_BACKOFF_MAX_SECONDS": 60, "ADDONS": {Addon: 0}}
+    )
+    gates = runtime_of(crawler).gates
     assert gates.is_open(f"|example.com|@{time.time() * 1000:.1f}")
     assert gates.is_open("|example.com|@1.0")  # long past

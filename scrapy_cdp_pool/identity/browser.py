@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.cdp.transport import UNIX_SCHEME
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import PoolUnavailable
 from scrapy_cdp_pool.identity.relay import unix_socket_relay
-from scrapy_cdp_pool.render.errors import PoolUnavailable
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page

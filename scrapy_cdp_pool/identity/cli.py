@@ -24,8 +24,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from scrapy_cdp_pool.config import BROWSERS, PoolConfig
+from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.identity.browser import playwright_page, run_hook
-from scrapy_cdp_pool.identity.errors import ProfileFileError
 from scrapy_cdp_pool.identity.options import describe_requirements
 from scrapy_cdp_pool.identity.store import Profile, ProfileStore, check_name
 from scrapy_cdp_pool.identity.validate import identity_problems

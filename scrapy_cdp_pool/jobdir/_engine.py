@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
-from scrapy_cdp_pool.jobdir.errors import JobdirError
+from scrapy_cdp_pool.errors import JobdirError
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -38,12 +38,13 @@ from scrapy.exceptions import CloseSpider
 from scrapy.extensions.spiderstate import SpiderState
 from scrapy.pqueues import ScrapyPriorityQueue
 
+from scrapy_cdp_pool.errors import JobdirError
 from scrapy_cdp_pool.jobdir import _engine
 from scrapy_cdp_pool.jobdir.dupefilter import DurableDupeFilter
-from scrapy_cdp_pool.jobdir.errors import JobdirError
 from scrapy_cdp_pool.jobdir.queues import _SqliteQueue
 from scrapy_cdp_pool.jobdir.recovery import recover_state
-from scrapy_cdp_pool.jobdir.store import JobStore, store_for
+from scrapy_cdp_pool.jobdir.store import JobStore
+from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -106,7 +107,7 @@ class DurableScheduler(Scheduler):
                 raise JobdirError("DurableScheduler needs a crawler: build it with from_crawler()")
             _engine.check(self.crawler)
             try:
-                store = store_for(self.crawler)
+                store = runtime_of(self.crawler).job_store()
             except JobdirError as e:
                 self._refuse(self.crawler, spider, e)
                 return None

@@ -33,6 +33,7 @@ from typing import Any
 from scrapy_cdp_pool.cdp import CDPConnectError, CDPConnection, CDPError
 from scrapy_cdp_pool.cdp.transport import unix_socket_url
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover, info_from_browser_version
 from scrapy_cdp_pool.pool.heap_limit import heap_limit_args, note_stderr_line
 from scrapy_cdp_pool.pool.private_dir import make_private_dir, sweep_once
@@ -110,10 +111,6 @@ CHROMIUM_FLAGS = (
 #: Lightpanda reads it at start (``strings`` on 1.0.2 shows it): without it,
 #: every server looks up and calls its vendor's telemetry host
 LIGHTPANDA_ENV = {"LIGHTPANDA_DISABLE_TELEMETRY": "true"}
-
-
-class ServerStartError(RuntimeError):
-    """The embedded server did not start or did not get ready in time."""
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child

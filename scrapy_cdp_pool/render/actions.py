@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.render.errors import ActionUnsupported
+from scrapy_cdp_pool.errors import ActionUnsupported
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page

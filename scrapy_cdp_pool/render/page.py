@@ -25,17 +25,17 @@ from scrapy_cdp_pool.cdp import (
     CDPProtocolError,
     CDPRequestTooLarge,
 )
-from scrapy_cdp_pool.render.capture import NetworkCapture
-from scrapy_cdp_pool.render.console import ConsoleLog
-from scrapy_cdp_pool.render.dialogs import DialogAnswerer
-from scrapy_cdp_pool.render.document import DocumentTracker
-from scrapy_cdp_pool.render.errors import (
+from scrapy_cdp_pool.errors import (
     NavigationFailed,
     NavigationToOtherScheme,
     PageCrashed,
     PageScriptError,
     ResponseTooLarge,
 )
+from scrapy_cdp_pool.render.capture import NetworkCapture
+from scrapy_cdp_pool.render.console import ConsoleLog
+from scrapy_cdp_pool.render.dialogs import DialogAnswerer
+from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.interception import FetchInterceptor, cdp_resource_type
 from scrapy_cdp_pool.render.navigation_schemes import SchemeFilter
 from scrapy_cdp_pool.render.network_idle import NetworkActivity

@@ -11,6 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy_cdp_pool.cdp import CDPConnectionClosed
+from scrapy_cdp_pool.errors import (
+    ActionError,
+    PageCrashed,
+    PageMemoryExceeded,
+    PageScriptError,
+    ResponseTooLarge,
+)
 from scrapy_cdp_pool.pool.heap_limit import lightpanda_hit
 from scrapy_cdp_pool.pool.lease import ContextLease
 from scrapy_cdp_pool.pool.page_reuse import stop_page
@@ -18,13 +25,6 @@ from scrapy_cdp_pool.render.actions import Action, check_supported, run_action
 from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
 from scrapy_cdp_pool.render.cookies import browser_cookies
 from scrapy_cdp_pool.render.document import DocumentResponse
-from scrapy_cdp_pool.render.errors import (
-    ActionError,
-    PageCrashed,
-    PageMemoryExceeded,
-    PageScriptError,
-    ResponseTooLarge,
-)
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.spec import RenderSpec

@@ -34,8 +34,8 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.misc import load_object
 from scrapy.utils.response import response_status_message
 
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.resilience.backoff import backoff_delay, parse_retry_after
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import NOT_BEFORE_META_KEY
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class RetryPolicyMiddleware:
         settings = crawler.settings
         if not settings.getbool("RETRY_ENABLED"):
             raise NotConfigured
-        config = PoolConfig.from_settings(settings)
+        config = runtime_of(crawler).config
         self.crawler = crawler
         self.max_retry_times = settings.getint("RETRY_TIMES")
         self.retry_http_codes = retry_http_codes(settings)

@@ -25,10 +25,10 @@ import psutil
 
 from scrapy_cdp_pool.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import RenderError
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.pool.servers import EmbeddedServer, embedded_server
 from scrapy_cdp_pool.render.context_options import ContextOptions
-from scrapy_cdp_pool.render.errors import RenderError
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.spec import RenderSpec
 from scrapy_cdp_pool.telemetry.process_memory import TreeMemory, process_tree_memory
