@@ -69,9 +69,19 @@ class Backend:
     #: an embedded server of it may be dedicated to one identity's proxy or
     #: time zone (``CDP_POOL_DEDICATED_SERVERS``)
     dedicated_servers: bool = False
-    #: its page's JavaScript heap ceiling is a server flag, read from the
-    #: server's own crash report (not the browser's)
+    #: a page past its JavaScript heap ceiling is told from the server's own
+    #: report (Lightpanda's stderr), not from the page's crash
     heap_limit_from_server: bool = False
+    #: the server flag that caps a page's JavaScript heap, and its form
+    #: (``{mb}``: the ceiling in MB); one argument per item
+    heap_limit_flag: str = "--js-flags"
+    heap_limit_args_format: tuple[str, ...] = ("--js-flags=--max-old-space-size={mb}",)
+    #: the ``PoolConfig`` field of the user's own server arguments
+    #: (``CDP_POOL_CHROMIUM_ARGS``, ``CDP_POOL_LIGHTPANDA_ARGS``)
+    args_field: str = "chromium_args"
+    #: TLS errors are ignored per connection (``Security.setIgnoreCertificateErrors``);
+    #: else only by a flag the server starts with
+    ignore_https_errors_by_command: bool = True
 
     def can(self, capability: Capability | str) -> bool:
         """Whether it honours ``capability``."""
@@ -80,6 +90,19 @@ class Backend:
     def missing(self, needs: frozenset[str]) -> frozenset[str]:
         """Which of ``needs`` it lacks."""
         return frozenset(needs) & self.unsupported
+
+    def user_args(self, config: PoolConfig) -> tuple[str, ...]:
+        """The user's own arguments for an embedded server of this backend."""
+        args: tuple[str, ...] = getattr(config, self.args_field)
+        return args
+
+    def heap_limit_args(self, limit_mb: int, user_args: tuple[str, ...]) -> list[str]:
+        """The server arguments capping a page's JavaScript heap at
+        ``limit_mb`` MB; none when the user's own arguments (``user_args``)
+        set :attr:`heap_limit_flag` themselves."""
+        if sets_flag(user_args, self.heap_limit_flag):
+            return []
+        return [arg.format(mb=limit_mb) for arg in self.heap_limit_args_format]
 
     def pool_config(self, config: PoolConfig) -> PoolConfig:
         """``config`` for an embedded pool of this backend: the crawl's own
@@ -95,7 +118,9 @@ class Backend:
 
 LIGHTPANDA = Backend(
     "lightpanda",
-    unsupported=frozenset({Capability.USER_AGENT_MOZILLA, Capability.TIMEZONE, Capability.PROXY}),
+    unsupported=frozenset(
+        {Capability.USER_AGENT_MOZILLA, Capability.TIMEZONE, Capability.PROXY, Capability.LAYOUT}
+    ),
     max_contexts_per_connection=1,
     set_cookie_in_fetch_headers=True,
     pipeline_navigation=True,
@@ -104,11 +129,23 @@ LIGHTPANDA = Backend(
     reuse_pages_by_default=False,
     dedicated_servers=True,
     heap_limit_from_server=True,
+    heap_limit_flag="--v8-max-heap-mb",
+    heap_limit_args_format=("--v8-max-heap-mb", "{mb}"),
+    ignore_https_errors_by_command=False,
+    args_field="lightpanda_args",
 )
 CHROMIUM = Backend("chromium")
 UNKNOWN = Backend("unknown")
 """A ``ws://`` endpoint with no ``/json/version``: used with Chromium's
 capabilities."""
+
+
+def sets_flag(args: tuple[str, ...], flag: str) -> bool:
+    """Whether the user's own server arguments (``CDP_POOL_LIGHTPANDA_ARGS``,
+    ``CDP_POOL_CHROMIUM_ARGS``) give ``flag``, as ``flag value`` or
+    ``flag=value``: the plugin's own value for it is then left out."""
+    return any(arg.split("=", 1)[0] == flag for arg in args)
+
 
 BACKENDS: dict[str, Backend] = {b.kind: b for b in (LIGHTPANDA, CHROMIUM, UNKNOWN)}
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrapy_cdp_pool.backends import LIGHTPANDA
 from scrapy_cdp_pool.config import BROWSERS
 from scrapy_cdp_pool.identity import cli as profile_cli
 
@@ -105,7 +106,7 @@ def _measure_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", help="the page to open again and again")
     server = parser.add_mutually_exclusive_group()
     server.add_argument(
-        "--browser", choices=BROWSERS, default="lightpanda",
+        "--browser", choices=BROWSERS, default=LIGHTPANDA.kind,
         help="start this embedded server (default: lightpanda)",
     )  # fmt: skip
     server.add_argument(

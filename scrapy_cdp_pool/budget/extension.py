@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
+from scrapy_cdp_pool.backends import backend_of
 from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
 from scrapy_cdp_pool.budget.load import LoadThresholds
 from scrapy_cdp_pool.config import PoolConfig
@@ -36,7 +37,7 @@ def pool_capacity(config: PoolConfig) -> int:
     contexts per connection (one on the embedded Lightpanda). The default of
     ``CDP_POOL_BUDGET_MAX``."""
     endpoints = max(1, len(config.endpoints))
-    one_context = not config.endpoints and config.browser == "lightpanda"
+    one_context = not config.endpoints and backend_of(config).max_contexts_per_connection == 1
     contexts = 1 if one_context else config.contexts_per_connection
     return endpoints * config.connections * contexts
 

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.backends import CHROMIUM
 from scrapy_cdp_pool.cdp.transport import UNIX_SCHEME
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.errors import PoolUnavailable
@@ -62,7 +63,7 @@ async def playwright_page(
     async with contextlib.AsyncExitStack() as stack:
         playwright = await stack.enter_async_context(async_playwright())
         if endpoint.startswith("pipe:"):
-            config = config or PoolConfig(browser="chromium")
+            config = config or PoolConfig(browser=CHROMIUM.kind)
             private = make_private_dir("hook")
             stack.callback(shutil.rmtree, private, True)
             args = [

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from scrapy_cdp_pool.backends import backend_of
 from scrapy_cdp_pool.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.errors import (
@@ -84,7 +85,8 @@ class ConnectionPool:
         self._disposals: set[asyncio.Task[None]] = set()
         self.slots = SlotQueue(self.connections, holds)
         self.dedicated: DedicatedServers | None = None
-        if config.dedicated_servers > 0 and not config.endpoints and config.browser == "lightpanda":
+        backend = backend_of(config)
+        if config.dedicated_servers > 0 and not config.endpoints and backend.dedicated_servers:
             self.dedicated = DedicatedServers(config, self._dedicated_pool)
 
     def _dedicated_pool(self, config: PoolConfig, options: ServerOptions) -> ConnectionPool:
@@ -192,7 +194,7 @@ class ConnectionPool:
         if self.state in (PoolState.CLOSING, PoolState.CLOSED):
             await cdp.close()
             return
-        if info.kind == "lightpanda":
+        if info.backend.auto_attach:
             await cdp.enable_auto_attach()
         await set_up_connection(cdp, info, self.config, embedded=self.server is not None)
         connection.attach(cdp, info)
@@ -370,7 +372,7 @@ class ConnectionPool:
         message says when ``CDP_POOL_DEDICATED_SERVERS = 0`` is why."""
         off = (
             self.server is not None
-            and self.server.kind == "lightpanda"
+            and self.server.backend.dedicated_servers
             and self.config.dedicated_servers == 0
         )
         check_capabilities(self.infos, requires, dedicated_off=off)

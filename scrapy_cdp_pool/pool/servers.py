@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA, Backend, backend_of, sets_flag
 from scrapy_cdp_pool.cdp import CDPConnectError, CDPConnection, CDPError
 from scrapy_cdp_pool.cdp.transport import unix_socket_url
 from scrapy_cdp_pool.config import PoolConfig
@@ -41,7 +42,6 @@ from scrapy_cdp_pool.pool.server_flags import (
     chromium_flags,
     http_cache_args,
     lightpanda_flags,
-    sets_flag,
     watchdog_ms,
 )
 from scrapy_cdp_pool.pool.server_options import ServerOptions
@@ -170,7 +170,12 @@ class EmbeddedServer(ABC):
     removed at stop.
     """
 
-    kind: str
+    backend: Backend
+
+    @property
+    def kind(self) -> str:
+        """The backend's name, for logs and stats."""
+        return self.backend.kind
 
     def __init__(self, config: PoolConfig) -> None:
         self.config = config
@@ -358,7 +363,7 @@ class LightpandaServer(EmbeddedServer):
     ``--watchdog-ms`` below ``DOWNLOAD_TIMEOUT`` (:func:`watchdog_ms`) unless
     ``CDP_POOL_LIGHTPANDA_ARGS`` sets it."""
 
-    kind = "lightpanda"
+    backend = LIGHTPANDA
 
     def _on_stderr_line(self, line: bytes) -> None:
         note_stderr_line(line)  # a page over CDP_POOL_PAGE_HEAP_LIMIT_MB
@@ -408,7 +413,7 @@ class LightpandaServer(EmbeddedServer):
             binary, "serve", "--unix-socket", path,
             "--cdp-max-connections", str(max_connections),
             "--log-level", "error", *watchdog, *lightpanda_flags(self.config),
-            *heap_limit_args(self.config, "lightpanda"),
+            *heap_limit_args(self.config, LIGHTPANDA),
             *http_cache_args(self.config, self._dir()),
             *self.config.lightpanda_args,
         ]  # fmt: skip
@@ -445,7 +450,7 @@ class ChromiumServer(EmbeddedServer):
     closing it makes Chromium exit, and :meth:`ensure_running` starts a new
     one."""
 
-    kind = "chromium"
+    backend = CHROMIUM
 
     def __init__(self, config: PoolConfig) -> None:
         super().__init__(config)
@@ -490,7 +495,7 @@ class ChromiumServer(EmbeddedServer):
             extra.append("--blink-settings=imagesEnabled=false")
         argv = [
             path, *CHROMIUM_FLAGS, *extra, *chromium_flags(self.config),
-            *heap_limit_args(self.config, "chromium"), *self.config.chromium_args,
+            *heap_limit_args(self.config, CHROMIUM), *self.config.chromium_args,
             "--remote-debugging-pipe",
             f"--user-data-dir={private / 'profile'}",
             f"--crash-dumps-dir={private / 'crashes'}",
@@ -557,13 +562,18 @@ def embedded_server(
     if dedicated_to is not None:
         config = dataclasses.replace(
             config,
-            browser="lightpanda",
+            browser=LIGHTPANDA.kind,
             lightpanda_args=(*config.lightpanda_args, *dedicated_to.lightpanda_args()),
         )
         server = LightpandaServer(config)
         server.purpose = f"for {dedicated_to.label}"
         server.extra_env = dedicated_to.lightpanda_env()
         return server
-    if config.browser == "chromium":
-        return ChromiumServer(config)
-    return LightpandaServer(config)
+    server_class = _SERVERS.get(backend_of(config), LightpandaServer)
+    return server_class(config)
+
+
+_SERVERS: dict[Backend, type[EmbeddedServer]] = {
+    LIGHTPANDA: LightpandaServer,
+    CHROMIUM: ChromiumServer,
+}

@@ -19,6 +19,7 @@ from collections.abc import Coroutine
 from typing import Any
 from urllib.parse import urlsplit
 
+from scrapy_cdp_pool.backends import CHROMIUM, Backend
 from scrapy_cdp_pool.cdp import (
     CDPConnection,
     CDPConnectionClosed,
@@ -69,7 +70,7 @@ class Page:
         target_id: str,
         session_id: str,
         spec: RenderSpec,
-        kind: str = "chromium",
+        backend: Backend = CHROMIUM,
     ) -> None:
         self.cdp = cdp
         self.target_id = target_id
@@ -78,7 +79,7 @@ class Page:
         self.tracker = DocumentTracker(main_frame_id=target_id)
         self.interceptor = FetchInterceptor(self)
         self.dialogs = DialogAnswerer(
-            self, accept=spec.dialogs == "accept", browser_answers=kind == "lightpanda"
+            self, accept=spec.dialogs == "accept", browser_answers=backend.answers_dialogs
         )
         self.network = NetworkActivity()
         self.schemes = SchemeFilter(target_id)
@@ -112,7 +113,7 @@ class Page:
         unsupported: frozenset[str] = frozenset(),
         pipeline_navigation: bool = False,
         user_agent: tuple[str, dict[str, Any]] | None = None,
-        kind: str = "chromium",
+        backend: Backend = CHROMIUM,
         guard_cache: bool = False,
     ) -> Page:
         """Create a blank target in ``context_id``, attach to it, enable the
@@ -138,7 +139,7 @@ class Page:
                 "Target.attachToTarget", {"targetId": target_id, "flatten": True}
             )
             session_id = attached["sessionId"]
-        page = cls(cdp, target_id, session_id, spec, kind)
+        page = cls(cdp, target_id, session_id, spec, backend)
         page.guard_cache = guard_cache
         context = spec.context
         fetch = _fetch_params(spec, unsupported, guard_cache)
@@ -187,7 +188,7 @@ class Page:
         *,
         clear_cookies: bool,
         user_agent: tuple[str, dict[str, Any]] | None = None,
-        kind: str = "chromium",
+        backend: Backend = CHROMIUM,
         guard_cache: bool = False,
     ) -> Page:
         """Take over a page a previous request of the same identity left open
@@ -195,7 +196,7 @@ class Page:
         set; only this request's interception, and for the anonymous identity
         a cookie jar emptied and refilled from Scrapy's, are sent and answered
         before the navigation starts."""
-        page = cls(cdp, target_id, session_id, spec, kind)
+        page = cls(cdp, target_id, session_id, spec, backend)
         page.guard_cache = guard_cache
         commands = [page.command("Fetch.enable", _fetch_params(spec, guard_cache=guard_cache))]
         if user_agent is not None:  # this request's, which may not be the last one's
