@@ -32,6 +32,7 @@ from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool.errors import (
+    PoolStartTimeout,
     PoolUnavailable,
     ProfileError,
     ProfileFileError,
@@ -195,9 +196,9 @@ class ProfileMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         name = identity_of(request)
-        # A request that never got a page (SlotWaitTimeout) says nothing of
+        # A request that never got a page (SlotWaitTimeout, PoolStartTimeout) says nothing of
         # the identity.
-        if name and not isinstance(exception, (ProfileError, SlotWaitTimeout)):
+        if name and not isinstance(exception, (ProfileError, SlotWaitTimeout, PoolStartTimeout)):
             self._failed(name, type(exception).__name__)
 
     def _failed(self, name: str, why: str) -> None:
