@@ -10,11 +10,12 @@ from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.jobdir.install import durable_settings, refuse_durable_queue
 from scrapy_cdp_pool.jobdir.store import check_jobdir
 from scrapy_cdp_pool.paths import check_directory, check_writable_file, make_private_directory
-from scrapy_cdp_pool.pool.registry import check_pool_config
-from scrapy_cdp_pool.pool.servers import ServerStartError, embedded_server
+from scrapy_cdp_pool.pool.servers import embedded_server
+from scrapy_cdp_pool.runtime import CrawlerRuntime, RuntimeOwner
 
 if TYPE_CHECKING:
     from typing import Self
@@ -48,7 +49,7 @@ COMPONENTS = (
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
 
-class Addon:
+class Addon(RuntimeOwner):
     """Installs :class:`~scrapy_cdp_pool.CDPDownloadHandler` for ``http`` and
     ``https`` and keeps the handlers that were there before as the fallback for
     requests that are not rendered (``CDP_POOL_FALLBACK_HANDLERS``).
@@ -68,10 +69,17 @@ class Addon:
         JOBDIR (:class:`~scrapy_cdp_pool.jobdir.JobdirLocked`) or its database
         is damaged, empty or not this plugin's
         (:class:`~scrapy_cdp_pool.jobdir.JobdirCorrupt`).
+
+    Built by Scrapy with the crawler, it reads the settings once
+    (:class:`PoolConfig`) and makes the crawler's
+    :class:`~scrapy_cdp_pool.runtime.CrawlerRuntime` (:attr:`runtime`), which
+    the plugin's components take in their ``from_crawler``
+    (:func:`~scrapy_cdp_pool.runtime.runtime_of`).
     """
 
     def __init__(self, crawler: Crawler | None = None) -> None:
         self.crawler = crawler
+        self.runtime: CrawlerRuntime | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -81,7 +89,9 @@ class Addon:
         scrapy_internals.check()
         config = PoolConfig.from_settings(settings)
         if self.crawler is not None:
-            check_pool_config(self.crawler, config)
+            runtime = CrawlerRuntime(self.crawler, config)
+            runtime.check_pool()
+            self.runtime = runtime
         _check_paths(config, settings.get("JOBDIR"))
         if not config.endpoints:
             try:

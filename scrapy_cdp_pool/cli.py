@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrapy_cdp_pool.backends import LIGHTPANDA
 from scrapy_cdp_pool.config import BROWSERS
 from scrapy_cdp_pool.identity import cli as profile_cli
 
@@ -50,7 +51,8 @@ def _plot_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from scrapy_cdp_pool.telemetry.plot import PlotError, plot_status_file
+    from scrapy_cdp_pool.errors import PlotError
+    from scrapy_cdp_pool.telemetry.plot import plot_status_file
 
     output = args.output or args.status_file.with_suffix(".png")
     try:
@@ -109,7 +111,7 @@ def _measure_arguments(parser: argparse.ArgumentParser) -> None:
     server.add_argument(
         "--browser",
         choices=BROWSERS,
-        default="lightpanda",
+        default=LIGHTPANDA.kind,
         help="start this embedded server (default: lightpanda)",
     )
     server.add_argument(
@@ -164,7 +166,7 @@ def _measure_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _measure(args: argparse.Namespace) -> int:
     from scrapy_cdp_pool.cdp import CDPError
-    from scrapy_cdp_pool.pool.servers import ServerStartError
+    from scrapy_cdp_pool.errors import ServerStartError
     from scrapy_cdp_pool.telemetry.sizing import measure, report_lines
 
     if args.server_pid is not None and args.endpoint is None:
@@ -173,7 +175,7 @@ def _measure(args: argparse.Namespace) -> int:
     out = sys.stderr if args.json else sys.stdout
     context = None
     if args.profile is not None:
-        from scrapy_cdp_pool.identity.errors import ProfileError
+        from scrapy_cdp_pool.errors import ProfileError
         from scrapy_cdp_pool.identity.options import context_options
         from scrapy_cdp_pool.identity.store import ProfileStore
 

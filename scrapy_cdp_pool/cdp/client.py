@@ -18,7 +18,9 @@ from typing import Any
 
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
-from scrapy_cdp_pool.cdp.errors import (
+from scrapy_cdp_pool.cdp.messages import Malformed, excerpt, optional
+from scrapy_cdp_pool.cdp.transport import PayloadTooBig, Stream, open_pipe, open_stream
+from scrapy_cdp_pool.errors import (
     CDPBacklogExceeded,
     CDPConnectError,
     CDPConnectionClosed,
@@ -28,8 +30,6 @@ from scrapy_cdp_pool.cdp.errors import (
     CDPRequestTooLarge,
     CDPTimeoutError,
 )
-from scrapy_cdp_pool.cdp.messages import Malformed, excerpt, optional
-from scrapy_cdp_pool.cdp.transport import PayloadTooBig, Stream, open_pipe, open_stream
 
 logger = logging.getLogger(__name__)
 

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA, backend_named
 from scrapy_cdp_pool.config import BROWSERS, PoolConfig
+from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.identity.browser import playwright_page, run_hook
-from scrapy_cdp_pool.identity.errors import ProfileFileError
 from scrapy_cdp_pool.identity.options import describe_requirements
 from scrapy_cdp_pool.identity.store import Profile, ProfileStore, check_name
 from scrapy_cdp_pool.identity.validate import identity_problems
@@ -226,13 +227,15 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
     if endpoint is None:
         # As in a crawl: Lightpanda, with the proxy and time zone for the
         # whole server, unless the identity needs what only Chromium does.
-        browser = args.browser or ("chromium" if needs - SERVER_LEVEL else "lightpanda")
-        if browser == "lightpanda" and server_options is not None:
+        backend = backend_named(args.browser) if args.browser else None
+        if backend is None:
+            backend = CHROMIUM if needs - SERVER_LEVEL else LIGHTPANDA
+        if backend.dedicated_servers and server_options is not None:
             # Like a crawl's dedicated server: the proxy and time zone for the
             # whole (embedded, short-lived) server.
             needs -= server_options.covers
             dedicated = True
-        config = PoolConfig(browser=browser)
+        config = PoolConfig(browser=backend.kind)
         server = embedded_server(config, server_options if dedicated else None)
         endpoint = await server.ensure_running()
     try:

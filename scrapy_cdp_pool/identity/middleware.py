@@ -31,24 +31,28 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
-from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import (
+    PoolStartTimeout,
+    PoolUnavailable,
+    ProfileError,
+    ProfileFileError,
+    ProfileSignedOut,
+    SlotWaitTimeout,
+)
 from scrapy_cdp_pool.identity.browser import endpoint_for, playwright_page, run_hook
-from scrapy_cdp_pool.identity.errors import ProfileError, ProfileFileError, ProfileSignedOut
 from scrapy_cdp_pool.identity.health import REFUSED_STATUSES
 from scrapy_cdp_pool.identity.options import (
     context_options,
     describe_requirements,
     playwright_context_args,
 )
-from scrapy_cdp_pool.identity.registry import Identities, identities_for
+from scrapy_cdp_pool.identity.registry import Identities
 from scrapy_cdp_pool.identity.signed_out import SignedOutRule
 from scrapy_cdp_pool.identity.store import ProfileStore
-from scrapy_cdp_pool.pool.capabilities import info_from_version
 from scrapy_cdp_pool.pool.pool import PoolState
-from scrapy_cdp_pool.pool.registry import get_pool
 from scrapy_cdp_pool.pool.server_options import SERVER_LEVEL
-from scrapy_cdp_pool.render.errors import PoolUnavailable, SlotWaitTimeout
-from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for, identity_of
+from scrapy_cdp_pool.runtime import CrawlerRuntime, runtime_of
+from scrapy_cdp_pool.scheduling.gates import RequestGates, identity_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -65,10 +69,13 @@ class ProfileMiddleware:
     """Downloader middleware for ``meta["cdp_profile"]`` (installed by
     :class:`~scrapy_cdp_pool.Addon`; disabled without ``CDP_POOL_PROFILES_DIR``)."""
 
-    def __init__(self, crawler: Crawler, identities: Identities, gates: RequestGates) -> None:
+    def __init__(
+        self, runtime: CrawlerRuntime, identities: Identities, gates: RequestGates
+    ) -> None:
         if identities.store is None:
             raise NotConfigured  # no profiles: nothing to say on every crawl
-        self.crawler = crawler
+        self.runtime = runtime
+        crawler = self.crawler = runtime.crawler
         self.identities = identities
         self.store: ProfileStore = identities.store
         self.health = identities.health
@@ -79,8 +86,8 @@ class ProfileMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = PoolConfig.from_settings(crawler.settings)
-        return cls(crawler, identities_for(crawler, config), gates_for(crawler))
+        runtime = runtime_of(crawler)
+        return cls(runtime, runtime.identities, runtime.gates)
 
     # Start-up ------------------------------------------------------------
 
@@ -102,11 +109,10 @@ class ProfileMiddleware:
         config = self.identities.config
         if config.endpoints:
             return  # known once the pool has asked them (see _report_routing)
-        version = {"Lightpanda-Version": ""} if config.browser == "lightpanda" else {}
-        unsupported = info_from_version("http://127.0.0.1", version).unsupported
-        dedicated = config.browser == "lightpanda" and config.dedicated_servers > 0
+        backend = self.runtime.backend
+        dedicated = backend.dedicated_servers and config.dedicated_servers > 0
         for name, needs in self._requirements():
-            missing = needs & unsupported
+            missing = backend.missing(needs)
             if missing and dedicated and missing <= SERVER_LEVEL:
                 logger.info(
                     "Profile %r needs %s: its requests go to a dedicated Lightpanda server "
@@ -115,7 +121,7 @@ class ProfileMiddleware:
                     describe_requirements(missing),
                     extra={"crawler": self.crawler},
                 )
-            elif missing and missing <= SERVER_LEVEL and config.browser == "lightpanda":
+            elif missing and missing <= SERVER_LEVEL and backend.dedicated_servers:
                 logger.warning(
                     "Profile %r needs %s, which the embedded lightpanda server takes only on a "
                     "dedicated server, and CDP_POOL_DEDICATED_SERVERS = 0: its requests will fail",
@@ -147,7 +153,7 @@ class ProfileMiddleware:
 
     def _report_routing(self) -> None:
         """Once the pool knows its endpoints: where each demanding profile goes."""
-        pool = get_pool(self.crawler)
+        pool = self.runtime.pool
         if not self.identities.config.endpoints or pool is None:
             return
         if pool.state is not PoolState.READY:
@@ -208,9 +214,9 @@ class ProfileMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         name = identity_of(request)
-        # A request that never got a page (SlotWaitTimeout) says nothing of
+        # A request that never got a page (SlotWaitTimeout, PoolStartTimeout) says nothing of
         # the identity.
-        if name and not isinstance(exception, (ProfileError, SlotWaitTimeout)):
+        if name and not isinstance(exception, (ProfileError, SlotWaitTimeout, PoolStartTimeout)):
             self._failed(name, type(exception).__name__)
 
     def _failed(self, name: str, why: str) -> None:
@@ -281,7 +287,7 @@ class ProfileMiddleware:
         """Run ``hook(profile, page)`` in a Playwright page on an endpoint
         that honours the profile, then save the context's storage state."""
         profile = self.store.load(name)
-        pool = get_pool(self.crawler)
+        pool = self.runtime.pool
         if pool is None:
             raise PoolUnavailable("the CDP pool is not running")
         options = context_options(profile)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrapy_cdp_pool.identity.errors import ProfileFileError
+from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.identity.signed_out import SignedOutRule, parse_signed_out
 from scrapy_cdp_pool.identity.validate import identity_problems, storage_state_problems
 

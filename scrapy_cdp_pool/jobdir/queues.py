@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-from scrapy_cdp_pool.jobdir.store import JobStore, store_for
+from scrapy_cdp_pool.jobdir.store import JobStore
+from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -56,7 +57,7 @@ class _SqliteQueue:
     def __init__(self, crawler: Crawler, key: str) -> None:
         self.crawler = crawler
         self.spider = crawler.spider
-        self.store: JobStore = store_for(crawler)
+        self.store: JobStore = runtime_of(crawler).job_store()
         self.name = self.store.queue_name(key)
         self._pending = self.store.pending(self.name)
 

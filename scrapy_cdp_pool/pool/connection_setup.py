@@ -30,7 +30,7 @@ async def set_up_connection(
     started with the matching flags)."""
     if not config.ignore_https_errors or embedded:
         return
-    if info.kind == "lightpanda":
+    if not info.backend.ignore_https_errors_by_command:
         if info.ws_url not in _warned:
             _warned.add(info.ws_url)
             logger.warning(

@@ -24,8 +24,8 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import DedicatedServerFailed, PoolUnavailable
 from scrapy_cdp_pool.pool.server_options import ServerOptions
-from scrapy_cdp_pool.render.errors import DedicatedServerFailed, PoolUnavailable
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.pool.pool import ConnectionPool

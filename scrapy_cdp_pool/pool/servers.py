@@ -30,9 +30,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA, Backend, backend_of, sets_flag
 from scrapy_cdp_pool.cdp import CDPConnectError, CDPConnection, CDPError
 from scrapy_cdp_pool.cdp.transport import unix_socket_url
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover, info_from_browser_version
 from scrapy_cdp_pool.pool.heap_limit import heap_limit_args, note_stderr_line
 from scrapy_cdp_pool.pool.private_dir import make_private_dir, sweep_once
@@ -40,7 +42,6 @@ from scrapy_cdp_pool.pool.server_flags import (
     chromium_flags,
     http_cache_args,
     lightpanda_flags,
-    sets_flag,
     watchdog_ms,
 )
 from scrapy_cdp_pool.pool.server_options import ServerOptions
@@ -112,10 +113,6 @@ CHROMIUM_FLAGS = (
 LIGHTPANDA_ENV = {"LIGHTPANDA_DISABLE_TELEMETRY": "true"}
 
 
-class ServerStartError(RuntimeError):
-    """The embedded server did not start or did not get ready in time."""
-
-
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
     os.setsid()
     if sys.platform == "linux":
@@ -173,7 +170,12 @@ class EmbeddedServer(ABC):
     removed at stop.
     """
 
-    kind: str
+    backend: Backend
+
+    @property
+    def kind(self) -> str:
+        """The backend's name, for logs and stats."""
+        return self.backend.kind
 
     def __init__(self, config: PoolConfig) -> None:
         self.config = config
@@ -364,7 +366,7 @@ class LightpandaServer(EmbeddedServer):
     ``--watchdog-ms`` below ``DOWNLOAD_TIMEOUT`` (:func:`watchdog_ms`) unless
     ``CDP_POOL_LIGHTPANDA_ARGS`` sets it."""
 
-    kind = "lightpanda"
+    backend = LIGHTPANDA
 
     def _on_stderr_line(self, line: bytes) -> None:
         note_stderr_line(line)  # a page over CDP_POOL_PAGE_HEAP_LIMIT_MB
@@ -421,7 +423,7 @@ class LightpandaServer(EmbeddedServer):
             "error",
             *watchdog,
             *lightpanda_flags(self.config),
-            *heap_limit_args(self.config, "lightpanda"),
+            *heap_limit_args(self.config, LIGHTPANDA),
             *http_cache_args(self.config, self._dir()),
             *self.config.lightpanda_args,
         ]
@@ -458,7 +460,7 @@ class ChromiumServer(EmbeddedServer):
     closing it makes Chromium exit, and :meth:`ensure_running` starts a new
     one."""
 
-    kind = "chromium"
+    backend = CHROMIUM
 
     def __init__(self, config: PoolConfig) -> None:
         super().__init__(config)
@@ -506,7 +508,7 @@ class ChromiumServer(EmbeddedServer):
             *CHROMIUM_FLAGS,
             *extra,
             *chromium_flags(self.config),
-            *heap_limit_args(self.config, "chromium"),
+            *heap_limit_args(self.config, CHROMIUM),
             *self.config.chromium_args,
             "--remote-debugging-pipe",
             f"--user-data-dir={private / 'profile'}",
@@ -576,13 +578,18 @@ def embedded_server(
     if dedicated_to is not None:
         config = dataclasses.replace(
             config,
-            browser="lightpanda",
+            browser=LIGHTPANDA.kind,
             lightpanda_args=(*config.lightpanda_args, *dedicated_to.lightpanda_args()),
         )
         server = LightpandaServer(config)
         server.purpose = f"for {dedicated_to.label}"
         server.extra_env = dedicated_to.lightpanda_env()
         return server
-    if config.browser == "chromium":
-        return ChromiumServer(config)
-    return LightpandaServer(config)
+    server_class = _SERVERS.get(backend_of(config), LightpandaServer)
+    return server_class(config)
+
+
+_SERVERS: dict[Backend, type[EmbeddedServer]] = {
+    LIGHTPANDA: LightpandaServer,
+    CHROMIUM: ChromiumServer,
+}

@@ -18,8 +18,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.cdp import CDPError, CDPRequestTooLarge
+from scrapy_cdp_pool.errors import ResponseTooLarge
 from scrapy_cdp_pool.render.document import DocumentResponse
-from scrapy_cdp_pool.render.errors import ResponseTooLarge
 from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
 from scrapy_cdp_pool.render.url_patterns import matches_any
 

@@ -28,6 +28,7 @@ import logging
 import re
 from typing import Any
 
+from scrapy_cdp_pool.backends import Capability
 from scrapy_cdp_pool.pool.capabilities import ServerInfo
 from scrapy_cdp_pool.render.spec import RenderSpec
 
@@ -101,7 +102,7 @@ def user_agent_command(spec: RenderSpec, info: ServerInfo) -> tuple[str, dict[st
     wanted = wanted_user_agent(spec)
     context = spec.context
     locale = context.locale if context is not None else None
-    if info.kind == "lightpanda":
+    if not info.backend.can(Capability.USER_AGENT_MOZILLA):  # Lightpanda
         if not wanted or refused_by(info, wanted):
             return None
         params: dict[str, Any] = {"userAgent": wanted}

@@ -39,7 +39,8 @@ from scrapy.http import Response
 
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.resilience.backoff import parse_retry_after, pause_delay
-from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for, url_host
+from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.scheduling.gates import RequestGates, url_host
 
 if TYPE_CHECKING:
     from typing import Self
@@ -69,7 +70,8 @@ class HostPauseMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, gates_for(crawler), PoolConfig.from_settings(crawler.settings))
+        runtime = runtime_of(crawler)
+        return cls(crawler, runtime.gates, runtime.config)
 
     def process_response(self, request: Request, response: Response) -> Response:
         if request.meta.pop(_OBSERVED_META_KEY, False) or "cached" in response.flags:

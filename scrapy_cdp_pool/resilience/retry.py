@@ -31,8 +31,8 @@ from scrapy.http import Response
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.response import response_status_message
 
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.resilience.backoff import backoff_delay, parse_retry_after
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import NOT_BEFORE_META_KEY
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class RetryPolicyMiddleware(RetryMiddleware):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler.settings)  # NotConfigured without RETRY_ENABLED
-        config = PoolConfig.from_settings(crawler.settings)
+        config = runtime_of(crawler).config
         self.crawler = crawler
         self.retry_http_codes = set(retry_http_codes(crawler.settings))
         self.backoff_base_s = config.retry_backoff_base_s

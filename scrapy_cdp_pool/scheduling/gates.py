@@ -28,7 +28,6 @@ import logging
 import math
 import time
 import uuid
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
@@ -37,7 +36,6 @@ from scrapy import Request
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.scheduling.identity_locks import IdentityLocks, LocalIdentityLocks
 from scrapy_cdp_pool.scrapy_internals import wake_engine
 
@@ -172,7 +170,15 @@ class HostPauses(Protocol):
 
 
 class RequestGates:
-    def __init__(self, crawler: Crawler, locks: IdentityLocks | None = None) -> None:
+    """The crawler's gates; one per crawler, held by its
+    :class:`~scrapy_cdp_pool.runtime.CrawlerRuntime` (``runtime.gates``).
+
+    ``max_wait_s``: ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS``.
+    """
+
+    def __init__(
+        self, crawler: Crawler, locks: IdentityLocks | None = None, *, max_wait_s: float = 60.0
+    ) -> None:
         self.crawler = crawler
         self.locks: IdentityLocks = locks or LocalIdentityLocks()
         self._host_checks: list[HostCheck] = []
@@ -182,7 +188,7 @@ class RequestGates:
         self._wakes: dict[float, Any] = {}
         #: ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS``: the latest a valid
         #: ``cdp_not_before`` may be, from now (:func:`not_before_problem`)
-        self.max_wait_s = PoolConfig.from_settings(crawler.settings).retry_backoff_max_s
+        self.max_wait_s = max_wait_s
         #: the crawler's host pauses, set by ``HostPauseMiddleware`` (``None``
         #: when it is not installed)
         self.host_pauses: HostPauses | None = None
@@ -266,14 +272,3 @@ class RequestGates:
     def _timed_wake(self, due: float) -> None:
         self._wakes.pop(due, None)
         self.wake()
-
-
-_gates: weakref.WeakKeyDictionary[Crawler, RequestGates] = weakref.WeakKeyDictionary()
-
-
-def gates_for(crawler: Crawler) -> RequestGates:
-    """The crawler's :class:`RequestGates`, created on first use."""
-    gates = _gates.get(crawler)
-    if gates is None:
-        gates = _gates[crawler] = RequestGates(crawler)
-    return gates

@@ -12,10 +12,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.budget.registry import budget_for
 from scrapy_cdp_pool.pool.connection import ConnectionState
 from scrapy_cdp_pool.pool.pool import ConnectionPool, PoolState
-from scrapy_cdp_pool.pool.registry import get_pool
 from scrapy_cdp_pool.scrapy_internals import scheduler_queues
 from scrapy_cdp_pool.telemetry.process_memory import (
     MB,
@@ -27,6 +25,8 @@ from scrapy_cdp_pool.telemetry.sample import ConnectionStatus, EndpointStatus, S
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from scrapy_cdp_pool.runtime import CrawlerRuntime
 
 #: Attribute a scheduler queue exposes to report requests it holds back because
 #: their gate is closed (identity busy, host paused):
@@ -92,8 +92,9 @@ class StatusCollector:
     """Builds samples for one crawler; keeps the previous sample's counts to
     give rates per minute over the time between two samples."""
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, runtime: CrawlerRuntime) -> None:
         self.crawler = crawler
+        self.runtime = runtime
         self.concurrent_requests = crawler.settings.getint("CONCURRENT_REQUESTS")
         self.max_active_size = crawler.settings.getint("SCRAPER_SLOT_MAX_ACTIVE_SIZE")
         self._started = time.monotonic()
@@ -127,12 +128,12 @@ class StatusCollector:
         scheduler = engine.scheduler if engine is not None else None
         slot = engine.scraper.slot if engine is not None else None
         memory_queue, disk_queue = scheduler_queues(scheduler)
-        pool = get_pool(crawler)
+        pool = self.runtime.pool
         if server is None:
             server = read_server(pool)
         memory = server.memory
         crawler_rss = process_rss_bytes()
-        budget = budget_for(crawler)
+        budget = self.runtime.budget
         return StatusSample(
             timestamp=datetime.now(UTC).isoformat(timespec="milliseconds"),
             event=event,

@@ -10,10 +10,11 @@ import pytest
 import scrapy
 from scrapy.utils.test import get_crawler
 
+from scrapy_cdp_pool import Addon
 from scrapy_cdp_pool.resilience.host_limits import HostLimits
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import (
     gate_key,
-    gates_for,
     not_before_of,
     not_before_problem,
     not_before_suffix,
@@ -64,14 +65,17 @@ def test_a_gate_further_than_any_valid_wait_is_open() -> None:
     """A JOBDIR queue stored before values were checked may hold a gate for
     a time far off (milliseconds given as seconds): it does not hold its
     request for ever; the request then fails by name once handed out."""
-    gates = gates_for(get_crawler(settings_dict={"CDP_POOL_RETRY_BACKOFF_MAX_SECONDS": 60}))
+    crawler = get_crawler(
+        settings_dict={"CDP_POOL_RETRY_BACKOFF_MAX_SECONDS": 60, "ADDONS": {Addon: 0}}
+    )
+    gates = runtime_of(crawler).gates
     assert gates.is_open(f"|example.com|@{time.time() * 1000:.1f}")
     assert gates.is_open("|example.com|@1.0")  # long past
 
 
 def test_one_request_in_flight_per_identity_and_host_limits_gate_by_host() -> None:
-    crawler = get_crawler(settings_dict={"CDP_POOL_HOST_CONCURRENCY": 1})
-    gates = gates_for(crawler)
+    crawler = get_crawler(settings_dict={"CDP_POOL_HOST_CONCURRENCY": 1, "ADDONS": {Addon: 0}})
+    gates = runtime_of(crawler).gates
     limits = HostLimits(crawler, gates, concurrency=1, rate=None)
     a1 = scrapy.Request("http://a.test/1", meta={"cdp_profile": "alice"})
     a2 = scrapy.Request("http://b.test/2", meta={"cdp_profile": "alice"})
@@ -90,8 +94,8 @@ def test_one_request_in_flight_per_identity_and_host_limits_gate_by_host() -> No
 def test_a_host_rate_spaces_starts_and_wakes_the_engine_when_due(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    crawler = get_crawler()
-    gates = gates_for(crawler)
+    crawler = get_crawler(settings_dict={"ADDONS": {Addon: 0}})
+    gates = runtime_of(crawler).gates
     woken: list[float] = []
     # no timer left behind: record the wakes instead
     monkeypatch.setattr(gates, "wake", lambda delay_s=0.0: woken.append(delay_s))
