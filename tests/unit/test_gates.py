@@ -74,7 +74,8 @@ def test_a_gate_further_than_any_valid_wait_is_open() -> None:
 
 
 def test_one_request_in_flight_per_identity_and_host_limits_gate_by_host() -> None:
-    crawler = get_crawler(settings_dict={"CDP_POOL_HOST_CONCURRENCY": 1, "ADDONS": {Addon: 0}})
+    # no CDP_POOL_HOST_CONCURRENCY: the add-on would install its own HostLimits
+    crawler = get_crawler(settings_dict={"ADDONS": {Addon: 0}})
     gates = runtime_of(crawler).gates
     limits = HostLimits(crawler, gates, concurrency=1, rate=None)
     a1 = scrapy.Request("http://a.test/1", meta={"cdp_profile": "alice"})
