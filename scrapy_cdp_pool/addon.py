@@ -7,6 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
+from scrapy_cdp_pool.cluster.install import (
+    HOST_PAUSE_MIDDLEWARE,
+    LOCAL_HOST_PAUSE_MIDDLEWARE,
+    check_redis,
+    cluster_settings,
+)
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.jobdir.install import durable_settings, refuse_durable_queue
 from scrapy_cdp_pool.jobdir.store import check_jobdir
@@ -110,7 +116,11 @@ class Addon:
         settings.set("SCHEDULER_PRIORITY_QUEUE", PRIORITY_QUEUE, "addon")
         _warn_if_starved(settings, config, self.crawler)
         _wrap_cache_storage(settings)
-        if settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
+        if config.cluster_redis_url is not None:  # one crawl over many workers
+            for name, value, priority in cluster_settings(settings):
+                settings.set(name, value, priority)
+            check_redis(config.cluster_redis_url)
+        elif settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
             changes = durable_settings(settings)
             for name, value, priority in changes:
                 settings.set(name, value, priority)
@@ -121,6 +131,8 @@ class Addon:
         _add_component(settings, "DOWNLOADER_MIDDLEWARES", GATE_RELEASE_MIDDLEWARE, 950)
         _add_component(settings, "DOWNLOADER_MIDDLEWARES", PROFILE_MIDDLEWARE, 970)
         for setting, component, order in RESILIENCE_COMPONENTS:
+            if component == LOCAL_HOST_PAUSE_MIDDLEWARE and config.cluster_redis_url is not None:
+                component = HOST_PAUSE_MIDDLEWARE  # pauses shared by the fleet
             _add_component(settings, setting, component, order)
         _add_component(settings, "EXTENSIONS", BUDGET_EXTENSION, 0)
         extensions = settings["EXTENSIONS"]

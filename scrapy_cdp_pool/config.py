@@ -105,6 +105,12 @@ class PoolConfig:
     autoscale_overloaded_fraction: float = 0.4
     jobdir_durable: bool = True
     jobdir_fsync: bool = False
+    #: the cluster crawl (issue 16): Redis URL (None: one process), crawl name
+    #: (None: the spider's), lease of a taken request, stay open when idle
+    cluster_redis_url: str | None = None
+    cluster_name: str | None = None
+    cluster_lease_s: float = 30.0
+    cluster_keep_open: bool = False
     #: network capture (``meta["cdp_capture"]``): the largest body kept, and
     #: the most body bytes kept per request
     capture_max_body: int = 10 * 1024 * 1024
@@ -259,6 +265,10 @@ class PoolConfig:
             ),
             jobdir_durable=_bool(settings, "CDP_POOL_JOBDIR_DURABLE", default=True),
             jobdir_fsync=_bool(settings, "CDP_POOL_JOBDIR_FSYNC"),
+            cluster_redis_url=_redis_url(settings, "CDP_POOL_CLUSTER_REDIS_URL"),
+            cluster_name=_optional_name(settings, "CDP_POOL_CLUSTER_NAME"),
+            cluster_lease_s=_seconds(settings, "CDP_POOL_CLUSTER_LEASE_SECONDS", 30.0),
+            cluster_keep_open=_bool(settings, "CDP_POOL_CLUSTER_KEEP_OPEN"),
             ignore_https_errors=_bool(settings, "CDP_POOL_IGNORE_HTTPS_ERRORS"),
             capture_max_body=_megabytes_as_bytes(settings, "CDP_POOL_CAPTURE_MAX_BODY_MB", 10),
             capture_max_total=_megabytes_as_bytes(settings, "CDP_POOL_CAPTURE_MAX_TOTAL_MB", 50),
@@ -478,6 +488,21 @@ def _optional_name(settings: BaseSettings, name: str) -> str | None:
     if not isinstance(raw, str) or not raw.strip():
         raise ValueError(f"{name}: {raw!r} is not a name; use a non-empty string, or None")
     return raw
+
+
+def _redis_url(settings: BaseSettings, name: str) -> str | None:
+    """A ``redis://``, ``rediss://`` or ``unix://`` URL, or None. The value is
+    not repeated in the error: it may hold a password."""
+    raw: Any = settings.get(name)
+    if raw is None or raw == "":
+        return None
+    scheme = urlsplit(raw).scheme if isinstance(raw, str) else ""
+    if scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(
+            f"{name}: not a Redis URL (scheme {scheme!r}); use redis://host:6379/0, "
+            "rediss://host:6380/0 or unix:///path/to/redis.sock, or None"
+        )
+    return str(raw)
 
 
 def _budget(settings: BaseSettings, name: str) -> ConcurrencyBudget | None:

@@ -1,0 +1,374 @@
+"""ClusterScheduler: the ``SCHEDULER`` of a crawl shared by many workers on Redis.
+
+The add-on installs it (with :class:`~scrapy_cdp_pool.cluster.ClusterDupeFilter`)
+when ``CDP_POOL_CLUSTER_REDIS_URL`` is set. Each call is one atomic step in
+Redis (:mod:`scrapy_cdp_pool.cluster.scripts`):
+
+- ``enqueue_request``: the fingerprint and the push together, so a request is
+  never seen without being stored. Start requests are stored once per crawl
+  however many workers start: their fingerprints (``dont_filter`` ones too)
+  go to a set of their own.
+- ``next_request``: acknowledgements of the requests the engine is done with
+  (as :class:`~scrapy_cdp_pool.jobdir.DurableScheduler` does: callback
+  output scheduled, items through the pipelines), then the take: the best
+  request whose identity is free fleet-wide and whose host is neither paused
+  nor at ``CDP_POOL_HOST_CONCURRENCY`` / ``CDP_POOL_HOST_RATE``, with a lease.
+- leases are renewed every third of ``CDP_POOL_CLUSTER_LEASE_SECONDS``; the
+  identity lock and host slot are given back as soon as the download is over
+  (a finish hook of the crawler's
+  :class:`~scrapy_cdp_pool.scheduling.gates.RequestGates`), the request itself
+  when the engine is done with it.
+
+Redis unreachable (:class:`~scrapy_cdp_pool.cluster.link.ClusterLink`): no
+request is taken; requests the crawl yields are kept in memory, in order, and
+stored once Redis answers; acknowledgements and releases wait too; requests
+held are finished. A request whose outputs could not be stored is not
+acknowledged, so if the worker dies before Redis is back, its lease expires
+and another worker does it again.
+
+Stats: ``cdp_pool/cluster/taken``, ``cdp_pool/cluster/acked``,
+``cdp_pool/cluster/stored``, ``cdp_pool/cluster/requeued`` (expired leases
+this worker put back), ``cdp_pool/cluster/leases_lost`` (leases of this worker
+that expired before it renewed them: their requests may be done twice),
+``cdp_pool/cluster/redis_errors``, ``cdp_pool/cluster/unloadable``,
+``cdp_pool/cluster/round_trips``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.misc import build_from_crawler, load_object
+
+from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
+from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
+from scrapy_cdp_pool.cluster.keys import gate_of
+from scrapy_cdp_pool.cluster.link import ClusterLink, RedisUnavailable, link_for
+from scrapy_cdp_pool.jobdir import _engine
+from scrapy_cdp_pool.jobdir.queues import deserialize, serialize
+from scrapy_cdp_pool.scheduling.gates import (
+    _TOKEN_META_KEY,
+    INVALID_META_KEY,
+    NOT_BEFORE_META_KEY,
+    RequestGates,
+    gates_for,
+    host_of,
+    identity_of,
+    not_before_problem,
+)
+from scrapy_cdp_pool.scheduling.queue import UNSERIALIZABLE_META_KEY
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.dupefilters import BaseDupeFilter
+
+logger = logging.getLogger(__name__)
+
+LEASE_META_KEY = "_cdp_cluster_lease"
+"""The id of the lease under which this worker holds the request."""
+FENCE_META_KEY = "_cdp_cluster_fence"
+"""The fencing token of the request's identity lock (an int, from ``INCR
+<prefix>fence``): a profile saved back under a token that is no longer the
+identity's current one is stale."""
+_PRIVATE_META_KEYS = (LEASE_META_KEY, FENCE_META_KEY, _TOKEN_META_KEY)
+POLL_S = (0.05, 1.0)
+"""How soon to ask Redis again when nothing may start but the crawl is not
+over (others hold requests, or new ones may come): doubling from the first to
+the second, reset when a request is taken."""
+PENDING_FRESH_S = 1.0
+
+
+class ClusterScheduler(BaseScheduler):
+    def __init__(self, crawler: Crawler, link: ClusterLink, dupefilter: BaseDupeFilter) -> None:
+        self.crawler = crawler
+        self.link = link
+        self.frontier = link.frontier
+        self.df = dupefilter
+        self.stats = crawler.stats
+        self.gates: RequestGates = gates_for(crawler)
+        self.keep_open = crawler.settings.getbool("CDP_POOL_CLUSTER_KEEP_OPEN")
+        self.spider: Spider | None = None
+        self._held: dict[str, Request] = {}  # lease id -> request handed out
+        self._unstored: deque[Request] = deque()  # yielded while Redis was down
+        self._local: deque[Request] = deque()  # unserializable: fail by name here
+        self._settle: list[str] = []  # releases waiting for Redis
+        self._pending: tuple[float, bool] = (0.0, False)
+        self._poll_s = POLL_S[0]
+        self._renewal: Any = None
+        gates = self.gates
+        gates.add_finish_hook(self._on_finished)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        dupefilter_cls = load_object(crawler.settings["DUPEFILTER_CLASS"])
+        dupefilter: BaseDupeFilter = build_from_crawler(dupefilter_cls, crawler)
+        return cls(crawler, link_for(crawler), dupefilter)
+
+    # -- life --------------------------------------------------------------
+
+    def open(self, spider: Spider) -> Any:
+        self.spider = spider
+        _engine.check(self.crawler)
+        from scrapy_cdp_pool.cluster.locks import ClusterIdentityLocks
+
+        self.gates.locks = ClusterIdentityLocks(self.link)
+        self._schedule_renewal()
+        logger.info(
+            "Cluster crawl %r: worker %s, lease %.1f s", self.link.name, self.link.worker,
+            self.link.lease_s, extra={"crawler": self.crawler},
+        )  # fmt: skip
+        return self.df.open()
+
+    def close(self, reason: str) -> Any:
+        if self._renewal is not None and self._renewal.active():
+            self._renewal.cancel()
+        self._flush_unstored()
+        done = self._finished_leases()
+        unfinished = [lease for lease in self._held if lease not in done]
+        ops = self._settle + [f"a:{lease}" for lease in done]
+        ops += [f"g:{lease}" for lease in unfinished]
+        try:
+            self.link.call("close", lambda: self.frontier.settle(ops))
+            self.stats.inc_value("cdp_pool/cluster/acked", len(done))
+            self._settle.clear()
+        except RedisUnavailable:
+            logger.error(
+                "Cluster crawl %r: Redis unreachable at close; %d requests held by this worker "
+                "are queued again when their lease expires, %d requests yielded were not "
+                "stored (their parents are done again)", self.link.name, len(self._held),
+                len(self._unstored), extra={"crawler": self.crawler},
+            )  # fmt: skip
+        self.stats.set_value("cdp_pool/cluster/round_trips", self.frontier.calls)
+        logger.info(
+            "Cluster crawl %r: worker %s closing (%s); %d requests given back to the queue",
+            self.link.name, self.link.worker, reason, len(unfinished),
+            extra={"crawler": self.crawler},
+        )  # fmt: skip
+        self._held.clear()
+        return self.df.close(reason)
+
+    # -- in ----------------------------------------------------------------
+
+    def enqueue_request(self, request: Request) -> bool:
+        for key in (*_PRIVATE_META_KEYS, INVALID_META_KEY):
+            request.meta.pop(key, None)
+        self._not_before_ms(request)  # marks an invalid value, before it is stored
+        try:
+            data = serialize(request, self.spider)
+        except ValueError as e:
+            request.meta[UNSERIALIZABLE_META_KEY] = str(e)
+            self._local.append(request)  # handed out here; fails by name
+            return True
+        if self._unstored or self.link.down:
+            self._unstored.append(request)  # keep the order
+            return True
+        try:
+            stored = self._store(request, data)
+        except RedisUnavailable:
+            self._unstored.append(request)
+            return True
+        if not stored:
+            self._log_duplicate(request)
+        return stored
+
+    def _log_duplicate(self, request: Request) -> None:
+        if self.spider is not None:
+            self.df.log(request, self.spider)
+
+    def _store(self, request: Request, data: bytes) -> bool:
+        """:raises RedisUnavailable: the request was not stored."""
+        seen, fp = "", b""
+        if request.meta.get("is_start_request") and request.dont_filter:
+            seen, fp = START_SEEN, self.crawler.request_fingerprinter.fingerprint(request)
+        elif not request.dont_filter:
+            if isinstance(self.df, ClusterDupeFilter):
+                seen, fp = SEEN, self.df.fingerprint(request)
+            elif self.df.request_seen(request):
+                return False
+        gate = gate_of(host_of(request), identity_of(request), self._not_before_ms(request))
+        try:
+            stored = self.link.call(
+                "store", lambda: self.frontier.push(data, gate, request.priority, seen, fp)
+            )
+        except ValueError as e:  # a priority the frontier cannot order
+            request.meta[UNSERIALIZABLE_META_KEY] = str(e)
+            self._local.append(request)
+            return True
+        if stored:
+            self.stats.inc_value("cdp_pool/cluster/stored")
+        self._pending = (time.monotonic(), True)
+        return stored
+
+    def _flush_unstored(self) -> bool:
+        """Store what was kept while Redis was down; whether all is stored."""
+        while self._unstored:
+            request = self._unstored[0]
+            try:
+                if not self._store(request, serialize(request, self.spider)):
+                    self._log_duplicate(request)
+            except RedisUnavailable:
+                return False
+            self._unstored.popleft()
+        return True
+
+    def _not_before_ms(self, request: Request) -> int | None:
+        """The request's ``cdp_not_before`` in epoch ms when it is valid and
+        in the future; an invalid one is marked (:data:`INVALID_META_KEY`)."""
+        if INVALID_META_KEY in request.meta:
+            return None
+        value = request.meta.get(NOT_BEFORE_META_KEY)
+        problem = not_before_problem(value, self.gates.max_wait_s)
+        if problem is not None:
+            request.meta[INVALID_META_KEY] = problem  # handed out, fails by name
+            return None
+        if value is None or value <= time.time():
+            return None
+        return math.ceil(float(value) * 1000)
+
+    # -- out ---------------------------------------------------------------
+
+    def next_request(self) -> Request | None:
+        if self._local:
+            return self._local.popleft()
+        if self.link.down or not self._flush_unstored() or not self._flush_settle():
+            self.gates.wake(self.link.retry_in_s)
+            return None
+        if not self.gates.may_start():  # e.g. a used-up budget; it wakes the engine
+            return None
+        done = self._finished_leases()
+        try:
+            taken = self.link.call("take", lambda: self.frontier.take(done))
+        except RedisUnavailable:
+            self.gates.wake(self.link.retry_in_s)
+            return None
+        for lease in done:
+            self._held.pop(lease, None)
+        if taken.settled:
+            self.stats.inc_value("cdp_pool/cluster/acked", taken.settled)
+        if taken.requeued:
+            self.stats.inc_value("cdp_pool/cluster/requeued", taken.requeued)
+            logger.info(
+                "Cluster crawl %r: %d requests whose lease expired queued again",
+                self.link.name, taken.requeued, extra={"crawler": self.crawler},
+            )  # fmt: skip
+        self._pending = (time.monotonic(), bool(taken.queued or taken.leased))
+        if taken.lease is None:
+            if taken.queued or taken.leased or self.keep_open:
+                wait = self._poll_s if taken.wait_s is None else min(taken.wait_s, self._poll_s)
+                self._poll_s = min(POLL_S[1], self._poll_s * 2)
+                self.gates.wake(max(0.001, wait))
+            return None
+        self._poll_s = POLL_S[0]
+        return self._hand_out(taken.lease, taken.data, taken.token)
+
+    def _hand_out(self, lease: str, data: bytes, token: int | None) -> Request | None:
+        try:
+            request = deserialize(data, self.spider)
+        except ValueError as e:
+            logger.error(
+                "Cluster crawl %r: stored request %s cannot be loaded (%s); kept in the "
+                "'unloadable' hash of the crawl's Redis keys", self.link.name, lease, e,
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
+            self.stats.inc_value("cdp_pool/cluster/unloadable")
+            try:
+                self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
+            except RedisUnavailable:
+                pass  # the lease expires and it is looked at again
+            return None
+        request.meta[LEASE_META_KEY] = lease
+        if token is not None:
+            request.meta[FENCE_META_KEY] = token
+            request.meta[_TOKEN_META_KEY] = f"cluster:{lease}"
+        self._held[lease] = request
+        self.stats.inc_value("cdp_pool/cluster/taken")
+        return request
+
+    def _finished_leases(self) -> list[str]:
+        """Leases of requests the engine is done with (not acknowledged yet)."""
+        in_progress = _engine.in_progress(self.crawler)
+        return [lease for lease, request in self._held.items() if request not in in_progress]
+
+    def has_pending_requests(self) -> bool:
+        if self._local or self._unstored or self.keep_open or self.link.down:
+            return True
+        at, pending = self._pending
+        if pending and time.monotonic() - at < PENDING_FRESH_S:
+            return True
+        done = self._finished_leases()
+        try:
+            if done:
+                settled = self.link.call(
+                    "ack", lambda: self.frontier.settle([f"a:{lease}" for lease in done])
+                )
+                self.stats.inc_value("cdp_pool/cluster/acked", settled)
+                for lease in done:
+                    self._held.pop(lease, None)
+            queued, leased = self.link.call("pending", self.frontier.pending)
+        except RedisUnavailable:
+            return True
+        self._pending = (time.monotonic(), bool(queued or leased))
+        return bool(queued or leased)
+
+    def __len__(self) -> int:
+        try:
+            return self.link.call("pending", self.frontier.pending)[0] + len(self._unstored)
+        except RedisUnavailable:
+            return len(self._unstored)
+
+    # -- leases ------------------------------------------------------------
+
+    def _on_finished(self, request: Request) -> None:
+        """The download is over: give back the identity lock and host slot now
+        (the request itself is acknowledged when the engine is done with it)."""
+        lease = request.meta.get(LEASE_META_KEY)
+        if lease is None or lease not in self._held:
+            return
+        request.meta.pop(_TOKEN_META_KEY, None)  # released here, in one step
+        self._settle.append(f"r:{lease}")
+        self._flush_settle()
+
+    def _flush_settle(self) -> bool:
+        if not self._settle:
+            return True
+        ops = list(self._settle)
+        try:
+            self.link.call("release", lambda: self.frontier.settle(ops))
+        except RedisUnavailable:
+            return False
+        del self._settle[: len(ops)]
+        self.gates.wake()
+        return True
+
+    def _schedule_renewal(self) -> None:
+        from scrapy.utils.asyncio import call_later
+
+        self._renewal = call_later(self.link.lease_s / 3, self._renew)
+
+    def _renew(self) -> None:
+        locks = getattr(self.gates.locks, "direct", {})
+        leases = list(self._held)
+        if leases or locks:
+            try:
+                lost = self.link.call(
+                    "renew", lambda: self.frontier.renew(leases, list(locks.items()))
+                )
+            except RedisUnavailable:
+                lost = []
+            for lease in lost:
+                if self._held.pop(lease, None) is not None:
+                    self.stats.inc_value("cdp_pool/cluster/leases_lost")
+                    logger.warning(
+                        "Cluster crawl %r: lease %s expired before it was renewed; another "
+                        "worker may do its request again", self.link.name, lease,
+                        extra={"crawler": self.crawler},
+                    )  # fmt: skip
+        self._schedule_renewal()
