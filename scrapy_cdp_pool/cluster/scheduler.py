@@ -128,8 +128,9 @@ class ClusterScheduler(BaseScheduler):
         return self.df.open()
 
     def close(self, reason: str) -> Any:
-        if self._renewal is not None and self._renewal.active():
+        if self._renewal is not None:
             self._renewal.cancel()
+            self._renewal = None
         self._flush_unstored()
         done = self._finished_leases()
         unfinished = [lease for lease in self._held if lease not in done]
@@ -363,6 +364,8 @@ class ClusterScheduler(BaseScheduler):
                 )
             except RedisUnavailable:
                 lost = []
+            if self._renewal is None:  # closed meanwhile
+                return
             for lease in lost:
                 if self._held.pop(lease, None) is not None:
                     self.stats.inc_value("cdp_pool/cluster/leases_lost")

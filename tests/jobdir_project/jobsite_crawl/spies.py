@@ -1,0 +1,46 @@
+"""Spy (an extension, only with ``SPY_FILE``): one JSON line per navigation
+start (``{"navigate": url, "t": time.monotonic()}``) and per host pause this
+worker announced, once it is written to Redis and set locally (``{"pause":
+host, "t": ...}``), written at once; the real methods are called."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import IO, Any
+
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+
+from scrapy_cdp_pool.cluster.host_pause import ClusterHostPauseMiddleware
+from scrapy_cdp_pool.render.page import Page
+
+
+class Spy:
+    def __init__(self, path: str) -> None:
+        self.file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - for the process's life
+        navigate = Page.navigate
+        pause = ClusterHostPauseMiddleware.pause
+        spy = self
+
+        async def spy_navigate(page: Page, timeout_s: float) -> None:
+            spy.write({"navigate": page.spec.url, "t": time.monotonic()})
+            await navigate(page, timeout_s)
+
+        def spy_pause(middleware: ClusterHostPauseMiddleware, host: str, *args: Any) -> None:
+            pause(middleware, host, *args)
+            spy.write({"pause": host, "t": time.monotonic()})
+
+        Page.navigate = spy_navigate  # type: ignore[method-assign]
+        ClusterHostPauseMiddleware.pause = spy_pause  # type: ignore[method-assign]
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Spy:
+        path = crawler.settings.get("SPY_FILE")
+        if not path:
+            raise NotConfigured
+        return cls(path)
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.file.write(json.dumps(record) + "\n")
+        self.file.flush()
