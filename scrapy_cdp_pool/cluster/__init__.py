@@ -39,7 +39,8 @@ key                    type    holds
 ``P start_seen``       set     fingerprints of ``dont_filter`` start requests
                                (stored once per crawl)
 ``P workers``          zset    worker id -> last heartbeat (take or renewal)
-``P stats``            hash    ``requeued``: expired leases put back
+``P stats``            hash    ``requeued``: expired leases put back;
+                               ``acked``: requests done
 ``P paused``           string  set by ``scrapy-cdp-pool cluster pause``: nothing
                                is taken while it exists
 ``P unloadable``       hash    request id -> stored request no worker could rebuild

@@ -84,6 +84,7 @@ local function settle(op, id, worker)
     redis.call('DEL', P .. 'lease:' .. id)
     redis.call('ZREM', P .. 'leases', id)
     redis.call('HDEL', P .. 'req', id)
+    redis.call('HINCRBY', P .. 'stats', 'acked', 1)
   elseif op == 'g' then
     requeue(id, lease)
   end
