@@ -111,6 +111,8 @@ class PoolConfig:
     cluster_name: str | None = None
     cluster_lease_s: float = 30.0
     cluster_keep_open: bool = False
+    #: the Redis list whose URLs join the cluster crawl (None: ``<spider>:start_urls``)
+    cluster_feed_key: str | None = None
     #: network capture (``meta["cdp_capture"]``): the largest body kept, and
     #: the most body bytes kept per request
     capture_max_body: int = 10 * 1024 * 1024
@@ -269,6 +271,7 @@ class PoolConfig:
             cluster_name=_optional_name(settings, "CDP_POOL_CLUSTER_NAME"),
             cluster_lease_s=_seconds(settings, "CDP_POOL_CLUSTER_LEASE_SECONDS", 30.0),
             cluster_keep_open=_bool(settings, "CDP_POOL_CLUSTER_KEEP_OPEN"),
+            cluster_feed_key=_optional_name(settings, "CDP_POOL_CLUSTER_FEED_KEY"),
             ignore_https_errors=_bool(settings, "CDP_POOL_IGNORE_HTTPS_ERRORS"),
             capture_max_body=_megabytes_as_bytes(settings, "CDP_POOL_CAPTURE_MAX_BODY_MB", 10),
             capture_max_total=_megabytes_as_bytes(settings, "CDP_POOL_CAPTURE_MAX_TOTAL_MB", 50),

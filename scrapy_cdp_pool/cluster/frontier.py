@@ -116,8 +116,11 @@ class Frontier:
         base = score_base(priority)
         return bool(self._run(self._push, seen, fp, gate, base, data))
 
-    def take(self, acks: Iterable[str] = ()) -> Taken:
-        """Acknowledge ``acks`` (lease ids), then take a request."""
+    def take(self, acks: Iterable[str] = (), feed_key: str = "") -> Taken:
+        """Acknowledge ``acks`` (lease ids), move URLs from the list
+        ``feed_key`` (if any) into the frontier when it runs low, then take a
+        request. A feed entry's ``data`` starts with
+        :data:`~scrapy_cdp_pool.cluster.scripts.FEED_MARK`."""
         ops = [f"a:{lease}" for lease in acks]
         raw = self._run(
             self._take,
@@ -126,6 +129,7 @@ class Frontier:
             self.host_concurrency,
             self.host_interval_ms,
             SCAN_GATES,
+            feed_key,
             *ops,
         )
         lease = raw[0].decode() if raw[0] else None

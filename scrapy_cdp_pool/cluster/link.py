@@ -47,6 +47,8 @@ class ClusterLink:
         self.name = config.cluster_name or str(getattr(crawler.spidercls, "name", "") or "")
         if not self.name:
             raise ValueError("CDP_POOL_CLUSTER_NAME: not set, and the spider has no name")
+        #: the list whose items become requests (scrapy-redis's ``<spider>:start_urls``)
+        self.feed_key = config.cluster_feed_key or f"{crawler.spidercls.name}:start_urls"
         self.worker = worker_id()
         self.client = connect(self.url, CALL_TIMEOUT_S)
         self.frontier = Frontier(

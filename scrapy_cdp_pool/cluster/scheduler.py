@@ -40,6 +40,7 @@ import logging
 import math
 import time
 from collections import deque
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import BaseScheduler
@@ -49,6 +50,7 @@ from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
 from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.link import ClusterLink, RedisUnavailable, link_for
+from scrapy_cdp_pool.cluster.scripts import FEED_MARK
 from scrapy_cdp_pool.jobdir import _engine
 from scrapy_cdp_pool.jobdir.queues import deserialize, serialize
 from scrapy_cdp_pool.scheduling.gates import (
@@ -246,7 +248,7 @@ class ClusterScheduler(BaseScheduler):
             return None
         done = self._finished_leases()
         try:
-            taken = self.link.call("take", lambda: self.frontier.take(done))
+            taken = self.link.call("take", lambda: self.frontier.take(done, self.link.feed_key))
         except RedisUnavailable:
             self.gates.wake(self.link.retry_in_s)
             return None
@@ -271,6 +273,9 @@ class ClusterScheduler(BaseScheduler):
         return self._hand_out(taken.lease, taken.data, taken.token)
 
     def _hand_out(self, lease: str, data: bytes, token: int | None) -> Request | None:
+        if data.startswith(FEED_MARK):
+            self._feed(lease, data[len(FEED_MARK) :])
+            return None
         try:
             request = deserialize(data, self.spider)
         except ValueError as e:
@@ -280,10 +285,8 @@ class ClusterScheduler(BaseScheduler):
                 extra={"crawler": self.crawler},
             )  # fmt: skip
             self.stats.inc_value("cdp_pool/cluster/unloadable")
-            try:
+            with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
                 self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
-            except RedisUnavailable:
-                pass  # the lease expires and it is looked at again
             return None
         request.meta[LEASE_META_KEY] = lease
         if token is not None:
@@ -292,6 +295,42 @@ class ClusterScheduler(BaseScheduler):
         self._held[lease] = request
         self.stats.inc_value("cdp_pool/cluster/taken")
         return request
+
+    def _feed(self, lease: str, data: bytes) -> None:
+        """An item of the feed list: store the spider's request for it, then
+        acknowledge the item (a worker killed in between leaves the item to
+        be fed again: its request is then refused by the dupefilter, unless
+        it has ``dont_filter``). The engine is asked to pull again."""
+        try:
+            request = self._request_from_feed(data)
+        except Exception:
+            logger.exception(
+                "Cluster crawl %r: feed item %r of %s gives no request; kept in the "
+                "'unloadable' hash", self.link.name, data[:200], self.link.feed_key,
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
+            self.stats.inc_value("cdp_pool/cluster/unloadable")
+            with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
+                self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
+            return
+        if self.enqueue_request(request) and self._unstored:
+            return  # not stored yet: the item's lease expires and it is fed again
+        with suppress(RedisUnavailable):
+            self.link.call("feed", lambda: self.frontier.settle([f"a:{lease}"]))
+            self.stats.inc_value("cdp_pool/cluster/fed")
+        self.gates.wake()
+
+    def _request_from_feed(self, data: bytes) -> Request:
+        """The spider's ``make_request_from_data(data)`` (scrapy-redis's
+        hook), else ``Request(url, dont_filter=True)`` for a URL, as
+        scrapy-redis's ``RedisSpider`` makes."""
+        make = getattr(self.spider, "make_request_from_data", None)
+        if make is not None:
+            request: Request = make(data)
+            return request
+        from scrapy import Request as ScrapyRequest
+
+        return ScrapyRequest(data.decode("utf-8").strip(), dont_filter=True)
 
     def _finished_leases(self) -> list[str]:
         """Leases of requests the engine is done with (not acknowledged yet)."""

@@ -19,8 +19,18 @@ identity: its cost is O(log n) in Redis plus the gates it parks on the way.
 
 from __future__ import annotations
 
+FEED_MARK = b"\x00feed:"
+"""Starts a frontier entry that is an item of the feed list, not a request."""
+FEED_BATCH = 16
+"""URLs moved from the feed list per take, when fewer requests than this are queued."""
+FEED_GATE = "||"
+"""The gate of feed entries (no host, no identity)."""
+
 _PRELUDE = r"""
 local P = ARGV[1]
+local FEED_MARK = '\0feed:'
+local FEED_GATE = '||'
+local FEED_BATCH = 16
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -120,13 +130,25 @@ TAKE = (
     _PRELUDE
     + r"""
 -- ARGV: prefix, worker, lease ms, host concurrency (0: none), host interval ms
--- (0: none), most gates to look at, then settle ops ('a:<id>' acks)
+-- (0: none), most gates to look at, feed list key ('' none), then settle ops
+-- ('a:<id>' acks)
 local worker = ARGV[2]
 local lease_ms = tonumber(ARGV[3])
 local conc = tonumber(ARGV[4])
 local interval = tonumber(ARGV[5])
 local now = now_ms()
-local settled = settle_all(worker, 7)
+local settled = settle_all(worker, 8)
+if ARGV[7] ~= '' and tonumber(redis.call('GET', P .. 'queued') or '0') < FEED_BATCH then
+  -- URLs pushed to the feed list become frontier entries, converted into
+  -- requests by the worker that takes them
+  for _, data in ipairs(redis.call('LPOP', ARGV[7], FEED_BATCH) or {}) do
+    local id = redis.call('INCR', P .. 'seq')
+    redis.call('HSET', P .. 'req', id, FEED_MARK .. data)
+    redis.call('ZADD', P .. 'q:' .. FEED_GATE, id, id)
+    redis.call('INCR', P .. 'queued')
+    if not redis.call('ZSCORE', P .. 'timed', FEED_GATE) then unpark(FEED_GATE) end
+  end
+end
 redis.call('ZADD', P .. 'workers', now, worker)
 local requeued = 0
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', now, 'LIMIT', 0, 100)) do

@@ -1,0 +1,87 @@
+"""One cluster worker in this process (a real crawl, embedded Lightpanda, a
+real ``redis-server``): URLs fed from a Redis list, what is refused at start,
+a request that cannot be stored failing by name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import pytest_twisted
+import scrapy
+
+from scrapy_cdp_pool.cluster.keys import key_prefix
+from scrapy_cdp_pool.resilience.request_checks import UnserializableRequestError
+from tests.cluster_harness import RedisServer
+from tests.crawl import crawl
+from tests.profiles import token
+from tests.servers import SiteServer
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+def cluster(redis_server: RedisServer, name: str, **extra: Any) -> dict[str, Any]:
+    return {"CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": name,
+            "CDP_POOL_RENDER_ALL": True, **extra}  # fmt: skip
+
+
+@pytest_twisted.ensureDeferred
+async def test_urls_pushed_to_the_feed_list_are_crawled(
+    site: SiteServer, redis_server: RedisServer
+) -> None:
+    name = token()
+    feed = f"feed-{name}"
+    urls = [site.url(f"/jobsite/{n}?tag={name}&total=20&hubs=2") for n in range(5)]
+    with redis_server.client() as client:
+        client.rpush(feed, *urls)
+    spider, crawler = await crawl([], cluster(redis_server, name, CDP_POOL_CLUSTER_FEED_KEY=feed))
+    assert sorted(response.url for response in spider.responses) == sorted(urls)
+    assert crawler.stats.get_value("cdp_pool/cluster/fed") == 5
+    with redis_server.client() as client:
+        assert client.llen(feed) == 0
+        assert not client.exists(f"{key_prefix(name)}req")
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_request_that_cannot_be_stored_fails_by_name(
+    site: SiteServer, redis_server: RedisServer
+) -> None:
+    url = site.url("/jobsite/1?tag=x&total=5&hubs=1")
+    spider, _ = await crawl(
+        [scrapy.Request(url, meta={"handle": lambda: None}, dont_filter=True)],
+        cluster(redis_server, token()),
+    )
+    assert not spider.responses
+    assert [type(failure.value) for failure in spider.failures] == [UnserializableRequestError]
+    assert "handle" in str(spider.failures[0].value)
+
+
+def test_an_unreachable_redis_is_refused_at_start(tmp_path: Any) -> None:
+    from scrapy.crawler import CrawlerRunner
+
+    from tests.crawl import BASE_SETTINGS, RecordingSpider
+
+    url = f"unix://{tmp_path}/none.sock"
+    runner = CrawlerRunner({**BASE_SETTINGS, "CDP_POOL_CLUSTER_REDIS_URL": url})
+    with pytest.raises(ValueError, match="CDP_POOL_CLUSTER_REDIS_URL: Redis at unix://"):
+        runner.create_crawler(RecordingSpider)._apply_settings()
+
+
+def test_a_password_in_the_url_is_never_shown(tmp_path: Any) -> None:
+    from scrapy.crawler import CrawlerRunner
+
+    from tests.crawl import BASE_SETTINGS, RecordingSpider
+
+    runner = CrawlerRunner(
+        {**BASE_SETTINGS, "CDP_POOL_CLUSTER_REDIS_URL": "redis://:s3cret@127.0.0.1:1/0"}
+    )
+    with pytest.raises(ValueError, match="does not answer") as raised:
+        runner.create_crawler(RecordingSpider)._apply_settings()
+    assert "s3cret" not in str(raised.value)
+    assert ":***@" in str(raised.value)
