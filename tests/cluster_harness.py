@@ -30,10 +30,11 @@ READY_DEADLINE_S = 30.0
 
 class RedisServer:
     """``redis-server`` listening on a Unix socket only (mode 0700), its AOF
-    (``appendfsync always``) in a private directory; :meth:`restart` kills it
+    (``appendfsync always`` by default) in a private directory; :meth:`restart` kills it
     (SIGKILL) and starts it again on the same files."""
 
-    def __init__(self) -> None:
+    def __init__(self, appendfsync: str = "always") -> None:
+        self.appendfsync = appendfsync
         # Short: a Unix socket path is limited to 107 bytes.
         self.directory = Path(tempfile.mkdtemp(prefix="cdp-redis-"))
         self.socket = self.directory / "redis.sock"
@@ -45,7 +46,7 @@ class RedisServer:
         argv = [
             REDIS_SERVER, "--port", "0", "--unixsocket", str(self.socket),
             "--unixsocketperm", "700", "--dir", str(self.directory), "--save", "",
-            "--appendonly", "yes", "--appendfsync", "always", "--daemonize", "no",
+            "--appendonly", "yes", "--appendfsync", self.appendfsync, "--daemonize", "no",
         ]  # fmt: skip
         log = (self.directory / "redis.log").open("ab")
         self.proc = subprocess.Popen(argv, stdout=log, stderr=log)
