@@ -16,7 +16,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import psutil
 import redis
@@ -85,7 +85,10 @@ class RedisServer:
 
 
 class Worker:
-    """One ``scrapy crawl <spider>`` of the cluster crawl."""
+    """One ``scrapy crawl <spider>`` of the cluster crawl. Those still running
+    when a test ends are killed by :func:`kill_left`."""
+
+    started: ClassVar[list[Worker]] = []
 
     def __init__(
         self, directory: Path, number: int, redis_url: str, settings: dict[str, str],
@@ -107,6 +110,7 @@ class Worker:
         self.lines: queue.Queue[str | None] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        Worker.started.append(self)
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -153,6 +157,14 @@ class Worker:
 
     def log(self) -> str:
         return self.log_file.read_text(encoding="utf-8", errors="replace")[-5000:]
+
+
+def kill_left() -> None:
+    """SIGKILL the workers still running (a failed test), and forget them all."""
+    for worker in Worker.started:
+        if worker.proc.poll() is None:
+            worker.kill()
+    Worker.started.clear()
 
 
 def wait_for_item(workers: list[Worker], key: str | None = None, count: int = 1) -> Worker:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_harness import RedisServer, Worker, all_items, wait_for_item
+from tests.cluster_harness import RedisServer, Worker, all_items, kill_left, wait_for_item
 from tests.jobdir_project.harness import Job
 from tests.profiles import token, write_profile
 from tests.servers import SiteServer
@@ -35,6 +35,7 @@ fingerprint, so the first link back to page 0 is fetched too."""
 def redis_server() -> Iterator[RedisServer]:
     server = RedisServer()
     yield server
+    kill_left()
     server.stop()
 
 

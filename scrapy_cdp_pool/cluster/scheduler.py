@@ -112,6 +112,13 @@ class ClusterScheduler(BaseScheduler):
     def from_crawler(cls, crawler: Crawler) -> Self:
         dupefilter_cls = load_object(crawler.settings["DUPEFILTER_CLASS"])
         dupefilter: BaseDupeFilter = build_from_crawler(dupefilter_cls, crawler)
+        if not isinstance(dupefilter, ClusterDupeFilter):
+            logger.warning(
+                "DUPEFILTER_CLASS %s.%s keeps its fingerprints in this worker only: other "
+                "workers may fetch the same pages; use scrapy_cdp_pool.cluster.ClusterDupeFilter",
+                dupefilter_cls.__module__, dupefilter_cls.__qualname__,
+                extra={"crawler": crawler},
+            )  # fmt: skip
         return cls(crawler, link_for(crawler), dupefilter)
 
     # -- life --------------------------------------------------------------
