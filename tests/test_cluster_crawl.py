@@ -101,7 +101,7 @@ def test_a_worker_killed_mid_crawl_loses_nothing(job: Job, redis_server: RedisSe
     killed worker had done."""
     workers = start_workers(
         job, redis_server, HOLD_HUB="2", HOLD_ONCE=str(job.directory / "held"),
-        CDP_POOL_CLUSTER_LEASE_SECONDS="3",
+        CDP_POOL_CLUSTER_LEASE_SECONDS="6",
     )  # fmt: skip
     held = wait_for_item(workers, key="hold")
     held.kill()
@@ -110,8 +110,11 @@ def test_a_worker_killed_mid_crawl_loses_nothing(job: Job, redis_server: RedisSe
         worker.finish()
     counts = all_items(workers)
     assert set(counts) == set(range(PAGES))  # 0 lost
+    # A survivor whose own lease ran out (a reactor stalled for a lease, on a
+    # loaded machine) would explain a repeat: say so first.
+    assert [worker.stat("cdp_pool/cluster/leases_lost") for worker in survivors] == [0, 0]
     repeated = {n for n, count in counts.items() if count > ONCE[n]}
-    assert repeated <= {item["n"] for item in held.items()}
+    assert repeated <= {item["n"] for item in held.items()}, sorted(repeated)
     assert set(job.fetches()) == set(range(PAGES))
     assert sum(worker.stat("cdp_pool/cluster/requeued") for worker in survivors) >= 1
     check_identities(job)
@@ -140,9 +143,15 @@ def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
     """A rate-limit storm (every third request 429 with ``Retry-After`` 1 or
     2 s) on three workers. Checked as the one-process storm test does, on one
     clock (``time.monotonic()`` is system-wide): once any worker has written a
-    pause to Redis, no navigation starts on any worker until the window the
-    site announced ends; every arrival inside a window comes from a navigation
-    that started before the pause was known."""
+    pause to Redis, no navigation on any worker passes its last pause check
+    until the window the site announced ends; every arrival inside a window
+    comes from a navigation checked before the pause was known.
+
+    A navigation's time is when its handler's check (``remaining(host)``, one
+    Redis call, right before the navigation) began: a check that began after
+    the pause was written sees it. (The navigation's own start, a little later
+    in another process, can fall after another worker's write on a loaded
+    machine: across processes nothing is atomic but the Redis call.)"""
     requests = 60
     key = token()
     url = site.url(f"/storm?key={key}&every=3&after=1,2,1&i=")
@@ -163,7 +172,7 @@ def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
         for i in range(3)
         for line in (tmp_path / f"spy-{i}").read_text(encoding="utf-8").splitlines()
     ]
-    navigations = {record["navigate"]: record["t"] for record in spied if "navigate" in record}
+    navigations = {r["navigate"]: r["checked"] for r in spied if "navigate" in r}
     announced = sorted(record["t"] for record in spied if "pause" in record)
     assert len(navigations) == requests
     seen = records(site, key)
@@ -177,6 +186,6 @@ def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
         for arrival, label in zip(seen["arrivals"], seen["labels"], strict=True):
             if start < arrival < end and navigations.get(f"{url}{label}", end) >= known:
                 unexplained.add(label)
-    assert not started_inside
+    assert not started_inside, sorted(started_inside)
     assert not unexplained, sorted(unexplained)
     assert sum(worker.stat("cdp_pool/host_pauses") for worker in workers) == requests // 3

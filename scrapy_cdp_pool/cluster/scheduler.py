@@ -19,6 +19,14 @@ Redis (:mod:`scrapy_cdp_pool.cluster.scripts`):
   :class:`~scrapy_cdp_pool.scheduling.gates.RequestGates`), the request itself
   when the engine is done with it.
 
+Cost: one Redis round trip per call above (push, take, release), the
+acknowledgements riding on the next take; renewals one per third of a lease
+for all requests held. Inside Redis a take is O(log n) plus the closed gates it
+parks on the way (each parked once per change of its state, never scanned
+again while closed: :mod:`~scrapy_cdp_pool.cluster.scripts`). When nothing
+may start but the crawl is not over, the engine is woken to take again after
+:data:`POLL_S` (or when a parked gate is due, if sooner).
+
 Redis unreachable (:class:`~scrapy_cdp_pool.cluster.link.ClusterLink`): no
 request is taken; requests the crawl yields are kept in memory, in order, and
 stored once Redis answers; acknowledgements and releases wait too; requests
