@@ -127,6 +127,11 @@ class Worker:
         assert not alive, f"left running after the kill: {alive}"
         self._close()
 
+    def interrupt(self) -> None:
+        """SIGINT (Ctrl-C once): the worker stops cleanly; exit status 0."""
+        self.proc.send_signal(signal.SIGINT)
+        self.finish()
+
     def finish(self) -> None:
         """Wait for the crawl to end by itself, with status 0."""
         self.proc.wait(timeout=EXIT_DEADLINE_S)

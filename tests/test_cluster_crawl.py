@@ -120,6 +120,24 @@ def test_a_worker_killed_mid_crawl_loses_nothing(job: Job, redis_server: RedisSe
     check_identities(job)
 
 
+@pytest.mark.xdist_group("cluster-stop")
+def test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice(
+    job: Job, redis_server: RedisServer
+) -> None:
+    """Ctrl-C on one of two workers mid-crawl: it finishes what it holds and
+    gives back what it took but did not start; the other does the rest. Every
+    page once, nothing requeued by a lease's expiry."""
+    workers = start_workers(job, redis_server, count=2)
+    stopped = wait_for_item(workers, count=60)
+    stopped.interrupt()
+    (other,) = [worker for worker in workers if worker is not stopped]
+    other.finish()
+    assert all_items(workers) == ONCE
+    assert job.fetches() == ONCE
+    assert other.stat("cdp_pool/cluster/requeued") == 0
+    check_identities(job)
+
+
 @pytest.mark.xdist_group("cluster-redis-restart")
 def test_a_redis_restart_with_aof_loses_nothing(job: Job, redis_server: RedisServer) -> None:
     """Redis (AOF, ``appendfsync always``) is SIGKILLed after the first items
