@@ -60,6 +60,8 @@ class ClusterLink:
             host_rate=config.host_rate,
         )
         self.lease_s = config.cluster_lease_s
+        #: stay open when the frontier is empty (``CDP_POOL_CLUSTER_KEEP_OPEN``)
+        self.keep_open = config.cluster_keep_open
         self._retry_at = 0.0
         self._backoff_s = 0.0
         self._down_since: float | None = None

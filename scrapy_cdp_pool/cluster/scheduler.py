@@ -55,7 +55,9 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
+from scrapy_cdp_pool.cluster.feed import request_from_feed
 from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
+from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.link import ClusterLink, RedisUnavailable, link_for
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
@@ -82,8 +84,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-LEASE_META_KEY = "_cdp_cluster_lease"
-"""The id of the lease under which this worker holds the request."""
 FENCE_META_KEY = "_cdp_cluster_fence"
 """The fencing token of the request's identity lock (an int, from ``INCR
 <prefix>fence``): a profile saved back under a token that is no longer the
@@ -104,17 +104,13 @@ class ClusterScheduler(BaseScheduler):
         self.df = dupefilter
         self.stats = crawler.stats
         self.gates: RequestGates = gates_for(crawler)
-        self.keep_open = crawler.settings.getbool("CDP_POOL_CLUSTER_KEEP_OPEN")
+        self.keep_open = link.keep_open
         self.spider: Spider | None = None
-        self._held: dict[str, Request] = {}  # lease id -> request handed out
+        self.held = HeldRequests(crawler, link, self.gates)
         self._unstored: deque[Request] = deque()  # yielded while Redis was down
         self._local: deque[Request] = deque()  # unserializable: fail by name here
-        self._settle: list[str] = []  # releases waiting for Redis
         self._pending: tuple[float, bool] = (0.0, False)
         self._poll_s = POLL_S[0]
-        self._renewal: Any = None
-        gates = self.gates
-        gates.add_finish_hook(self._on_finished)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -137,7 +133,7 @@ class ClusterScheduler(BaseScheduler):
         from scrapy_cdp_pool.cluster.locks import ClusterIdentityLocks
 
         self.gates.locks = ClusterIdentityLocks(self.link)
-        self._schedule_renewal()
+        self.held.start_renewal()
         logger.info(
             "Cluster crawl %r: worker %s, lease %.1f s", self.link.name, self.link.worker,
             self.link.lease_s, extra={"crawler": self.crawler},
@@ -145,23 +141,20 @@ class ClusterScheduler(BaseScheduler):
         return self.df.open()
 
     def close(self, reason: str) -> Any:
-        if self._renewal is not None:
-            self._renewal.cancel()
-            self._renewal = None
+        self.held.stop_renewal()
         self._flush_unstored()
         done = self._finished_leases()
-        unfinished = [lease for lease in self._held if lease not in done]
-        ops = self._settle + [f"a:{lease}" for lease in done]
+        unfinished = [lease for lease in self.held if lease not in done]
+        ops = self.held.take_ops() + [f"a:{lease}" for lease in done]
         ops += [f"g:{lease}" for lease in unfinished]
         try:
             self.link.call("close", lambda: self.frontier.settle(ops))
             self.stats.inc_value("cdp_pool/cluster/acked", len(done))
-            self._settle.clear()
         except RedisUnavailable:
             logger.error(
                 "Cluster crawl %r: Redis unreachable at close; %d requests held by this worker "
                 "are queued again when their lease expires, %d requests yielded were not "
-                "stored (their parents are done again)", self.link.name, len(self._held),
+                "stored (their parents are done again)", self.link.name, len(self.held),
                 len(self._unstored), extra={"crawler": self.crawler},
             )  # fmt: skip
         self.stats.set_value("cdp_pool/cluster/round_trips", self.frontier.calls)
@@ -170,7 +163,7 @@ class ClusterScheduler(BaseScheduler):
             self.link.name, self.link.worker, reason, len(unfinished),
             extra={"crawler": self.crawler},
         )  # fmt: skip
-        self._held.clear()
+        self.held.forget(list(self.held))
         return self.df.close(reason)
 
     # -- in ----------------------------------------------------------------
@@ -256,7 +249,7 @@ class ClusterScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         if self._local:
             return self._local.popleft()
-        if self.link.down or not self._flush_unstored() or not self._flush_settle():
+        if self.link.down or not self._flush_unstored() or not self.held.flush():
             self.gates.wake(self.link.retry_in_s)
             return None
         if not self.gates.may_start():  # e.g. a used-up budget; it wakes the engine
@@ -267,8 +260,7 @@ class ClusterScheduler(BaseScheduler):
         except RedisUnavailable:
             self.gates.wake(self.link.retry_in_s)
             return None
-        for lease in done:
-            self._held.pop(lease, None)
+        self.held.forget(done)
         if taken.settled:
             self.stats.inc_value("cdp_pool/cluster/acked", taken.settled)
         if taken.requeued:
@@ -303,11 +295,10 @@ class ClusterScheduler(BaseScheduler):
             with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
                 self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
             return None
-        request.meta[LEASE_META_KEY] = lease
         if token is not None:
             request.meta[FENCE_META_KEY] = token
             request.meta[_TOKEN_META_KEY] = f"cluster:{lease}"
-        self._held[lease] = request
+        self.held.add(lease, request)
         self.stats.inc_value("cdp_pool/cluster/taken")
         return request
 
@@ -317,7 +308,7 @@ class ClusterScheduler(BaseScheduler):
         be fed again: its request is then refused by the dupefilter, unless
         it has ``dont_filter``). The engine is asked to pull again."""
         try:
-            request = self._request_from_feed(data)
+            request = request_from_feed(self.spider, data)
         except Exception:
             logger.exception(
                 "Cluster crawl %r: feed item %r of %s gives no request; kept in the "
@@ -335,22 +326,9 @@ class ClusterScheduler(BaseScheduler):
             self.stats.inc_value("cdp_pool/cluster/fed")
         self.gates.wake()
 
-    def _request_from_feed(self, data: bytes) -> Request:
-        """The spider's ``make_request_from_data(data)`` (scrapy-redis's
-        hook), else ``Request(url, dont_filter=True)`` for a URL, as
-        scrapy-redis's ``RedisSpider`` makes."""
-        make = getattr(self.spider, "make_request_from_data", None)
-        if make is not None:
-            request: Request = make(data)
-            return request
-        from scrapy import Request as ScrapyRequest
-
-        return ScrapyRequest(data.decode("utf-8").strip(), dont_filter=True)
-
     def _finished_leases(self) -> list[str]:
         """Leases of requests the engine is done with (not acknowledged yet)."""
-        in_progress = _engine.in_progress(self.crawler)
-        return [lease for lease, request in self._held.items() if request not in in_progress]
+        return self.held.finished(_engine.in_progress(self.crawler))
 
     def has_pending_requests(self) -> bool:
         if self._local or self._unstored or self.keep_open or self.link.down:
@@ -365,8 +343,7 @@ class ClusterScheduler(BaseScheduler):
                     "ack", lambda: self.frontier.settle([f"a:{lease}" for lease in done])
                 )
                 self.stats.inc_value("cdp_pool/cluster/acked", settled)
-                for lease in done:
-                    self._held.pop(lease, None)
+                self.held.forget(done)
             queued, leased = self.link.call("pending", self.frontier.pending)
         except RedisUnavailable:
             return True
@@ -378,54 +355,3 @@ class ClusterScheduler(BaseScheduler):
             return self.link.call("pending", self.frontier.pending)[0] + len(self._unstored)
         except RedisUnavailable:
             return len(self._unstored)
-
-    # -- leases ------------------------------------------------------------
-
-    def _on_finished(self, request: Request) -> None:
-        """The download is over: give back the identity lock and host slot now
-        (the request itself is acknowledged when the engine is done with it)."""
-        lease = request.meta.get(LEASE_META_KEY)
-        if lease is None or lease not in self._held:
-            return
-        request.meta.pop(_TOKEN_META_KEY, None)  # released here, in one step
-        self._settle.append(f"r:{lease}")
-        self._flush_settle()
-
-    def _flush_settle(self) -> bool:
-        if not self._settle:
-            return True
-        ops = list(self._settle)
-        try:
-            self.link.call("release", lambda: self.frontier.settle(ops))
-        except RedisUnavailable:
-            return False
-        del self._settle[: len(ops)]
-        self.gates.wake()
-        return True
-
-    def _schedule_renewal(self) -> None:
-        from scrapy.utils.asyncio import call_later
-
-        self._renewal = call_later(self.link.lease_s / 3, self._renew)
-
-    def _renew(self) -> None:
-        locks = getattr(self.gates.locks, "direct", {})
-        leases = list(self._held)
-        if leases or locks:
-            try:
-                lost = self.link.call(
-                    "renew", lambda: self.frontier.renew(leases, list(locks.items()))
-                )
-            except RedisUnavailable:
-                lost = []
-            if self._renewal is None:  # closed meanwhile
-                return
-            for lease in lost:
-                if self._held.pop(lease, None) is not None:
-                    self.stats.inc_value("cdp_pool/cluster/leases_lost")
-                    logger.warning(
-                        "Cluster crawl %r: lease %s expired before it was renewed; another "
-                        "worker may do its request again", self.link.name, lease,
-                        extra={"crawler": self.crawler},
-                    )  # fmt: skip
-        self._schedule_renewal()
