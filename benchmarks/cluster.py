@@ -63,7 +63,7 @@ from scrapy.utils.test import get_crawler  # noqa: E402
 from scrapy_cdp_pool import Addon  # noqa: E402
 from scrapy_cdp_pool.cluster.frontier import Frontier, connect  # noqa: E402
 from scrapy_cdp_pool.cluster.keys import gate_of, key_prefix  # noqa: E402
-from scrapy_cdp_pool.scheduling.gates import gates_for  # noqa: E402
+from scrapy_cdp_pool.runtime import runtime_of  # noqa: E402
 from tests.cluster_harness import RedisServer  # noqa: E402
 
 ACTIONS = [["wait_for_selector", "#js"], ["evaluate", "document.title"]]
@@ -106,7 +106,7 @@ def scheduler_path(
     crawler.spider = spider
     in_progress: set[scrapy.Request] = set()
     crawler.engine = SimpleNamespace(_slot=SimpleNamespace(inprogress=in_progress))  # type: ignore[assignment]
-    gates = gates_for(crawler)
+    gates = runtime_of(crawler).gates
     scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
     scheduler.open(spider)
     before = redis_info(server) if server else None

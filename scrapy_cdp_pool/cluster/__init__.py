@@ -50,8 +50,27 @@ A gate is ``<host>|<not before ms or "">|<identity>``
 (:func:`~scrapy_cdp_pool.cluster.keys.gate_of`).
 """
 
-from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
-from scrapy_cdp_pool.cluster.keys import key_prefix
-from scrapy_cdp_pool.cluster.scheduler import FENCE_META_KEY, ClusterScheduler
+from __future__ import annotations
+
+from typing import Any
 
 __all__ = ["FENCE_META_KEY", "ClusterDupeFilter", "ClusterScheduler", "key_prefix"]
+
+_EXPORTS = {
+    "ClusterDupeFilter": "scrapy_cdp_pool.cluster.dupefilter",
+    "ClusterScheduler": "scrapy_cdp_pool.cluster.scheduler",
+    "FENCE_META_KEY": "scrapy_cdp_pool.cluster.scheduler",
+    "key_prefix": "scrapy_cdp_pool.cluster.keys",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The exports, imported on first use: the add-on imports
+    :mod:`scrapy_cdp_pool.cluster.install` at start, which must not pull in
+    the scheduler (and with it the runtime) while the package loads."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.asyncio import call_later
 
-from scrapy_cdp_pool.cluster.link import ClusterLink, RedisUnavailable
+from scrapy_cdp_pool.cluster.link import ClusterLink
+from scrapy_cdp_pool.errors import RedisUnavailable
 from scrapy_cdp_pool.scheduling.gates import _TOKEN_META_KEY, RequestGates
 
 if TYPE_CHECKING:

@@ -22,10 +22,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from scrapy_cdp_pool.cluster.link import ClusterLink, RedisUnavailable, link_for
+from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import RedisUnavailable
 from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
-from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for
+from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.scheduling.gates import RequestGates
 
 if TYPE_CHECKING:
     from typing import Self
@@ -44,12 +46,8 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(
-            crawler,
-            gates_for(crawler),
-            PoolConfig.from_settings(crawler.settings),
-            link_for(crawler),
-        )
+        runtime = runtime_of(crawler)
+        return cls(crawler, runtime.gates, runtime.config, link_for(crawler))
 
     def pause(self, host: str, seconds: float, status: int, header: bytes | None) -> None:
         shared_s = min(seconds, self.max_s)

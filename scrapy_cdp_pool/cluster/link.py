@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, Frontier, connect, worker_id
 from scrapy_cdp_pool.cluster.keys import redacted
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import RedisUnavailable
+from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -32,10 +33,6 @@ FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
 CALL_TIMEOUT_S = 5.0
 """Socket timeout of each Redis call: a call blocks the reactor at most this long."""
-
-
-class RedisUnavailable(RuntimeError):
-    """Redis could not be reached (now, or within the current backoff)."""
 
 
 class ClusterLink:
@@ -115,14 +112,12 @@ class ClusterLink:
             )  # fmt: skip
 
 
-_links: weakref.WeakKeyDictionary[Crawler, ClusterLink] = weakref.WeakKeyDictionary()
-
-
 def link_for(crawler: Crawler) -> ClusterLink:
-    """The crawler's link, made on first use.
+    """The crawler's link, made on first use and kept on its runtime.
 
-    :raises ValueError: ``CDP_POOL_CLUSTER_REDIS_URL`` is not set."""
-    link = _links.get(crawler)
-    if link is None:
-        link = _links[crawler] = ClusterLink(crawler, PoolConfig.from_settings(crawler.settings))
-    return link
+    :raises ValueError: ``CDP_POOL_CLUSTER_REDIS_URL`` is not set, or the
+        add-on is not installed."""
+    runtime = runtime_of(crawler)
+    if runtime.cluster is None:
+        runtime.cluster = ClusterLink(crawler, runtime.config)
+    return cast(ClusterLink, runtime.cluster)

@@ -12,7 +12,8 @@ be reached, an identity counts as busy and cannot be locked.
 from __future__ import annotations
 
 from scrapy_cdp_pool.cluster.keys import identity_key
-from scrapy_cdp_pool.cluster.link import ClusterLink, RedisUnavailable
+from scrapy_cdp_pool.cluster.link import ClusterLink
+from scrapy_cdp_pool.errors import RedisUnavailable
 
 _QUEUED_PREFIX = "cluster:"
 

@@ -54,21 +54,22 @@ from typing import TYPE_CHECKING, Any
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.utils.misc import build_from_crawler, load_object
 
+from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
 from scrapy_cdp_pool.cluster.feed import request_from_feed
 from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
 from scrapy_cdp_pool.cluster.keys import gate_of
-from scrapy_cdp_pool.cluster.link import ClusterLink, RedisUnavailable, link_for
+from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
-from scrapy_cdp_pool.jobdir import _engine
+from scrapy_cdp_pool.errors import RedisUnavailable
 from scrapy_cdp_pool.jobdir.queues import deserialize, serialize
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import (
     _TOKEN_META_KEY,
     INVALID_META_KEY,
     NOT_BEFORE_META_KEY,
     RequestGates,
-    gates_for,
     host_of,
     identity_of,
     not_before_problem,
@@ -103,7 +104,7 @@ class ClusterScheduler(BaseScheduler):
         self.frontier = link.frontier
         self.df = dupefilter
         self.stats = crawler.stats
-        self.gates: RequestGates = gates_for(crawler)
+        self.gates: RequestGates = runtime_of(crawler).gates
         self.keep_open = link.keep_open
         self.spider: Spider | None = None
         self.held = HeldRequests(crawler, link, self.gates)
@@ -129,7 +130,6 @@ class ClusterScheduler(BaseScheduler):
 
     def open(self, spider: Spider) -> Any:
         self.spider = spider
-        _engine.check(self.crawler)
         from scrapy_cdp_pool.cluster.locks import ClusterIdentityLocks
 
         self.gates.locks = ClusterIdentityLocks(self.link)
@@ -328,7 +328,7 @@ class ClusterScheduler(BaseScheduler):
 
     def _finished_leases(self) -> list[str]:
         """Leases of requests the engine is done with (not acknowledged yet)."""
-        return self.held.finished(_engine.in_progress(self.crawler))
+        return self.held.finished(scrapy_internals.requests_in_progress(self.crawler))
 
     def has_pending_requests(self) -> bool:
         if self._local or self._unstored or self.keep_open or self.link.down:
