@@ -105,7 +105,9 @@ def scheduler_path(
     spider = crawler._create_spider()
     crawler.spider = spider
     in_progress: set[scrapy.Request] = set()
-    crawler.engine = SimpleNamespace(_slot=SimpleNamespace(inprogress=in_progress))  # type: ignore[assignment]
+    nextcall = SimpleNamespace(schedule=lambda: None)  # the engine loop: nothing to wake
+    slot = SimpleNamespace(inprogress=in_progress, nextcall=nextcall)
+    crawler.engine = SimpleNamespace(_slot=slot)  # type: ignore[assignment]
     gates = runtime_of(crawler).gates
     scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
     scheduler.open(spider)
