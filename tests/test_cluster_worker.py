@@ -87,17 +87,6 @@ def test_a_password_in_the_url_is_never_shown(tmp_path: Any) -> None:
     assert ":***@" in str(raised.value)
 
 
-@pytest.mark.parametrize("value", ["http://:pw@redis:6379/0", "redis.internal:6379", 6379])
-def test_a_bad_redis_url_is_refused_by_name_without_its_value(value: Any) -> None:
-    from scrapy.settings import Settings
-
-    from scrapy_cdp_pool.config import PoolConfig
-
-    with pytest.raises(ValueError, match="CDP_POOL_CLUSTER_REDIS_URL: not a Redis URL") as raised:
-        PoolConfig.from_settings(Settings({"CDP_POOL_CLUSTER_REDIS_URL": value}))
-    assert "pw" not in str(raised.value)
-
-
 def test_jobdir_and_a_cluster_are_refused_together(
     redis_server: RedisServer, tmp_path: Any
 ) -> None:
