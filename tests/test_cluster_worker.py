@@ -15,7 +15,7 @@ from scrapy_cdp_pool.cluster.keys import key_prefix
 from scrapy_cdp_pool.resilience.request_checks import UnserializableRequestError
 from tests.cluster_harness import RedisServer
 from tests.crawl import crawl
-from tests.profiles import token
+from tests.profiles import session_inflight_max, token, write_profile
 from tests.servers import SiteServer
 
 
@@ -99,3 +99,39 @@ def test_jobdir_and_a_cluster_are_refused_together(
     )
     with pytest.raises(ValueError, match="JOBDIR and CDP_POOL_CLUSTER_REDIS_URL"):
         runner.create_crawler(RecordingSpider)._apply_settings()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_long_queue_for_one_identity_does_not_hold_back_the_others(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Any
+) -> None:
+    """The local queue's no-head-of-line rule, through the cluster frontier:
+    the busy identity's 200 requests are stored first, yet every request of
+    the three others is done before its 100th."""
+    busy = f"busy-{token()}"
+    others = [f"other{i}-{token()}" for i in range(3)]
+    for name in [busy, *others]:
+        write_profile(tmp_path, name, session=name)
+    requests = [
+        scrapy.Request(site.url(f"/session-inflight?ms=0&i={i}&p={busy}"),
+                       meta={"cdp_profile": busy})
+        for i in range(200)
+    ] + [
+        scrapy.Request(site.url(f"/session-inflight?ms=0&i={i}&p={name}"),
+                       meta={"cdp_profile": name})
+        for name in others
+        for i in range(20)
+    ]  # fmt: skip
+    spider, _ = await crawl(
+        requests,
+        cluster(redis_server, token(), CDP_POOL_PROFILES_DIR=str(tmp_path),
+                CDP_POOL_CONNECTIONS=4, CONCURRENT_REQUESTS=4),
+    )  # fmt: skip
+    assert not spider.failures
+    order = [response.meta["cdp_profile"] for response in spider.responses]
+    assert len(order) == 260
+    hundredth_busy = [i for i, name in enumerate(order) if name == busy][99]
+    last_other = max(i for i, name in enumerate(order) if name != busy)
+    assert last_other < hundredth_busy
+    for name in [busy, *others]:
+        assert session_inflight_max(site, name) == 1
