@@ -9,6 +9,12 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool import scrapy_internals
+from scrapy_cdp_pool.cluster.install import (
+    HOST_PAUSE_MIDDLEWARE,
+    LOCAL_HOST_PAUSE_MIDDLEWARE,
+    check_redis,
+    cluster_settings,
+)
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.jobdir.install import durable_settings, refuse_durable_queue
@@ -129,7 +135,11 @@ class Addon(RuntimeOwner):
         _set_priority_queue(settings, self.crawler)
         _warn_if_starved(settings, config, self.crawler)
         _wrap_cache_storage(settings)
-        if settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
+        if config.cluster_redis_url is not None:  # one crawl over many workers
+            for name, value, priority in cluster_settings(settings):
+                settings.set(name, value, priority)
+            check_redis(config.cluster_redis_url)
+        elif settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
             changes = durable_settings(settings)
             for name, value, priority in changes:
                 settings.set(name, value, priority)
@@ -137,7 +147,7 @@ class Addon(RuntimeOwner):
                 check_jobdir(str(settings.get("JOBDIR")))
         elif settings.get("JOBDIR"):
             refuse_durable_queue(str(settings.get("JOBDIR")))
-        _install_components(settings)
+        _install_components(settings, cluster=config.cluster_redis_url is not None)
 
 
 def _warn_if_starved(settings: BaseSettings, config: PoolConfig, crawler: Crawler | None) -> None:
@@ -194,13 +204,14 @@ def _check_paths(config: PoolConfig, jobdir: Any) -> None:
         make_private_directory("JOBDIR", str(jobdir))
 
 
-def _install_components(settings: BaseSettings) -> None:
+def _install_components(settings: BaseSettings, *, cluster: bool = False) -> None:
     """Add the plugin's middlewares and extensions, each at its order unless
     the project set it itself (to another order, or None to disable it).
     Scrapy's ``RetryMiddleware`` is replaced by ``RetryPolicyMiddleware``
     (a subclass): at the project's order if the project lists it, and
     disabled in Scrapy's base list, so that a request is retried once per
-    failure, not twice."""
+    failure, not twice. In a cluster crawl host pauses are the fleet's
+    (:class:`~scrapy_cdp_pool.cluster.host_pause.ClusterHostPauseMiddleware`)."""
     name = "DOWNLOADER_MIDDLEWARES"
     scrapy_retry = load_object(SCRAPY_RETRY_MIDDLEWARE)
     policy = load_object(RETRY_POLICY_MIDDLEWARE)
@@ -208,6 +219,8 @@ def _install_components(settings: BaseSettings) -> None:
     if listed.get(scrapy_retry) is not None and policy not in listed:
         settings.replace_in_component_priority_dict(name, scrapy_retry, policy)
     for setting, path, order in COMPONENTS:
+        if cluster and path == LOCAL_HOST_PAUSE_MIDDLEWARE:
+            path = HOST_PAUSE_MIDDLEWARE
         settings.setdefault_in_component_priority_dict(setting, load_object(path), order)
     settings.set_in_component_priority_dict(name, scrapy_retry, None)
 

@@ -6,6 +6,8 @@ Subcommands (each a :class:`Subcommand` in :data:`SUBCOMMANDS`):
 - ``measure URL [--browser lightpanda|chromium | --endpoint URL] [--connections 4]
   [--steps 10,40,100]``: size a CDP server (memory per open page and per
   connection).
+- ``profile ...``: see :mod:`scrapy_cdp_pool.identity.cli`.
+- ``cluster status|pause|resume|purge``: see :mod:`scrapy_cdp_pool.cluster.cli`.
 
 Exit status: 0 on success, 1 when the work failed (the message says why on
 stderr), 2 for bad arguments (argparse's own).
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from scrapy_cdp_pool.backends import LIGHTPANDA
+from scrapy_cdp_pool.cluster import cli as cluster_cli
 from scrapy_cdp_pool.config import BROWSERS
 from scrapy_cdp_pool.identity import cli as profile_cli
 
@@ -223,6 +226,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         _measure,
     ),
     "profile": Subcommand(profile_cli.HELP, profile_cli.add_arguments, profile_cli.run),
+    "cluster": Subcommand(cluster_cli.HELP, cluster_cli.add_arguments, cluster_cli.run),
 }
 
 

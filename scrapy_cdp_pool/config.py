@@ -103,6 +103,14 @@ class PoolConfig:
     autoscale_overloaded_fraction: float = 0.4
     jobdir_durable: bool = True
     jobdir_fsync: bool = False
+    #: the cluster crawl (issue 16): Redis URL (None: one process), crawl name
+    #: (None: the spider's), lease of a taken request, stay open when idle, the
+    #: Redis list whose URLs join the crawl (None: ``<spider>:start_urls``)
+    cluster_redis_url: str | None = None
+    cluster_name: str | None = None
+    cluster_lease_s: float = 30.0
+    cluster_keep_open: bool = False
+    cluster_feed_key: str | None = None
     #: network capture (``meta["cdp_capture"]``): the largest body kept, and
     #: the most body bytes kept per request
     capture_max_body: int = 10 * 1024 * 1024

@@ -310,3 +310,12 @@ class InvalidRequestMeta(ValueError):
 
 class PlotError(Exception):
     """The plot cannot be drawn (no matplotlib, no sample); the message says why."""
+
+
+# Cluster crawl (scrapy_cdp_pool.cluster) ---------------------------------
+
+
+class RedisUnavailable(RuntimeError):
+    """The cluster crawl's Redis could not be reached, now or within the
+    current backoff (:class:`~scrapy_cdp_pool.cluster.link.ClusterLink`);
+    its callers keep what they could not send and try again later."""

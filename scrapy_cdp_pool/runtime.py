@@ -58,6 +58,11 @@ class CrawlerRuntime:
         #: the concurrency budget the crawler is a member of (set by
         #: :class:`~scrapy_cdp_pool.budget.BudgetExtension`), ``None`` for none
         self.budget: ConcurrencyBudget | None = None
+        #: the cluster crawl's link to Redis
+        #: (:class:`~scrapy_cdp_pool.cluster.link.ClusterLink`, made by the
+        #: cluster's components on first use; typed loosely: the runtime does
+        #: not import the components above it), ``None`` outside a cluster crawl
+        self.cluster: object | None = None
         self._pools: dict[Backend, ConnectionPool] = {}
         self._pool_holds: dict[Backend, int] = {}
         self._store: JobStore | None = None

@@ -337,6 +337,21 @@ def _optional_name(settings: BaseSettings, name: str, default: Any) -> str | Non
     return raw
 
 
+def _redis_url(settings: BaseSettings, name: str, default: Any) -> str | None:
+    """A ``redis://``, ``rediss://`` or ``unix://`` URL, or None. The value is
+    not repeated in the error: it may hold a password."""
+    raw: Any = settings.get(name, default)
+    if raw is None or raw == "":
+        return None
+    scheme = urlsplit(raw).scheme if isinstance(raw, str) else ""
+    if scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(
+            f"{name}: not a Redis URL (scheme {scheme!r}); use redis://host:6379/0, "
+            "rediss://host:6380/0 or unix:///path/to/redis.sock, or None"
+        )
+    return str(raw)
+
+
 def _budget(settings: BaseSettings, name: str, default: Any) -> ConcurrencyBudget | None:
     """A :class:`~scrapy_cdp_pool.ConcurrencyBudget` instance, or None."""
     # Imported here: the budget package imports the config module.
@@ -375,6 +390,7 @@ OPTIONAL_PATH = Kind("path or None", "", _optional_path)
 SIGNED_OUT = Kind("signed-out rule or None", "", _signed_out)
 CALLABLE = Kind("callable, import path or None", "", _callable)
 NAME = Kind("string or None", "", _optional_name)
+REDIS_URL = Kind("Redis URL or None", "", _redis_url)
 BUDGET = Kind("ConcurrencyBudget or None", "", _budget)
 INIT_SCRIPTS = Kind("list of sources or paths", "", _init_scripts)
 SET_BY_ADDON = Kind("set by the add-on", "", _set_by_addon)

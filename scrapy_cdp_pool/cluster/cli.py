@@ -1,0 +1,197 @@
+"""``scrapy-cdp-pool cluster status|pause|resume|purge``: look at and steer a
+cluster crawl from any machine that reaches its Redis.
+
+The Redis URL comes from ``--redis``, else the environment's or the Scrapy
+project's ``CDP_POOL_CLUSTER_REDIS_URL`` (keep a password out of command
+lines: use the environment); the crawl's name from ``--name``, else the
+project's ``CDP_POOL_CLUSTER_NAME``.
+
+- ``status``: one JSON object on stdout: requests queued per priority, leases
+  (owner, seconds left, identity, host), busy identities (owner, fencing token,
+  seconds left), paused hosts (seconds left), workers by last heartbeat (live:
+  within ``--lease`` seconds), pages/s over ``--interval`` seconds. It reads
+  every queued request's score: O(queued) in Redis, for an operator, not a loop.
+- ``pause``: workers stop taking requests (those held are finished);
+  ``resume``: they take again.
+- ``purge``: delete every key of the crawl (frontier, fingerprints, leases,
+  profiles stored in Redis); refused while a worker is live, unless ``--force``.
+
+Exit status: 0, 1 when Redis cannot be reached or purge is refused (the
+message says why on stderr), 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from typing import Any
+
+from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
+from scrapy_cdp_pool.cluster.keys import key_prefix, redacted
+
+HELP = "look at or steer a cluster crawl on Redis: status, pause, resume, purge"
+_SCORE_STEP = 2**33
+_GLOB = str.maketrans({c: "\\" + c for c in "*?[]\\"})
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    actions = parser.add_subparsers(dest="cluster_command", required=True, metavar="ACTION")
+    for name, text in (
+        ("status", "the crawl's state as one JSON object"),
+        ("pause", "workers stop taking requests"),
+        ("resume", "workers take requests again"),
+        ("purge", "delete every Redis key of the crawl"),
+    ):
+        action = actions.add_parser(name, help=text, description=text)
+        action.add_argument("--redis", help="Redis URL (default: CDP_POOL_CLUSTER_REDIS_URL)")
+        action.add_argument("--name", help="the crawl (default: CDP_POOL_CLUSTER_NAME)")
+        action.add_argument(
+            "--lease", type=float, default=30.0,
+            help="seconds since its last heartbeat a worker counts as live (default 30)",
+        )  # fmt: skip
+        if name == "status":
+            action.add_argument(
+                "--interval", type=float, default=1.0,
+                help="seconds over which pages/s is measured (default 1; 0: not measured)",
+            )  # fmt: skip
+        if name == "purge":
+            action.add_argument("--force", action="store_true", help="even with live workers")
+
+
+def _project_setting(name: str) -> str | None:
+    value = os.environ.get(name)
+    if value:
+        return value
+    try:
+        from scrapy.utils.project import get_project_settings
+
+        setting = get_project_settings().get(name)
+    except Exception:  # noqa: BLE001 - no project here
+        return None
+    return str(setting) if setting else None
+
+
+def run(args: argparse.Namespace) -> int:
+    url = args.redis or _project_setting("CDP_POOL_CLUSTER_REDIS_URL")
+    name = args.name or _project_setting("CDP_POOL_CLUSTER_NAME")
+    if not url or not name:
+        missing = "--redis (or CDP_POOL_CLUSTER_REDIS_URL)" if not url else "--name"
+        print(f"scrapy-cdp-pool cluster: {missing} is needed", file=sys.stderr)
+        return 1
+    client = connect(url, 10.0)
+    prefix = key_prefix(name)
+    try:
+        if args.cluster_command == "status":
+            print(json.dumps(status(client, prefix, args.lease, args.interval), indent=1))
+        elif args.cluster_command == "pause":
+            client.set(f"{prefix}paused", str(time.time()))
+            print(f"cluster crawl {name!r} paused: workers finish what they hold")
+        elif args.cluster_command == "resume":
+            client.delete(f"{prefix}paused")
+            print(f"cluster crawl {name!r} resumed")
+        else:
+            live = _workers(client, prefix, args.lease)["live"]
+            if live and not args.force:
+                print(
+                    f"scrapy-cdp-pool cluster purge: {len(live)} workers of {name!r} are live "
+                    f"({', '.join(live)}); stop them first, or use --force",
+                    file=sys.stderr,
+                )
+                return 1
+            print(f"cluster crawl {name!r}: {purge(client, prefix)} keys deleted")
+    except REDIS_ERRORS as e:
+        print(f"scrapy-cdp-pool cluster: Redis at {redacted(url)}: {e}", file=sys.stderr)
+        return 1
+    finally:
+        client.close()
+    return 0
+
+
+def _scan(client: Any, pattern: str) -> list[str]:
+    return [key.decode() for key in client.scan_iter(match=pattern, count=1000)]
+
+
+def _workers(client: Any, prefix: str, lease_s: float) -> dict[str, Any]:
+    now_s, micros = client.time()
+    now_ms = now_s * 1000 + micros // 1000
+    beats = client.zrange(f"{prefix}workers", 0, -1, withscores=True)
+    ages = {worker.decode(): round((now_ms - score) / 1000, 1) for worker, score in beats}
+    return {
+        "live": sorted(w for w, age in ages.items() if age <= lease_s),
+        "last_heartbeat_s_ago": ages,
+    }
+
+
+def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[str, Any]:
+    """The crawl's state (see the module's docstring)."""
+    acked_before = int(client.hget(f"{prefix}stats", "acked") or 0)
+    started = time.monotonic()
+    per_priority: dict[int, int] = {}
+    for key in _scan(client, f"{prefix.translate(_GLOB)}q:*"):
+        for _, score in client.zrange(key, 0, -1, withscores=True):
+            priority = -math.floor(score / _SCORE_STEP)
+            per_priority[priority] = per_priority.get(priority, 0) + 1
+    leases: list[dict[str, Any]] = []
+    now_ms = _now_ms(client)
+    for lease, expiry in client.zrange(f"{prefix}leases", 0, 99, withscores=True):
+        info = {
+            k.decode(): v.decode()
+            for k, v in client.hgetall(f"{prefix}lease:{lease.decode()}").items()
+        }
+        leases.append({
+            "id": lease.decode(), "owner": info.get("owner"), "identity": info.get("identity"),
+            "host": info.get("host"), "expires_in_s": round((expiry - now_ms) / 1000, 1),
+        })  # fmt: skip
+    identities = {}
+    identity_prefix = f"{prefix}identity:"
+    for key in _scan(client, f"{identity_prefix.translate(_GLOB)}*"):
+        lock = {k.decode(): v.decode() for k, v in client.hgetall(key).items()}
+        identities[key[len(identity_prefix) :]] = {
+            "owner": lock.get("owner"), "token": int(lock.get("token", 0) or 0),
+            "expires_in_s": round(max(0, client.pttl(key)) / 1000, 1),
+        }  # fmt: skip
+    pause_prefix = f"{prefix}pause:"
+    paused = {
+        key[len(pause_prefix) :]: round(max(0, client.pttl(key)) / 1000, 1)
+        for key in _scan(client, f"{pause_prefix.translate(_GLOB)}*")
+    }
+    if interval_s > 0:
+        time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+    acked_after = int(client.hget(f"{prefix}stats", "acked") or 0)
+    elapsed = time.monotonic() - started
+    return {
+        "queued": int(client.get(f"{prefix}queued") or 0),
+        "queued_per_priority": {str(p): n for p, n in sorted(per_priority.items(), reverse=True)},
+        "leased": int(client.zcard(f"{prefix}leases")),
+        "leases": leases,
+        "busy_identities": identities,
+        "paused_hosts_s_left": paused,
+        "workers": _workers(client, prefix, lease_s),
+        "paused": bool(client.exists(f"{prefix}paused")),
+        "done": acked_after,
+        "requeued": int(client.hget(f"{prefix}stats", "requeued") or 0),
+        "pages_per_s": round((acked_after - acked_before) / elapsed, 2) if interval_s > 0 else None,
+    }
+
+
+def _now_ms(client: Any) -> int:
+    now_s, micros = client.time()
+    return int(now_s) * 1000 + int(micros) // 1000
+
+
+def purge(client: Any, prefix: str) -> int:
+    """Delete every key of the crawl; how many."""
+    deleted = 0
+    batch: list[str] = []
+    for key in _scan(client, f"{prefix.translate(_GLOB)}*"):
+        batch.append(key)
+        if len(batch) >= 1000:
+            deleted += int(client.delete(*batch))
+            batch.clear()
+    if batch:
+        deleted += int(client.delete(*batch))
+    return deleted

@@ -1,0 +1,58 @@
+"""ClusterDupeFilter: ``DUPEFILTER_CLASS`` of a cluster crawl; its fingerprints
+are one Redis set (``<prefix>seen``) shared by every worker.
+
+Fingerprints come from the crawler's ``REQUEST_FINGERPRINTER_CLASS`` (Scrapy's
+default: 20 bytes of SHA-1), so a project's own fingerprinter decides what a
+duplicate is, as with Scrapy's ``RFPDupeFilter``. The
+:class:`~scrapy_cdp_pool.cluster.ClusterScheduler` adds a request's
+fingerprint in the same Lua call that stores the request (both or neither);
+:meth:`request_seen` is for other callers. Memory: Redis keeps each
+fingerprint as a set member, ~70 bytes each for 20-byte fingerprints
+(``benchmarks/cluster.py`` measures it with ``MEMORY USAGE``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.dupefilters import RFPDupeFilter
+
+from scrapy_cdp_pool.cluster.frontier import SEEN
+from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.utils.request import RequestFingerprinterProtocol
+
+
+class ClusterDupeFilter(RFPDupeFilter):
+    def __init__(
+        self,
+        link: ClusterLink,
+        debug: bool = False,
+        *,
+        fingerprinter: RequestFingerprinterProtocol | None = None,
+    ) -> None:
+        super().__init__(None, debug, fingerprinter=fingerprinter)
+        self.link = link
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(
+            link_for(crawler),
+            crawler.settings.getbool("DUPEFILTER_DEBUG"),
+            fingerprinter=crawler.request_fingerprinter,
+        )
+
+    def fingerprint(self, request: Request) -> bytes:
+        return self.fingerprinter.fingerprint(request)
+
+    def request_seen(self, request: Request) -> bool:
+        """Add the request's fingerprint to the shared set; whether it was
+        there. :raises RedisUnavailable: Redis could not be reached."""
+        key = f"{self.link.frontier.prefix}{SEEN}"
+        fp = self.fingerprint(request)
+        return not self.link.call("seen", lambda: self.link.client.sadd(key, fp))

@@ -1,0 +1,194 @@
+"""Frontier: one worker's calls to the cluster's Redis, one round trip each.
+
+A thin layer over the Lua scripts of :mod:`scrapy_cdp_pool.cluster.scripts`
+with redis-py's blocking client: Scrapy's scheduler interface
+(``enqueue_request``, ``next_request``) is synchronous, and a request must be
+taken in the call that hands it out (taking ahead, asynchronously, would hold
+identity locks and host slots for requests not started). A round trip on the
+same machine is ~0.1 ms (``benchmarks/cluster.py`` measures it). Errors of the
+connection (:data:`REDIS_ERRORS`) are the caller's to handle.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from scrapy_cdp_pool.cluster import scripts
+from scrapy_cdp_pool.cluster.keys import key_prefix
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+REDIS_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
+"""Redis could not be reached, or did not answer in time."""
+PRIORITY_LIMIT = 2**19
+"""Priorities must lie in ``(-PRIORITY_LIMIT, PRIORITY_LIMIT)``: a request's
+score is ``-priority * 2**33 + id``, exact in Redis's doubles (< 2**53) for
+2**33 requests per crawl."""
+_SCORE_STEP = 2**33
+SCAN_GATES = 1000
+"""Most gates one take looks at (each one parked when closed), so one script
+call never runs long; when reached, the take returns nothing and is asked again."""
+SEEN = "seen"
+START_SEEN = "start_seen"
+
+
+def worker_id() -> str:
+    """``<host name>:<pid>:<random>``: unique across machines and restarts."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def connect(url: str, timeout_s: float) -> redis.Redis:
+    """A client of ``url`` (``redis://``, ``rediss://`` or ``unix://``); no
+    connection is made until the first call."""
+    return redis.Redis.from_url(
+        url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry_on_timeout=False
+    )
+
+
+def score_base(priority: int) -> int:
+    """:raises ValueError: ``priority`` is outside what the frontier orders."""
+    if not -PRIORITY_LIMIT < priority < PRIORITY_LIMIT:
+        raise ValueError(
+            f"priority {priority} is outside what the cluster frontier orders "
+            f"(-{PRIORITY_LIMIT}, {PRIORITY_LIMIT})"
+        )
+    return -priority * _SCORE_STEP
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What :meth:`Frontier.take` returned. ``lease`` is ``None`` when no
+    request may start; ``wait_s`` is when a parked gate is due (``None``: none)."""
+
+    lease: str | None
+    data: bytes
+    token: int | None
+    requeued: int
+    settled: int
+    queued: int
+    leased: int
+    wait_s: float | None
+
+
+class Frontier:
+    def __init__(
+        self,
+        client: redis.Redis,
+        name: str,
+        worker: str,
+        *,
+        lease_s: float,
+        host_concurrency: int | None = None,
+        host_rate: float | None = None,
+    ) -> None:
+        self.client = client
+        self.prefix = key_prefix(name)
+        self.worker = worker
+        self.lease_ms = max(1, round(lease_s * 1000))
+        self.host_concurrency = host_concurrency or 0
+        self.host_interval_ms = round(1000 / host_rate) if host_rate else 0
+        #: round trips made (each call below is one)
+        self.calls = 0
+        self._push = client.register_script(scripts.PUSH)
+        self._take = client.register_script(scripts.TAKE)
+        self._settle = client.register_script(scripts.SETTLE)
+        self._renew = client.register_script(scripts.RENEW)
+        self._lock = client.register_script(scripts.LOCK_IDENTITY)
+        self._unlock = client.register_script(scripts.UNLOCK_IDENTITY)
+        self._pause = client.register_script(scripts.PAUSE_HOST)
+
+    def _run(self, script: Any, *args: object) -> Any:
+        self.calls += 1
+        return script(args=[self.prefix, *args])
+
+    def push(self, data: bytes, gate: str, priority: int, seen: str = "", fp: bytes = b"") -> bool:
+        """Store a request under ``gate``; ``False`` when ``fp`` was in the set
+        ``seen`` already (nothing stored). :raises ValueError: see :func:`score_base`."""
+        base = score_base(priority)
+        return bool(self._run(self._push, seen, fp, gate, base, data))
+
+    def take(self, acks: Iterable[str] = (), feed_key: str = "") -> Taken:
+        """Acknowledge ``acks`` (lease ids), move URLs from the list
+        ``feed_key`` (if any) into the frontier when it runs low, then take a
+        request. A feed entry's ``data`` starts with
+        :data:`~scrapy_cdp_pool.cluster.scripts.FEED_MARK`."""
+        ops = [f"a:{lease}" for lease in acks]
+        raw = self._run(
+            self._take,
+            self.worker,
+            self.lease_ms,
+            self.host_concurrency,
+            self.host_interval_ms,
+            SCAN_GATES,
+            feed_key,
+            *ops,
+        )
+        lease = raw[0].decode() if raw[0] else None
+        wait_ms = int(raw[7])
+        return Taken(
+            lease=lease,
+            data=raw[1] or b"",
+            token=int(raw[2]) if raw[2] else None,
+            requeued=int(raw[3]),
+            settled=int(raw[4]),
+            queued=int(raw[5]),
+            leased=int(raw[6]),
+            wait_s=wait_ms / 1000 if wait_ms >= 0 else None,
+        )
+
+    def settle(self, ops: Iterable[str]) -> int:
+        """``r:<id>`` (release the identity and host slot), ``a:<id>``
+        (acknowledge), ``g:<id>`` (give back to the queue)."""
+        ops = list(ops)
+        return int(self._run(self._settle, self.worker, *ops)) if ops else 0
+
+    def renew(self, leases: Iterable[str], locks: Iterable[tuple[str, int]] = ()) -> list[str]:
+        """Extend leases (and direct identity locks ``(identity, token)``);
+        those no longer held."""
+        args = [*leases, *(f"i:{token}:{identity}" for identity, token in locks)]
+        lost = self._run(self._renew, self.worker, self.lease_ms, *args)
+        return [item.decode() for item in lost]
+
+    def lock_identity(self, identity: str) -> int | None:
+        """Lock ``identity`` outside the queue; its fencing token, ``None`` if busy."""
+        token = int(self._run(self._lock, self.worker, self.lease_ms, identity))
+        return token or None
+
+    def unlock_identity(self, identity: str, token: int) -> bool:
+        return bool(self._run(self._unlock, identity, token))
+
+    def pause_host(self, host: str, seconds: float) -> float:
+        """Pause ``host`` fleet-wide; the seconds its pause has left."""
+        left_ms = int(self._run(self._pause, host, max(1, round(seconds * 1000))))
+        return max(0, left_ms) / 1000
+
+    def pause_left(self, host: str) -> float:
+        """Seconds until ``host``'s fleet-wide pause ends; 0.0 when not paused."""
+        self.calls += 1
+        left_ms = int(self.client.pttl(f"{self.prefix}pause:{host}"))
+        return max(0, left_ms) / 1000
+
+    def pending(self) -> tuple[int, int]:
+        """``(queued, leased)`` requests, fleet-wide."""
+        self.calls += 1
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.get(f"{self.prefix}queued")
+            pipe.zcard(f"{self.prefix}leases")
+            queued, leased = pipe.execute()
+        return int(queued or 0), int(leased)
+
+    def park_unloadable(self, lease: str, data: bytes) -> None:
+        """Keep a request this worker cannot rebuild in ``unloadable`` and
+        acknowledge it (it would fail the same way on every worker)."""
+        self.calls += 1
+        self.client.hset(f"{self.prefix}unloadable", lease, data)
+        self.settle([f"a:{lease}"])

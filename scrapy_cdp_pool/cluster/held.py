@@ -1,0 +1,121 @@
+"""HeldRequests: the requests one worker holds under a lease, from the take to
+the acknowledgement.
+
+- :meth:`release` (a finish hook of the crawler's
+  :class:`~scrapy_cdp_pool.scheduling.gates.RequestGates`): the download is
+  over, the identity lock and host slot go back at once (one round trip; kept
+  for later while Redis cannot be reached);
+- :meth:`finished`: the leases of the requests the engine is done with, for the
+  scheduler's next call to acknowledge;
+- every third of ``CDP_POOL_CLUSTER_LEASE_SECONDS`` all leases (and identity
+  locks taken outside the queue) are renewed in one round trip; a lease found
+  lost (it ran out: this worker was cut off or stalled) is dropped, counted in
+  ``cdp_pool/cluster/leases_lost`` and logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Container, Iterator
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.asyncio import call_later
+
+from scrapy_cdp_pool.cluster.link import ClusterLink
+from scrapy_cdp_pool.errors import RedisUnavailable
+from scrapy_cdp_pool.scheduling.gates import _TOKEN_META_KEY, RequestGates
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+LEASE_META_KEY = "_cdp_cluster_lease"
+"""The id of the lease under which this worker holds the request."""
+
+
+class HeldRequests:
+    def __init__(self, crawler: Crawler, link: ClusterLink, gates: RequestGates) -> None:
+        self.crawler = crawler
+        self.link = link
+        self.gates = gates
+        self._requests: dict[str, Request] = {}  # lease id -> request handed out
+        self._ops: list[str] = []  # releases waiting for Redis
+        self._renewal: Any = None
+        gates.add_finish_hook(self.release)
+
+    def add(self, lease: str, request: Request) -> None:
+        request.meta[LEASE_META_KEY] = lease
+        self._requests[lease] = request
+
+    def forget(self, leases: list[str]) -> None:
+        for lease in leases:
+            self._requests.pop(lease, None)
+
+    def finished(self, in_progress: Container[Request]) -> list[str]:
+        """Leases of the requests the engine no longer holds (not acknowledged yet)."""
+        return [lease for lease, request in self._requests.items() if request not in in_progress]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._requests))
+
+    def __len__(self) -> int:
+        return len(self._requests)
+
+    def release(self, request: Request) -> None:
+        """The download is over: give back the identity lock and host slot now
+        (the request itself is acknowledged when the engine is done with it)."""
+        lease = request.meta.get(LEASE_META_KEY)
+        if lease is None or lease not in self._requests:
+            return
+        request.meta.pop(_TOKEN_META_KEY, None)  # released here, in one step
+        self._ops.append(f"r:{lease}")
+        self.flush()
+
+    def flush(self) -> bool:
+        """Send the releases kept while Redis could not be reached; whether none is left."""
+        if not self._ops:
+            return True
+        ops = list(self._ops)
+        try:
+            self.link.call("release", lambda: self.link.frontier.settle(ops))
+        except RedisUnavailable:
+            return False
+        del self._ops[: len(ops)]
+        self.gates.wake()
+        return True
+
+    def take_ops(self) -> list[str]:
+        """The releases still waiting (the caller sends them), forgotten here."""
+        ops, self._ops = self._ops, []
+        return ops
+
+    def start_renewal(self) -> None:
+        self._renewal = call_later(self.link.lease_s / 3, self._renew)
+
+    def stop_renewal(self) -> None:
+        if self._renewal is not None:
+            self._renewal.cancel()
+            self._renewal = None
+
+    def _renew(self) -> None:
+        locks = getattr(self.gates.locks, "direct", {})
+        leases = list(self._requests)
+        if leases or locks:
+            try:
+                lost = self.link.call(
+                    "renew", lambda: self.link.frontier.renew(leases, list(locks.items()))
+                )
+            except RedisUnavailable:
+                lost = []
+            for lease in lost:
+                if self._requests.pop(lease, None) is not None:
+                    self.crawler.stats.inc_value("cdp_pool/cluster/leases_lost")
+                    logger.warning(
+                        "Cluster crawl %r: lease %s expired before it was renewed; another "
+                        "worker may do its request again", self.link.name, lease,
+                        extra={"crawler": self.crawler},
+                    )  # fmt: skip
+        if self._renewal is not None:  # not stopped meanwhile
+            self.start_renewal()

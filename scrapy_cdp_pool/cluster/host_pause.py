@@ -1,0 +1,70 @@
+"""ClusterHostPauseMiddleware: host pauses (429, ``Retry-After``) shared by the fleet.
+
+:class:`~scrapy_cdp_pool.resilience.HostPauseMiddleware` with its pauses also
+written to Redis (``<prefix>pause:<host>``, the pause's end in Redis's clock,
+expiring then), so that:
+
+- the cluster frontier's take hands out no request to a paused host, whichever
+  worker saw the 429 (the gate is parked until the pause's end);
+- the download handler's checks of requests already past the queue
+  (:meth:`remaining`, asked when a request gets its browser slot and right
+  before it navigates) see pauses announced by any worker: one ``PTTL`` round
+  trip each.
+
+A pause is written to Redis before it is logged ("Pausing requests to ...").
+With Redis unreachable the worker's own pauses still hold on it; others'
+pauses are not seen until Redis answers again (and no request is taken
+meanwhile).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import RedisUnavailable
+from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
+from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.scheduling.gates import RequestGates
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+
+class ClusterHostPauseMiddleware(HostPauseMiddleware):
+    def __init__(
+        self, crawler: Crawler, gates: RequestGates, config: PoolConfig, link: ClusterLink
+    ) -> None:
+        super().__init__(crawler, gates, config)
+        self.link = link
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        runtime = runtime_of(crawler)
+        return cls(crawler, runtime.gates, runtime.config, link_for(crawler))
+
+    def pause(self, host: str, seconds: float, status: int, header: bytes | None) -> None:
+        shared_s = min(seconds, self.max_s)
+        if shared_s > 0:
+            try:
+                self.link.call("pause", lambda: self.link.frontier.pause_host(host, shared_s))
+            except RedisUnavailable:
+                logger.warning(
+                    "Pause of %s (%.1f s) not shared with the fleet: Redis unreachable",
+                    host, shared_s, extra={"crawler": self.crawler},
+                )  # fmt: skip
+        super().pause(host, seconds, status, header)
+
+    def remaining(self, host: str) -> float:
+        local = super().remaining(host)
+        try:
+            shared = self.link.call("pause", lambda: self.link.frontier.pause_left(host))
+        except RedisUnavailable:
+            return local
+        return max(local, shared)

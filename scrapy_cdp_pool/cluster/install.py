@@ -1,0 +1,66 @@
+"""Which settings the add-on sets for a cluster crawl (``CDP_POOL_CLUSTER_REDIS_URL``).
+
+``SCHEDULER`` and ``DUPEFILTER_CLASS`` become the cluster's when they are
+Scrapy's defaults; a scheduler the project chose itself is refused by name (it
+would keep the requests in this process, each worker crawling alone). The
+host-pause middleware becomes the fleet-wide one. Redis is asked once
+(``PING``) before the crawl starts, so a wrong URL fails at start, by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+
+from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
+from scrapy_cdp_pool.cluster.keys import redacted
+
+SCHEDULER = "scrapy_cdp_pool.cluster.ClusterScheduler"
+DUPEFILTER = "scrapy_cdp_pool.cluster.ClusterDupeFilter"
+HOST_PAUSE_MIDDLEWARE = "scrapy_cdp_pool.cluster.host_pause.ClusterHostPauseMiddleware"
+LOCAL_HOST_PAUSE_MIDDLEWARE = "scrapy_cdp_pool.resilience.HostPauseMiddleware"
+_SCRAPY_SCHEDULERS = ("scrapy.core.scheduler.Scheduler", SCHEDULER)
+_SCRAPY_DUPEFILTERS = ("scrapy.dupefilters.RFPDupeFilter", DUPEFILTER)
+
+
+def cluster_settings(settings: BaseSettings) -> list[tuple[str, str, int]]:
+    """``(name, value, priority)`` to set.
+
+    :raises ValueError: ``JOBDIR`` is set too, or ``SCHEDULER`` is not Scrapy's."""
+    if settings.get("JOBDIR"):
+        raise ValueError(
+            "JOBDIR and CDP_POOL_CLUSTER_REDIS_URL are both set: a cluster crawl keeps its "
+            "requests in Redis (resumed by starting the workers again); unset JOBDIR"
+        )
+    scheduler = _path(settings.get("SCHEDULER"))
+    if scheduler not in _SCRAPY_SCHEDULERS:
+        raise ValueError(
+            f"CDP_POOL_CLUSTER_REDIS_URL is set but SCHEDULER is {scheduler}: each worker "
+            f"would crawl alone; remove SCHEDULER (the add-on sets {SCHEDULER})"
+        )
+    addon = SETTINGS_PRIORITIES["addon"]
+    changes = [("SCHEDULER", SCHEDULER, addon)]
+    if _path(settings.get("DUPEFILTER_CLASS")) in _SCRAPY_DUPEFILTERS:
+        changes.append(("DUPEFILTER_CLASS", DUPEFILTER, addon))
+    return changes
+
+
+def check_redis(url: str) -> None:
+    """:raises ValueError: Redis at ``url`` does not answer (the message names
+    the setting and the URL without its password)."""
+    client = connect(url, 5.0)
+    try:
+        client.ping()
+    except REDIS_ERRORS as e:
+        raise ValueError(
+            f"CDP_POOL_CLUSTER_REDIS_URL: Redis at {redacted(url)} does not answer: {e}"
+        ) from e
+    finally:
+        client.close()
+
+
+def _path(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return f"{value.__module__}.{value.__qualname__}"

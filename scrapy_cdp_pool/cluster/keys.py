@@ -1,0 +1,47 @@
+"""Names of a cluster crawl's Redis keys (the layout is in :mod:`scrapy_cdp_pool.cluster`)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+SEP = "|"
+"""Separates a gate key's parts: ``<host>|<not before, ms or "">|<identity>``.
+Host names and numbers hold no ``|``; the identity (last) may."""
+
+
+def key_prefix(name: str) -> str:
+    """``cdp_pool:{<name>}:``: the prefix of every key of the cluster crawl
+    ``name`` (``CDP_POOL_CLUSTER_NAME``). The braces are a Redis Cluster hash
+    tag: all keys of one crawl live in one slot, so the scripts may touch any
+    of them."""
+    return f"cdp_pool:{{{name}}}:"
+
+
+def identity_key(prefix: str, identity: str) -> str:
+    """The identity lock: a hash ``owner`` (worker id), ``token`` (fencing
+    token from ``INCR <prefix>fence``), ``lease`` (request id), with a PEXPIRE."""
+    return f"{prefix}identity:{identity}"
+
+
+def gate_of(host: str, identity: str, not_before_ms: int | None = None) -> str:
+    nb = "" if not_before_ms is None else str(not_before_ms)
+    return f"{host}{SEP}{nb}{SEP}{identity}"
+
+
+def split_gate(gate: str) -> tuple[str, int | None, str]:
+    """``(host, not_before_ms or None, identity)``."""
+    host, _, rest = gate.partition(SEP)
+    nb, _, identity = rest.partition(SEP)
+    return host, (int(nb) if nb else None), identity
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password, for logs and errors."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))

@@ -1,0 +1,123 @@
+"""ClusterLink: one crawler's connection to its cluster crawl, and what it does
+when Redis cannot be reached.
+
+Every part of a worker (scheduler, dupefilter, host pauses, identity locks)
+goes through the crawler's one link (:func:`link_for`): one client, one
+worker id, one :class:`~scrapy_cdp_pool.cluster.frontier.Frontier`, one view of
+whether Redis is reachable. A failed call (:data:`REDIS_ERRORS`) starts an
+outage: no call is tried again before a backoff (0.5 s doubled per failure, up
+to :data:`MAX_BACKOFF_S`), the outage is logged once when it starts and once
+when it ends, and ``cdp_pool/cluster/redis_errors`` counts the failures.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar, cast
+
+from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, Frontier, connect, worker_id
+from scrapy_cdp_pool.cluster.keys import redacted
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import RedisUnavailable
+from scrapy_cdp_pool.runtime import runtime_of
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+FIRST_BACKOFF_S = 0.5
+MAX_BACKOFF_S = 30.0
+CALL_TIMEOUT_S = 5.0
+"""Socket timeout of each Redis call: a call blocks the reactor at most this long."""
+
+
+class ClusterLink:
+    def __init__(self, crawler: Crawler, config: PoolConfig) -> None:
+        if config.cluster_redis_url is None:
+            raise ValueError("ClusterLink needs CDP_POOL_CLUSTER_REDIS_URL")
+        self.crawler = crawler
+        self.url = config.cluster_redis_url
+        self.name = config.cluster_name or str(getattr(crawler.spidercls, "name", "") or "")
+        if not self.name:
+            raise ValueError("CDP_POOL_CLUSTER_NAME: not set, and the spider has no name")
+        #: the list whose items become requests (scrapy-redis's ``<spider>:start_urls``)
+        self.feed_key = config.cluster_feed_key or f"{crawler.spidercls.name}:start_urls"
+        self.worker = worker_id()
+        self.client = connect(self.url, CALL_TIMEOUT_S)
+        self.frontier = Frontier(
+            self.client,
+            self.name,
+            self.worker,
+            lease_s=config.cluster_lease_s,
+            host_concurrency=config.host_concurrency,
+            host_rate=config.host_rate,
+        )
+        self.lease_s = config.cluster_lease_s
+        #: stay open when the frontier is empty (``CDP_POOL_CLUSTER_KEEP_OPEN``)
+        self.keep_open = config.cluster_keep_open
+        self._retry_at = 0.0
+        self._backoff_s = 0.0
+        self._down_since: float | None = None
+
+    @property
+    def down(self) -> bool:
+        """Redis failed and the backoff has not run out yet."""
+        return time.monotonic() < self._retry_at
+
+    @property
+    def retry_in_s(self) -> float:
+        return max(0.0, self._retry_at - time.monotonic())
+
+    def call(self, what: str, fn: Callable[[], T]) -> T:
+        """``fn()``, a Redis call.
+
+        :raises RedisUnavailable: Redis failed now (an outage starts or goes
+            on) or within the backoff (``fn`` is not called)."""
+        if self.down:
+            raise RedisUnavailable(f"Redis unreachable; retrying in {self.retry_in_s:.1f} s")
+        try:
+            result = fn()
+        except REDIS_ERRORS as e:
+            self._failed(what, e)
+            raise RedisUnavailable(str(e)) from e
+        if self._down_since is not None:
+            logger.warning(
+                "Redis %s reachable again after %.1f s; taking requests again",
+                redacted(self.url), time.monotonic() - self._down_since,
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
+            self._down_since = None
+            self._backoff_s = 0.0
+        return result
+
+    def _failed(self, what: str, error: BaseException) -> None:
+        self.crawler.stats.inc_value("cdp_pool/cluster/redis_errors")
+        self._backoff_s = min(MAX_BACKOFF_S, self._backoff_s * 2 or FIRST_BACKOFF_S)
+        self._retry_at = time.monotonic() + self._backoff_s
+        if self._down_since is None:
+            self._down_since = time.monotonic()
+            logger.error(
+                "Redis %s unreachable (%s: %s): not taking requests, finishing those held, "
+                "retrying with backoff", redacted(self.url), what, error,
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
+        else:
+            logger.info(
+                "Redis still unreachable (%s: %s); next try in %.1f s", what, error,
+                self._backoff_s, extra={"crawler": self.crawler},
+            )  # fmt: skip
+
+
+def link_for(crawler: Crawler) -> ClusterLink:
+    """The crawler's link, made on first use and kept on its runtime.
+
+    :raises ValueError: ``CDP_POOL_CLUSTER_REDIS_URL`` is not set, or the
+        add-on is not installed."""
+    runtime = runtime_of(crawler)
+    if runtime.cluster is None:
+        runtime.cluster = ClusterLink(crawler, runtime.config)
+    return cast(ClusterLink, runtime.cluster)

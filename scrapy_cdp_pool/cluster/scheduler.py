@@ -1,0 +1,357 @@
+"""ClusterScheduler: the ``SCHEDULER`` of a crawl shared by many workers on Redis.
+
+The add-on installs it (with :class:`~scrapy_cdp_pool.cluster.ClusterDupeFilter`)
+when ``CDP_POOL_CLUSTER_REDIS_URL`` is set. Each call is one atomic step in
+Redis (:mod:`scrapy_cdp_pool.cluster.scripts`):
+
+- ``enqueue_request``: the fingerprint and the push together, so a request is
+  never seen without being stored. Start requests are stored once per crawl
+  however many workers start: their fingerprints (``dont_filter`` ones too)
+  go to a set of their own.
+- ``next_request``: acknowledgements of the requests the engine is done with
+  (as :class:`~scrapy_cdp_pool.jobdir.DurableScheduler` does: callback
+  output scheduled, items through the pipelines), then the take: the best
+  request whose identity is free fleet-wide and whose host is neither paused
+  nor at ``CDP_POOL_HOST_CONCURRENCY`` / ``CDP_POOL_HOST_RATE``, with a lease.
+- leases are renewed every third of ``CDP_POOL_CLUSTER_LEASE_SECONDS``; the
+  identity lock and host slot are given back as soon as the download is over
+  (a finish hook of the crawler's
+  :class:`~scrapy_cdp_pool.scheduling.gates.RequestGates`), the request itself
+  when the engine is done with it.
+
+Cost: one Redis round trip per call above (push, take, release), the
+acknowledgements riding on the next take; renewals one per third of a lease
+for all requests held. Inside Redis a take is O(log n) plus the closed gates it
+parks on the way (each parked once per change of its state, never scanned
+again while closed: :mod:`~scrapy_cdp_pool.cluster.scripts`). When nothing
+may start but the crawl is not over, the engine is woken to take again after
+:data:`POLL_S` (or when a parked gate is due, if sooner).
+
+Redis unreachable (:class:`~scrapy_cdp_pool.cluster.link.ClusterLink`): no
+request is taken; requests the crawl yields are kept in memory, in order, and
+stored once Redis answers; acknowledgements and releases wait too; requests
+held are finished. A request whose outputs could not be stored is not
+acknowledged, so if the worker dies before Redis is back, its lease expires
+and another worker does it again.
+
+Stats: ``cdp_pool/cluster/taken``, ``cdp_pool/cluster/acked``,
+``cdp_pool/cluster/stored``, ``cdp_pool/cluster/requeued`` (expired leases
+this worker put back), ``cdp_pool/cluster/leases_lost`` (leases of this worker
+that expired before it renewed them: their requests may be done twice),
+``cdp_pool/cluster/redis_errors``, ``cdp_pool/cluster/unloadable``,
+``cdp_pool/cluster/round_trips``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections import deque
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any
+
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.misc import build_from_crawler, load_object
+
+from scrapy_cdp_pool import scrapy_internals
+from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
+from scrapy_cdp_pool.cluster.feed import request_from_feed
+from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
+from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
+from scrapy_cdp_pool.cluster.keys import gate_of
+from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
+from scrapy_cdp_pool.cluster.scripts import FEED_MARK
+from scrapy_cdp_pool.errors import RedisUnavailable
+from scrapy_cdp_pool.jobdir.queues import deserialize, serialize
+from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.scheduling.gates import (
+    _TOKEN_META_KEY,
+    INVALID_META_KEY,
+    NOT_BEFORE_META_KEY,
+    RequestGates,
+    host_of,
+    identity_of,
+    not_before_problem,
+)
+from scrapy_cdp_pool.scheduling.queue import UNSERIALIZABLE_META_KEY
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+    from scrapy.dupefilters import BaseDupeFilter
+
+logger = logging.getLogger(__name__)
+
+FENCE_META_KEY = "_cdp_cluster_fence"
+"""The fencing token of the request's identity lock (an int, from ``INCR
+<prefix>fence``): a profile saved back under a token that is no longer the
+identity's current one is stale."""
+_PRIVATE_META_KEYS = (LEASE_META_KEY, FENCE_META_KEY, _TOKEN_META_KEY)
+POLL_S = (0.05, 1.0)
+"""How soon to ask Redis again when nothing may start but the crawl is not
+over (others hold requests, or new ones may come): doubling from the first to
+the second, reset when a request is taken."""
+PENDING_FRESH_S = 1.0
+
+
+class ClusterScheduler(BaseScheduler):
+    def __init__(self, crawler: Crawler, link: ClusterLink, dupefilter: BaseDupeFilter) -> None:
+        self.crawler = crawler
+        self.link = link
+        self.frontier = link.frontier
+        self.df = dupefilter
+        self.stats = crawler.stats
+        self.gates: RequestGates = runtime_of(crawler).gates
+        self.keep_open = link.keep_open
+        self.spider: Spider | None = None
+        self.held = HeldRequests(crawler, link, self.gates)
+        self._unstored: deque[Request] = deque()  # yielded while Redis was down
+        self._local: deque[Request] = deque()  # unserializable: fail by name here
+        self._pending: tuple[float, bool] = (0.0, False)
+        self._poll_s = POLL_S[0]
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        dupefilter_cls = load_object(crawler.settings["DUPEFILTER_CLASS"])
+        dupefilter: BaseDupeFilter = build_from_crawler(dupefilter_cls, crawler)
+        if not isinstance(dupefilter, ClusterDupeFilter):
+            logger.warning(
+                "DUPEFILTER_CLASS %s.%s keeps its fingerprints in this worker only: other "
+                "workers may fetch the same pages; use scrapy_cdp_pool.cluster.ClusterDupeFilter",
+                dupefilter_cls.__module__, dupefilter_cls.__qualname__,
+                extra={"crawler": crawler},
+            )  # fmt: skip
+        return cls(crawler, link_for(crawler), dupefilter)
+
+    # -- life --------------------------------------------------------------
+
+    def open(self, spider: Spider) -> Any:
+        self.spider = spider
+        from scrapy_cdp_pool.cluster.locks import ClusterIdentityLocks
+
+        self.gates.locks = ClusterIdentityLocks(self.link)
+        self.held.start_renewal()
+        logger.info(
+            "Cluster crawl %r: worker %s, lease %.1f s", self.link.name, self.link.worker,
+            self.link.lease_s, extra={"crawler": self.crawler},
+        )  # fmt: skip
+        return self.df.open()
+
+    def close(self, reason: str) -> Any:
+        self.held.stop_renewal()
+        self._flush_unstored()
+        done = self._finished_leases()
+        unfinished = [lease for lease in self.held if lease not in done]
+        ops = self.held.take_ops() + [f"a:{lease}" for lease in done]
+        ops += [f"g:{lease}" for lease in unfinished]
+        try:
+            self.link.call("close", lambda: self.frontier.settle(ops))
+            self.stats.inc_value("cdp_pool/cluster/acked", len(done))
+        except RedisUnavailable:
+            logger.error(
+                "Cluster crawl %r: Redis unreachable at close; %d requests held by this worker "
+                "are queued again when their lease expires, %d requests yielded were not "
+                "stored (their parents are done again)", self.link.name, len(self.held),
+                len(self._unstored), extra={"crawler": self.crawler},
+            )  # fmt: skip
+        self.stats.set_value("cdp_pool/cluster/round_trips", self.frontier.calls)
+        logger.info(
+            "Cluster crawl %r: worker %s closing (%s); %d requests given back to the queue",
+            self.link.name, self.link.worker, reason, len(unfinished),
+            extra={"crawler": self.crawler},
+        )  # fmt: skip
+        self.held.forget(list(self.held))
+        return self.df.close(reason)
+
+    # -- in ----------------------------------------------------------------
+
+    def enqueue_request(self, request: Request) -> bool:
+        for key in (*_PRIVATE_META_KEYS, INVALID_META_KEY):
+            request.meta.pop(key, None)
+        self._not_before_ms(request)  # marks an invalid value, before it is stored
+        try:
+            data = serialize(request, self.spider)
+        except ValueError as e:
+            request.meta[UNSERIALIZABLE_META_KEY] = str(e)
+            self._local.append(request)  # handed out here; fails by name
+            return True
+        if self._unstored or self.link.down:
+            self._unstored.append(request)  # keep the order
+            return True
+        try:
+            stored = self._store(request, data)
+        except RedisUnavailable:
+            self._unstored.append(request)
+            return True
+        if not stored:
+            self._log_duplicate(request)
+        return stored
+
+    def _log_duplicate(self, request: Request) -> None:
+        if self.spider is not None:
+            self.df.log(request, self.spider)
+
+    def _store(self, request: Request, data: bytes) -> bool:
+        """:raises RedisUnavailable: the request was not stored."""
+        seen, fp = "", b""
+        if request.meta.get("is_start_request") and request.dont_filter:
+            seen, fp = START_SEEN, self.crawler.request_fingerprinter.fingerprint(request)
+        elif not request.dont_filter:
+            if isinstance(self.df, ClusterDupeFilter):
+                seen, fp = SEEN, self.df.fingerprint(request)
+            elif self.df.request_seen(request):
+                return False
+        gate = gate_of(host_of(request), identity_of(request), self._not_before_ms(request))
+        try:
+            stored = self.link.call(
+                "store", lambda: self.frontier.push(data, gate, request.priority, seen, fp)
+            )
+        except ValueError as e:  # a priority the frontier cannot order
+            request.meta[UNSERIALIZABLE_META_KEY] = str(e)
+            self._local.append(request)
+            return True
+        if stored:
+            self.stats.inc_value("cdp_pool/cluster/stored")
+        self._pending = (time.monotonic(), True)
+        return stored
+
+    def _flush_unstored(self) -> bool:
+        """Store what was kept while Redis was down; whether all is stored."""
+        while self._unstored:
+            request = self._unstored[0]
+            try:
+                if not self._store(request, serialize(request, self.spider)):
+                    self._log_duplicate(request)
+            except RedisUnavailable:
+                return False
+            self._unstored.popleft()
+        return True
+
+    def _not_before_ms(self, request: Request) -> int | None:
+        """The request's ``cdp_not_before`` in epoch ms when it is valid and
+        in the future; an invalid one is marked (:data:`INVALID_META_KEY`)."""
+        if INVALID_META_KEY in request.meta:
+            return None
+        value = request.meta.get(NOT_BEFORE_META_KEY)
+        problem = not_before_problem(value, self.gates.max_wait_s)
+        if problem is not None:
+            request.meta[INVALID_META_KEY] = problem  # handed out, fails by name
+            return None
+        if value is None or value <= time.time():
+            return None
+        return math.ceil(float(value) * 1000)
+
+    # -- out ---------------------------------------------------------------
+
+    def next_request(self) -> Request | None:
+        if self._local:
+            return self._local.popleft()
+        if self.link.down or not self._flush_unstored() or not self.held.flush():
+            self.gates.wake(self.link.retry_in_s)
+            return None
+        if not self.gates.may_start():  # e.g. a used-up budget; it wakes the engine
+            return None
+        done = self._finished_leases()
+        try:
+            taken = self.link.call("take", lambda: self.frontier.take(done, self.link.feed_key))
+        except RedisUnavailable:
+            self.gates.wake(self.link.retry_in_s)
+            return None
+        self.held.forget(done)
+        if taken.settled:
+            self.stats.inc_value("cdp_pool/cluster/acked", taken.settled)
+        if taken.requeued:
+            self.stats.inc_value("cdp_pool/cluster/requeued", taken.requeued)
+            logger.info(
+                "Cluster crawl %r: %d requests whose lease expired queued again",
+                self.link.name, taken.requeued, extra={"crawler": self.crawler},
+            )  # fmt: skip
+        self._pending = (time.monotonic(), bool(taken.queued or taken.leased))
+        if taken.lease is None:
+            if taken.queued or taken.leased or self.keep_open:
+                wait = self._poll_s if taken.wait_s is None else min(taken.wait_s, self._poll_s)
+                self._poll_s = min(POLL_S[1], self._poll_s * 2)
+                self.gates.wake(max(0.001, wait))
+            return None
+        self._poll_s = POLL_S[0]
+        return self._hand_out(taken.lease, taken.data, taken.token)
+
+    def _hand_out(self, lease: str, data: bytes, token: int | None) -> Request | None:
+        if data.startswith(FEED_MARK):
+            self._feed(lease, data[len(FEED_MARK) :])
+            return None
+        try:
+            request = deserialize(data, self.spider)
+        except ValueError as e:
+            logger.error(
+                "Cluster crawl %r: stored request %s cannot be loaded (%s); kept in the "
+                "'unloadable' hash of the crawl's Redis keys", self.link.name, lease, e,
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
+            self.stats.inc_value("cdp_pool/cluster/unloadable")
+            with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
+                self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
+            return None
+        if token is not None:
+            request.meta[FENCE_META_KEY] = token
+            request.meta[_TOKEN_META_KEY] = f"cluster:{lease}"
+        self.held.add(lease, request)
+        self.stats.inc_value("cdp_pool/cluster/taken")
+        return request
+
+    def _feed(self, lease: str, data: bytes) -> None:
+        """An item of the feed list: store the spider's request for it, then
+        acknowledge the item (a worker killed in between leaves the item to
+        be fed again: its request is then refused by the dupefilter, unless
+        it has ``dont_filter``). The engine is asked to pull again."""
+        try:
+            request = request_from_feed(self.spider, data)
+        except Exception:
+            logger.exception(
+                "Cluster crawl %r: feed item %r of %s gives no request; kept in the "
+                "'unloadable' hash", self.link.name, data[:200], self.link.feed_key,
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
+            self.stats.inc_value("cdp_pool/cluster/unloadable")
+            with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
+                self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
+            return
+        if self.enqueue_request(request) and self._unstored:
+            return  # not stored yet: the item's lease expires and it is fed again
+        with suppress(RedisUnavailable):
+            self.link.call("feed", lambda: self.frontier.settle([f"a:{lease}"]))
+            self.stats.inc_value("cdp_pool/cluster/fed")
+        self.gates.wake()
+
+    def _finished_leases(self) -> list[str]:
+        """Leases of requests the engine is done with (not acknowledged yet)."""
+        return self.held.finished(scrapy_internals.requests_in_progress(self.crawler))
+
+    def has_pending_requests(self) -> bool:
+        if self._local or self._unstored or self.keep_open or self.link.down:
+            return True
+        at, pending = self._pending
+        if pending and time.monotonic() - at < PENDING_FRESH_S:
+            return True
+        done = self._finished_leases()
+        try:
+            if done:
+                settled = self.link.call(
+                    "ack", lambda: self.frontier.settle([f"a:{lease}" for lease in done])
+                )
+                self.stats.inc_value("cdp_pool/cluster/acked", settled)
+                self.held.forget(done)
+            queued, leased = self.link.call("pending", self.frontier.pending)
+        except RedisUnavailable:
+            return True
+        self._pending = (time.monotonic(), bool(queued or leased))
+        return bool(queued or leased)
+
+    def __len__(self) -> int:
+        try:
+            return self.link.call("pending", self.frontier.pending)[0] + len(self._unstored)
+        except RedisUnavailable:
+            return len(self._unstored)

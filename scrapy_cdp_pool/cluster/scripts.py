@@ -1,0 +1,320 @@
+"""The Lua scripts of the cluster frontier: each call is one atomic step in Redis.
+
+Every script takes the key prefix as ``ARGV[1]`` and builds its keys from it
+(all keys of a crawl share the prefix's hash tag, so they live in one Redis
+Cluster slot). Times are Redis's own clock (``TIME``, milliseconds), so the
+workers' clocks never have to agree. The key layout is in
+:mod:`scrapy_cdp_pool.cluster`.
+
+A gate is a sub-queue ``q:<gate>`` of the requests sharing a host, an identity
+and a not-before time. ``ready`` indexes the gates that may be able to start,
+scored by their best request; a gate found closed is *parked*: taken out of
+``ready`` and put in ``timed`` with the time it should be looked at again (a
+pause's end, a rate interval, a lease's expiry), and, for a busy identity or a
+full host, in ``wait_id:<identity>`` / ``wait_host:<host>``, so the release of
+that identity or host slot puts it back at once. So :data:`TAKE` looks at each
+closed gate once per change of its state, never at every request behind a busy
+identity: its cost is O(log n) in Redis plus the gates it parks on the way.
+"""
+
+from __future__ import annotations
+
+FEED_MARK = b"\x00feed:"
+"""Starts a frontier entry that is an item of the feed list, not a request."""
+FEED_BATCH = 16
+"""URLs moved from the feed list per take, when fewer requests than this are queued."""
+FEED_GATE = "||"
+"""The gate of feed entries (no host, no identity)."""
+
+_PRELUDE = r"""
+local P = ARGV[1]
+local FEED_MARK = '\0feed:'
+local FEED_GATE = '||'
+local FEED_BATCH = 16
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function split_gate(g)
+  return string.match(g, '^([^|]*)|([^|]*)|(.*)$')
+end
+local function unpark(g)
+  redis.call('ZREM', P .. 'timed', g)
+  local head = redis.call('ZRANGE', P .. 'q:' .. g, 0, 0, 'WITHSCORES')
+  if #head > 0 then
+    redis.call('ZADD', P .. 'ready', head[2], g)
+  else
+    redis.call('ZREM', P .. 'ready', g)
+  end
+end
+local function unpark_set(key)
+  for _, g in ipairs(redis.call('SMEMBERS', key)) do unpark(g) end
+  redis.call('DEL', key)
+end
+local function park(g, due)
+  redis.call('ZREM', P .. 'ready', g)
+  redis.call('ZADD', P .. 'timed', due, g)
+end
+local function lease_of(id)
+  local raw = redis.call('HGETALL', P .. 'lease:' .. id)
+  if #raw == 0 then return nil end
+  local lease = {}
+  for i = 1, #raw, 2 do lease[raw[i]] = raw[i + 1] end
+  return lease
+end
+local function release(id, lease)
+  if lease.released == '1' then return end
+  redis.call('HSET', P .. 'lease:' .. id, 'released', '1')
+  if lease.identity ~= '' then
+    local ik = P .. 'identity:' .. lease.identity
+    if redis.call('HGET', ik, 'token') == lease.token then redis.call('DEL', ik) end
+    unpark_set(P .. 'wait_id:' .. lease.identity)
+  end
+  if redis.call('ZREM', P .. 'slots:' .. lease.host, id) == 1 then
+    unpark_set(P .. 'wait_host:' .. lease.host)
+  end
+end
+local function requeue(id, lease)
+  release(id, lease)
+  redis.call('DEL', P .. 'lease:' .. id)
+  redis.call('ZREM', P .. 'leases', id)
+  if redis.call('HEXISTS', P .. 'req', id) == 1 then
+    redis.call('ZADD', P .. 'q:' .. lease.gate, lease.score, id)
+    redis.call('INCR', P .. 'queued')
+    if not redis.call('ZSCORE', P .. 'timed', lease.gate) then unpark(lease.gate) end
+  end
+end
+local function settle(op, id, worker)
+  local lease = lease_of(id)
+  if lease == nil or lease.owner ~= worker then return 0 end
+  if op == 'r' then
+    release(id, lease)
+  elseif op == 'a' then
+    release(id, lease)
+    redis.call('DEL', P .. 'lease:' .. id)
+    redis.call('ZREM', P .. 'leases', id)
+    redis.call('HDEL', P .. 'req', id)
+    redis.call('HINCRBY', P .. 'stats', 'acked', 1)
+  elseif op == 'g' then
+    requeue(id, lease)
+  end
+  return 1
+end
+local function settle_all(worker, first)
+  local done = 0
+  for i = first, #ARGV do
+    done = done + settle(string.sub(ARGV[i], 1, 1), string.sub(ARGV[i], 3), worker)
+  end
+  return done
+end
+"""
+
+PUSH = (
+    _PRELUDE
+    + r"""
+-- ARGV: prefix, seen set ('' for none), fingerprint, gate, base score, data
+if ARGV[2] ~= '' and redis.call('SADD', P .. ARGV[2], ARGV[3]) == 0 then return 0 end
+local id = redis.call('INCR', P .. 'seq')
+local g = ARGV[4]
+redis.call('HSET', P .. 'req', id, ARGV[6])
+redis.call('ZADD', P .. 'q:' .. g, tonumber(ARGV[5]) + id, id)
+redis.call('INCR', P .. 'queued')
+if not redis.call('ZSCORE', P .. 'timed', g) then unpark(g) end
+return id
+"""
+)
+"""Store a request (with its fingerprint, if any, in the same step): its id,
+or 0 when the fingerprint was seen already."""
+
+TAKE = (
+    _PRELUDE
+    + r"""
+-- ARGV: prefix, worker, lease ms, host concurrency (0: none), host interval ms
+-- (0: none), most gates to look at, feed list key ('' none), then settle ops
+-- ('a:<id>' acks)
+local worker = ARGV[2]
+local lease_ms = tonumber(ARGV[3])
+local conc = tonumber(ARGV[4])
+local interval = tonumber(ARGV[5])
+local now = now_ms()
+local settled = settle_all(worker, 8)
+if ARGV[7] ~= '' and tonumber(redis.call('GET', P .. 'queued') or '0') < FEED_BATCH then
+  -- URLs pushed to the feed list become frontier entries, converted into
+  -- requests by the worker that takes them
+  for _, data in ipairs(redis.call('LPOP', ARGV[7], FEED_BATCH) or {}) do
+    local id = redis.call('INCR', P .. 'seq')
+    redis.call('HSET', P .. 'req', id, FEED_MARK .. data)
+    redis.call('ZADD', P .. 'q:' .. FEED_GATE, id, id)
+    redis.call('INCR', P .. 'queued')
+    if not redis.call('ZSCORE', P .. 'timed', FEED_GATE) then unpark(FEED_GATE) end
+  end
+end
+redis.call('ZADD', P .. 'workers', now, worker)
+local requeued = 0
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', now, 'LIMIT', 0, 100)) do
+  local lease = lease_of(id)
+  if lease then requeue(id, lease) else redis.call('ZREM', P .. 'leases', id) end
+  requeued = requeued + 1
+end
+if requeued > 0 then redis.call('HINCRBY', P .. 'stats', 'requeued', requeued) end
+for _, g in ipairs(redis.call('ZRANGEBYSCORE', P .. 'timed', '-inf', now, 'LIMIT', 0, 100)) do
+  unpark(g)
+end
+local function result(id, data, token)
+  local nxt = redis.call('ZRANGE', P .. 'timed', 0, 0, 'WITHSCORES')
+  local wait = -1
+  if #nxt > 0 then wait = math.max(0, tonumber(nxt[2]) - now) end
+  local queued = tonumber(redis.call('GET', P .. 'queued') or '0')
+  return {id, data, token, requeued, settled, queued, redis.call('ZCARD', P .. 'leases'), wait}
+end
+if redis.call('EXISTS', P .. 'paused') == 1 then return result('', '', '') end
+for _ = 1, tonumber(ARGV[6]) do
+  local head = redis.call('ZRANGE', P .. 'ready', 0, 0)
+  if #head == 0 then break end
+  local g = head[1]
+  local host, nb, ident = split_gate(g)
+  local top = redis.call('ZRANGE', P .. 'q:' .. g, 0, 0, 'WITHSCORES')
+  local ik = P .. 'identity:' .. ident
+  local open = false
+  if #top == 0 then
+    redis.call('ZREM', P .. 'ready', g)
+  elseif nb ~= '' and tonumber(nb) > now then
+    park(g, tonumber(nb))
+  elseif ident ~= '' and redis.call('EXISTS', ik) == 1 then
+    redis.call('SADD', P .. 'wait_id:' .. ident, g)
+    park(g, now + math.max(1, redis.call('PTTL', ik)))
+  else
+    local paused = redis.call('PTTL', P .. 'pause:' .. host)
+    local sk = P .. 'slots:' .. host
+    if paused > 0 then
+      park(g, now + paused)
+    elseif conc > 0 and redis.call('ZREMRANGEBYSCORE', sk, '-inf', now) >= 0
+        and redis.call('ZCARD', sk) >= conc then
+      redis.call('SADD', P .. 'wait_host:' .. host, g)
+      park(g, tonumber(redis.call('ZRANGE', sk, 0, 0, 'WITHSCORES')[2]))
+    else
+      local last = interval > 0 and redis.call('GET', P .. 'last:' .. host)
+      if last and tonumber(last) + interval > now then
+        park(g, tonumber(last) + interval)
+      else
+        open = true
+      end
+    end
+  end
+  if open then
+    local id = top[1]
+    redis.call('ZREM', P .. 'q:' .. g, id)
+    redis.call('DECR', P .. 'queued')
+    unpark(g)
+    local token = ''
+    if ident ~= '' then
+      token = tostring(redis.call('INCR', P .. 'fence'))
+      redis.call('HSET', ik, 'owner', worker, 'token', token, 'lease', id)
+      redis.call('PEXPIRE', ik, lease_ms)
+    end
+    if conc > 0 then redis.call('ZADD', P .. 'slots:' .. host, now + lease_ms, id) end
+    if interval > 0 then redis.call('SET', P .. 'last:' .. host, now, 'PX', interval) end
+    redis.call('HSET', P .. 'lease:' .. id, 'owner', worker, 'gate', g, 'score', top[2],
+      'identity', ident, 'host', host, 'token', token, 'released', '0')
+    redis.call('ZADD', P .. 'leases', now + lease_ms, id)
+    return result(id, redis.call('HGET', P .. 'req', id), token)
+  end
+end
+return result('', '', '')
+"""
+)
+"""Acknowledge, reclaim expired leases, then take the best request whose gate
+is open: ``[id, data, fencing token, requeued, settled, queued, leased, ms to
+the next parked gate (-1: none)]``; ``id`` is empty when none may start."""
+
+SETTLE = (
+    _PRELUDE
+    + r"""
+-- ARGV: prefix, worker, then ops: 'r:<id>' release the identity lock and host
+-- slot, 'a:<id>' acknowledge (release and forget), 'g:<id>' give back (queue again)
+return settle_all(ARGV[2], 3)
+"""
+)
+"""Settle leases this worker holds; the count settled (others were not its own)."""
+
+RENEW = (
+    _PRELUDE
+    + r"""
+-- ARGV: prefix, worker, lease ms, then request ids, or 'i:<token>:<identity>'
+-- for an identity lock taken outside the queue
+local worker = ARGV[2]
+local lease_ms = tonumber(ARGV[3])
+local now = now_ms()
+redis.call('ZADD', P .. 'workers', now, worker)
+local lost = {}
+for i = 4, #ARGV do
+  local arg = ARGV[i]
+  if string.sub(arg, 1, 2) == 'i:' then
+    local token, ident = string.match(arg, '^i:([^:]*):(.*)$')
+    local ik = P .. 'identity:' .. ident
+    if redis.call('HGET', ik, 'token') == token then
+      redis.call('PEXPIRE', ik, lease_ms)
+    else
+      table.insert(lost, arg)
+    end
+  else
+    local lease = lease_of(arg)
+    if lease == nil or lease.owner ~= worker then
+      table.insert(lost, arg)
+    else
+      redis.call('ZADD', P .. 'leases', 'XX', now + lease_ms, arg)
+      if lease.released ~= '1' then
+        local ik = P .. 'identity:' .. lease.identity
+        if lease.identity ~= '' and redis.call('HGET', ik, 'token') == lease.token then
+          redis.call('PEXPIRE', ik, lease_ms)
+        end
+        redis.call('ZADD', P .. 'slots:' .. lease.host, 'XX', now + lease_ms, arg)
+      end
+    end
+  end
+end
+return lost
+"""
+)
+"""Extend this worker's leases (and the identity locks and host slots they
+hold) by the lease time from now; returns those it no longer holds."""
+
+LOCK_IDENTITY = (
+    _PRELUDE
+    + r"""
+-- ARGV: prefix, worker, lease ms, identity: an identity lock taken outside the
+-- queue (a request downloaded without the scheduler); its fencing token, or 0
+local ik = P .. 'identity:' .. ARGV[4]
+if redis.call('EXISTS', ik) == 1 then return 0 end
+local token = redis.call('INCR', P .. 'fence')
+redis.call('HSET', ik, 'owner', ARGV[2], 'token', token, 'lease', '')
+redis.call('PEXPIRE', ik, tonumber(ARGV[3]))
+return token
+"""
+)
+
+UNLOCK_IDENTITY = (
+    _PRELUDE
+    + r"""
+-- ARGV: prefix, identity, token
+local ik = P .. 'identity:' .. ARGV[2]
+if redis.call('HGET', ik, 'token') ~= ARGV[3] then return 0 end
+redis.call('DEL', ik)
+unpark_set(P .. 'wait_id:' .. ARGV[2])
+return 1
+"""
+)
+
+PAUSE_HOST = (
+    _PRELUDE
+    + r"""
+-- ARGV: prefix, host, ms: no request to host starts for ms from now (a longer
+-- pause in place is kept); returns the pause's ms left
+local key = P .. 'pause:' .. ARGV[2]
+local ms = tonumber(ARGV[3])
+if redis.call('PTTL', key) < ms then
+  redis.call('SET', key, now_ms() + ms, 'PX', ms)
+end
+return redis.call('PTTL', key)
+"""
+)

@@ -1,0 +1,195 @@
+"""A real ``redis-server`` on a Unix socket, and cluster workers: ``scrapy crawl``
+of the JOBDIR tests' project (``tests/jobdir_project``) in subprocesses, each
+with ``CDP_POOL_CLUSTER_REDIS_URL`` pointing at that server."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, ClassVar
+
+import psutil
+import redis
+
+from tests.jobdir_project.harness import EXIT_DEADLINE_S, LINE_DEADLINE_S, PROJECT
+
+SCRAPY = Path(sys.executable).parent / "scrapy"
+REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+READY_DEADLINE_S = 30.0
+
+
+class RedisServer:
+    """``redis-server`` listening on a Unix socket only (mode 0700), its AOF
+    (``appendfsync always`` by default) in a private directory; :meth:`restart` kills it
+    (SIGKILL) and starts it again on the same files."""
+
+    def __init__(self, appendfsync: str = "always") -> None:
+        self.appendfsync = appendfsync
+        # Short: a Unix socket path is limited to 107 bytes.
+        self.directory = Path(tempfile.mkdtemp(prefix="cdp-redis-"))
+        self.socket = self.directory / "redis.sock"
+        self.url = f"unix://{self.socket}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    def start(self) -> None:
+        argv = [
+            REDIS_SERVER, "--port", "0", "--unixsocket", str(self.socket),
+            "--unixsocketperm", "700", "--dir", str(self.directory), "--save", "",
+            "--appendonly", "yes", "--appendfsync", self.appendfsync, "--daemonize", "no",
+        ]  # fmt: skip
+        log = (self.directory / "redis.log").open("ab")
+        self.proc = subprocess.Popen(argv, stdout=log, stderr=log)
+        log.close()
+        deadline = time.monotonic() + READY_DEADLINE_S
+        while True:  # until it answers (it loads the AOF first)
+            try:
+                with self.client() as client:
+                    client.ping()
+                return
+            except (redis.ConnectionError, redis.BusyLoadingError, FileNotFoundError):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(self.log()) from None
+                time.sleep(0.05)
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(unix_socket_path=str(self.socket), socket_timeout=10)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        self.socket.unlink(missing_ok=True)
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def stop(self) -> None:
+        self.kill()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def log(self) -> str:
+        path = self.directory / "redis.log"
+        return path.read_text(errors="replace")[-3000:] if path.exists() else ""
+
+
+class Worker:
+    """One ``scrapy crawl <spider>`` of the cluster crawl. Those still running
+    when a test ends are killed by :func:`kill_left`."""
+
+    started: ClassVar[list[Worker]] = []
+
+    def __init__(
+        self, directory: Path, number: int, redis_url: str, settings: dict[str, str],
+        spider: str = "jobsite",
+    ) -> None:  # fmt: skip
+        self.number = number
+        self.items_file = directory / f"items-{number}.jsonl"
+        self.log_file = directory / f"log-{number}.txt"
+        argv = [str(SCRAPY), "crawl", spider]
+        for name, value in {
+            "CDP_POOL_CLUSTER_REDIS_URL": redis_url, "ITEMS_FILE": str(self.items_file),
+            **settings,
+        }.items():  # fmt: skip
+            argv += ["-s", f"{name}={value}"]
+        with self.log_file.open("w") as log:
+            self.proc = subprocess.Popen(
+                argv, cwd=PROJECT, stdout=subprocess.PIPE, stderr=log, text=True
+            )
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        Worker.started.append(self)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def kill(self) -> None:
+        """SIGKILL, to the crawl's process; its embedded browser dies with it."""
+        children = psutil.Process(self.proc.pid).children(recursive=True)
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=EXIT_DEADLINE_S)
+        _, alive = psutil.wait_procs(children, timeout=30)
+        assert not alive, f"left running after the kill: {alive}"
+        self._close()
+
+    def interrupt(self) -> None:
+        """SIGINT (Ctrl-C once): the worker stops cleanly; exit status 0."""
+        self.proc.send_signal(signal.SIGINT)
+        self.finish()
+
+    def finish(self) -> None:
+        """Wait for the crawl to end by itself, with status 0."""
+        self.proc.wait(timeout=EXIT_DEADLINE_S)
+        self._close()
+        assert self.proc.returncode == 0, self.log()
+        text = self.log_file.read_text(encoding="utf-8", errors="replace")
+        assert "Traceback" not in text, text[text.index("Traceback") - 2000 :][:5000]
+
+    def _close(self) -> None:
+        self._reader.join(timeout=30)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def items(self) -> list[dict[str, Any]]:
+        if not self.items_file.exists():
+            return []
+        lines = self.items_file.read_text(encoding="utf-8").splitlines()
+        return [item for item in map(json.loads, lines) if "hold" not in item]
+
+    def stat(self, name: str) -> int:
+        """A stat from the crawl's final stats dump (0 when absent)."""
+        text = self.log_file.read_text(encoding="utf-8", errors="replace")
+        marker = f"'{name}': "
+        at = text.rfind(marker)
+        if at < 0:
+            return 0
+        return int(text[at + len(marker) :].split(",", 1)[0].split("}", 1)[0])
+
+    def log(self) -> str:
+        return self.log_file.read_text(encoding="utf-8", errors="replace")[-5000:]
+
+
+def kill_left() -> None:
+    """SIGKILL the workers still running (a failed test), and forget them all."""
+    for worker in Worker.started:
+        if worker.proc.poll() is None:
+            worker.kill()
+    Worker.started.clear()
+
+
+def wait_for_item(workers: list[Worker], key: str | None = None, count: int = 1) -> Worker:
+    """Until one worker printed an item with ``key`` (or the workers together
+    ``count`` items); that worker (the last to print)."""
+    seen = 0
+    while True:
+        for worker in workers:
+            try:
+                line = worker.lines.get(timeout=LINE_DEADLINE_S / 60 / len(workers))
+            except queue.Empty:
+                continue
+            if line is None:
+                raise AssertionError(f"worker {worker.number} ended first: {worker.log()}")
+            if line.startswith("ITEM "):
+                seen += 1
+                item = json.loads(line[5:])
+                if (key is not None and key in item) or (key is None and seen >= count):
+                    return worker
+
+
+def all_items(workers: list[Worker]) -> Counter[int]:
+    return Counter(item["n"] for worker in workers for item in worker.items())

@@ -1,0 +1,161 @@
+"""The cluster frontier's Lua steps against a real ``redis-server``, with two
+workers' :class:`Frontier` objects in this process (no browser): which request
+a take hands out, what stays held back, what a lease's expiry puts back, the
+fencing tokens; and ``scrapy-cdp-pool cluster`` on that Redis.
+
+A lease is made to expire by setting its expiry in the past (the ``leases``
+sorted set's score), not by waiting."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from scrapy_cdp_pool.cli import main
+from scrapy_cdp_pool.cluster.frontier import Frontier, connect
+from scrapy_cdp_pool.cluster.keys import gate_of, key_prefix
+from tests.cluster_harness import RedisServer
+from tests.profiles import token
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+def frontiers(redis_server: RedisServer, count: int = 2, **limits: float) -> list[Frontier]:
+    name = token()
+    client = connect(redis_server.url, 5)
+    return [
+        Frontier(client, name, f"w{i}", lease_s=30, **limits)  # type: ignore[arg-type]
+        for i in range(count)
+    ]
+
+
+def push(
+    frontier: Frontier, label: str, host: str = "h", identity: str = "", priority: int = 0
+) -> None:
+    assert frontier.push(label.encode(), gate_of(host, identity), priority)
+
+
+def taken(frontier: Frontier) -> str | None:
+    result = frontier.take()
+    return result.data.decode() if result.lease is not None else None
+
+
+def test_a_busy_identity_holds_back_only_its_own_requests(redis_server: RedisServer) -> None:
+    one, two = frontiers(redis_server)
+    push(one, "a1", identity="a", priority=10)
+    push(one, "a2", identity="a", priority=10)
+    push(one, "b1", identity="b", priority=5)
+    push(one, "n1", priority=0)
+    first = one.take()
+    assert first.data == b"a1"
+    assert first.token is not None
+    # a2 is the best request left, but its identity is busy on the other worker.
+    assert taken(two) == "b1"
+    assert taken(two) == "n1"
+    assert taken(two) is None
+    one.settle([f"r:{first.lease}"])  # its download is over
+    assert taken(two) == "a2"
+
+
+def test_priorities_are_honoured_across_gates_and_fifo_within(redis_server: RedisServer) -> None:
+    (one,) = frontiers(redis_server, 1)
+    for label, host, priority in [("x", "h1", 0), ("y", "h2", 3), ("z", "h1", 3), ("w", "h3", -1)]:
+        push(one, label, host=host, priority=priority)
+    assert [taken(one) for _ in range(5)] == ["y", "z", "x", "w", None]
+
+
+def test_host_concurrency_and_pauses_hold_fleet_wide(redis_server: RedisServer) -> None:
+    one, two = frontiers(redis_server, host_concurrency=1)
+    push(one, "h-a", host="h", identity="a")
+    push(one, "h-b", host="h", identity="b")
+    push(one, "p-1", host="p")
+    push(one, "q-1", host="q")
+    first = one.take()
+    assert first.data == b"h-a"
+    one.pause_host("p", 30)
+    assert taken(two) == "q-1"  # h is at its limit (on the other worker), p is paused
+    assert taken(two) is None
+    assert two.pause_left("p") > 0
+    one.settle([f"r:{first.lease}"])
+    assert taken(two) == "h-b"
+
+
+def test_an_expired_lease_is_queued_again_and_its_identity_freed(
+    redis_server: RedisServer,
+) -> None:
+    one, two = frontiers(redis_server)
+    push(one, "a1", identity="a")
+    push(one, "a2", identity="a")
+    dead = one.take()
+    assert taken(two) is None  # a is busy
+    client = one.client
+    client.zadd(f"{one.prefix}leases", {dead.lease: 0})  # its lease ran out
+    client.pexpire(f"{one.prefix}identity:a", 1)  # and with it its identity lock
+    again = two.take()
+    assert again.requeued == 1
+    assert again.data == b"a1"  # back in its place, ahead of a2
+    assert again.token is not None
+    assert dead.token is not None
+    assert again.token > dead.token
+    lock = client.hgetall(f"{one.prefix}identity:a")
+    assert lock == {b"owner": b"w1", b"token": str(again.token).encode(), b"lease": b"1"}
+    # The dead worker's late acknowledgement changes nothing.
+    assert one.settle([f"a:{dead.lease}"]) == 0
+    assert one.renew([dead.lease]) == [dead.lease]
+    assert two.settle([f"a:{again.lease}"]) == 1
+    assert taken(two) == "a2"
+
+
+def test_acknowledged_requests_are_forgotten_and_given_back_ones_queued(
+    redis_server: RedisServer,
+) -> None:
+    (one,) = frontiers(redis_server, 1)
+    push(one, "r1")
+    push(one, "r2")
+    first, second = one.take(), one.take()
+    assert one.settle([f"a:{first.lease}", f"g:{second.lease}"]) == 2
+    assert one.pending() == (1, 0)
+    assert taken(one) == "r2"
+
+
+def test_fingerprints_refuse_a_second_push(redis_server: RedisServer) -> None:
+    (one,) = frontiers(redis_server, 1)
+    assert one.push(b"r", gate_of("h", ""), 0, "seen", b"fp")
+    assert not one.push(b"r", gate_of("h", ""), 0, "seen", b"fp")
+    assert one.pending() == (1, 0)
+
+
+def test_cli_status_pause_resume_purge(
+    redis_server: RedisServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one, two = frontiers(redis_server)
+    push(one, "a1", identity="a", priority=2)
+    push(one, "b1", priority=0)
+    push(one, "b2", priority=0)
+    held = one.take()
+    one.pause_host("p", 30)
+    base = ["cluster", "status", "--redis", redis_server.url, "--name", one.prefix[10:-2]]
+    assert main([*base, "--interval", "0"]) == 0
+    state = json.loads(capsys.readouterr().out)
+    assert state["queued"] == 2
+    assert state["queued_per_priority"] == {"0": 2}
+    assert [(lease["owner"], lease["identity"]) for lease in state["leases"]] == [("w0", "a")]
+    assert state["busy_identities"]["a"]["token"] == held.token
+    assert set(state["paused_hosts_s_left"]) == {"p"}
+    assert state["workers"]["live"] == ["w0"]
+    name = ["--redis", redis_server.url, "--name", one.prefix[10:-2]]
+    assert main(["cluster", "pause", *name]) == 0
+    assert taken(two) is None
+    assert main(["cluster", "resume", *name]) == 0
+    assert taken(two) == "b1"
+    assert main(["cluster", "purge", *name]) == 1  # workers are live
+    assert "live" in capsys.readouterr().err
+    assert main(["cluster", "purge", *name, "--force"]) == 0
+    assert not one.client.keys(f"{key_prefix(one.prefix[10:-2])}*")

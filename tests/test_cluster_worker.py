@@ -1,0 +1,137 @@
+"""One cluster worker in this process (a real crawl, embedded Lightpanda, a
+real ``redis-server``): URLs fed from a Redis list, what is refused at start,
+a request that cannot be stored failing by name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import pytest_twisted
+import scrapy
+
+from scrapy_cdp_pool.cluster.keys import key_prefix
+from scrapy_cdp_pool.resilience.request_checks import UnserializableRequestError
+from tests.cluster_harness import RedisServer
+from tests.crawl import crawl
+from tests.profiles import session_inflight_max, token, write_profile
+from tests.servers import SiteServer
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+def cluster(redis_server: RedisServer, name: str, **extra: Any) -> dict[str, Any]:
+    return {"CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": name,
+            "CDP_POOL_RENDER_ALL": True, **extra}  # fmt: skip
+
+
+@pytest_twisted.ensureDeferred
+async def test_urls_pushed_to_the_feed_list_are_crawled(
+    site: SiteServer, redis_server: RedisServer
+) -> None:
+    name = token()
+    feed = f"feed-{name}"
+    urls = [site.url(f"/jobsite/{n}?tag={name}&total=20&hubs=2") for n in range(5)]
+    with redis_server.client() as client:
+        client.rpush(feed, *urls)
+    spider, crawler = await crawl([], cluster(redis_server, name, CDP_POOL_CLUSTER_FEED_KEY=feed))
+    assert sorted(response.url for response in spider.responses) == sorted(urls)
+    assert crawler.stats.get_value("cdp_pool/cluster/fed") == 5
+    with redis_server.client() as client:
+        assert client.llen(feed) == 0
+        assert not client.exists(f"{key_prefix(name)}req")
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_request_that_cannot_be_stored_fails_by_name(
+    site: SiteServer, redis_server: RedisServer
+) -> None:
+    url = site.url("/jobsite/1?tag=x&total=5&hubs=1")
+    spider, _ = await crawl(
+        [scrapy.Request(url, meta={"handle": lambda: None}, dont_filter=True)],
+        cluster(redis_server, token()),
+    )
+    assert not spider.responses
+    assert [type(failure.value) for failure in spider.failures] == [UnserializableRequestError]
+    assert "handle" in str(spider.failures[0].value)
+
+
+def test_an_unreachable_redis_is_refused_at_start(tmp_path: Any) -> None:
+    from scrapy.crawler import CrawlerRunner
+
+    from tests.crawl import BASE_SETTINGS, RecordingSpider
+
+    url = f"unix://{tmp_path}/none.sock"
+    runner = CrawlerRunner({**BASE_SETTINGS, "CDP_POOL_CLUSTER_REDIS_URL": url})
+    with pytest.raises(ValueError, match="CDP_POOL_CLUSTER_REDIS_URL: Redis at unix://"):
+        runner.create_crawler(RecordingSpider)._apply_settings()
+
+
+def test_a_password_in_the_url_is_never_shown(tmp_path: Any) -> None:
+    from scrapy.crawler import CrawlerRunner
+
+    from tests.crawl import BASE_SETTINGS, RecordingSpider
+
+    runner = CrawlerRunner(
+        {**BASE_SETTINGS, "CDP_POOL_CLUSTER_REDIS_URL": "redis://:s3cret@127.0.0.1:1/0"}
+    )
+    with pytest.raises(ValueError, match="does not answer") as raised:
+        runner.create_crawler(RecordingSpider)._apply_settings()
+    assert "s3cret" not in str(raised.value)
+    assert ":***@" in str(raised.value)
+
+
+def test_jobdir_and_a_cluster_are_refused_together(
+    redis_server: RedisServer, tmp_path: Any
+) -> None:
+    from scrapy.crawler import CrawlerRunner
+
+    from tests.crawl import BASE_SETTINGS, RecordingSpider
+
+    runner = CrawlerRunner(
+        {**BASE_SETTINGS, **cluster(redis_server, token()), "JOBDIR": str(tmp_path / "job")}
+    )
+    with pytest.raises(ValueError, match="JOBDIR and CDP_POOL_CLUSTER_REDIS_URL"):
+        runner.create_crawler(RecordingSpider)._apply_settings()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_long_queue_for_one_identity_does_not_hold_back_the_others(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Any
+) -> None:
+    """The local queue's no-head-of-line rule, through the cluster frontier:
+    the busy identity's 200 requests are stored first, yet every request of
+    the three others is done before its 100th."""
+    busy = f"busy-{token()}"
+    others = [f"other{i}-{token()}" for i in range(3)]
+    for name in [busy, *others]:
+        write_profile(tmp_path, name, session=name)
+    requests = [
+        scrapy.Request(site.url(f"/session-inflight?ms=0&i={i}&p={busy}"),
+                       meta={"cdp_profile": busy})
+        for i in range(200)
+    ] + [
+        scrapy.Request(site.url(f"/session-inflight?ms=0&i={i}&p={name}"),
+                       meta={"cdp_profile": name})
+        for name in others
+        for i in range(20)
+    ]  # fmt: skip
+    spider, _ = await crawl(
+        requests,
+        cluster(redis_server, token(), CDP_POOL_PROFILES_DIR=str(tmp_path),
+                CDP_POOL_CONNECTIONS=4, CONCURRENT_REQUESTS=4),
+    )  # fmt: skip
+    assert not spider.failures
+    order = [response.meta["cdp_profile"] for response in spider.responses]
+    assert len(order) == 260
+    hundredth_busy = [i for i, name in enumerate(order) if name == busy][99]
+    last_other = max(i for i, name in enumerate(order) if name != busy)
+    assert last_other < hundredth_busy
+    for name in [busy, *others]:
+        assert session_inflight_max(site, name) == 1
