@@ -28,6 +28,10 @@ PROFILE_MIDDLEWARE = "scrapy_cdp_pool.identity.middleware.ProfileMiddleware"
 EXTENSION = "scrapy_cdp_pool.telemetry.EngineStatusExtension"
 CACHE_STORAGE = "scrapy_cdp_pool.httpcache.RenderAwareCacheStorage"
 BUDGET_EXTENSION = "scrapy_cdp_pool.budget.extension.BudgetExtension"
+# Issue 16 (operations): each is not configured unless its setting is set.
+SHARED_PROFILES_MIDDLEWARE = "scrapy_cdp_pool.cluster.profile_hook.SharedProfilesMiddleware"
+FLEET_BUDGET_EXTENSION = "scrapy_cdp_pool.cluster.budget_extension.FleetBudgetExtension"
+METRICS_EXTENSION = "scrapy_cdp_pool.telemetry.metrics.MetricsExtension"
 SCRAPY_RETRY_MIDDLEWARE = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
 RESILIENCE_COMPONENTS = (
     ("DOWNLOADER_MIDDLEWARES", SCRAPY_RETRY_MIDDLEWARE, None),
@@ -123,6 +127,9 @@ class Addon:
         for setting, component, order in RESILIENCE_COMPONENTS:
             _add_component(settings, setting, component, order)
         _add_component(settings, "EXTENSIONS", BUDGET_EXTENSION, 0)
+        _add_component(settings, "DOWNLOADER_MIDDLEWARES", SHARED_PROFILES_MIDDLEWARE, 965)
+        _add_component(settings, "EXTENSIONS", FLEET_BUDGET_EXTENSION, 0)
+        _add_component(settings, "EXTENSIONS", METRICS_EXTENSION, 510)  # after the status (500)
         extensions = settings["EXTENSIONS"]
         if isinstance(extensions, BaseSettings):
             extensions.set(EXTENSION, 500, "addon")
