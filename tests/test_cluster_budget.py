@@ -1,0 +1,134 @@
+"""The fleet budget (issue 16, item 5) on a real redis-server: two worker
+processes crawling the test site never have more pages in flight together
+than CDP_POOL_CLUSTER_BUDGET_MAX, as the site counts them; a dead worker's
+share expires; workers must agree on the bound."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from scrapy.utils.test import get_crawler
+
+from scrapy_cdp_pool.cluster.budget import _TAKE
+from scrapy_cdp_pool.cluster.budget_extension import FleetBudgetExtension
+from tests.cluster_ops import PREFIX
+from tests.redis_server import RedisServer
+from tests.servers import SiteServer
+
+ROOT = Path(__file__).resolve().parent.parent
+LEASES = f"{PREFIX}budget:leases"
+CHANNEL = f"{PREFIX}budget:released"
+DEADLINE_S = 120.0
+
+
+def wait_for(condition: object, what: str) -> None:
+    """Wait for ``condition()`` (a state of Redis another process sets)."""
+    deadline = time.monotonic() + DEADLINE_S
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {DEADLINE_S} s: {what}")
+        time.sleep(0.05)
+
+
+def test_two_workers_share_one_bound(site: SiteServer, redis_server: RedisServer) -> None:
+    key = f"budget-{uuid.uuid4().hex[:8]}"
+    client = redis_server.client()
+    # The test holds the whole budget first, so that both workers start, find it
+    # used up and wait together; then it lets go and they compete for it.
+    far = int(time.time() * 1000) + 600_000
+    client.set(f"{PREFIX}budget:max", 3)
+    client.zadd(LEASES, {"test:1": far, "test:2": far, "test:3": far})
+    settings = {
+        "CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": "test",
+        "CDP_POOL_CLUSTER_BUDGET_MAX": 3, "CDP_POOL_CONNECTIONS": 3,
+        "CONCURRENT_REQUESTS": 6, "CONCURRENT_REQUESTS_PER_DOMAIN": 6,
+    }  # fmt: skip
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.cluster_worker",
+                json.dumps(settings),
+                *(site.url(f"/inflight?key={key}&ms=300&w={w}&i={i}") for i in range(8)),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(2)
+    ]
+    try:
+        wait_for(lambda: client.pubsub_numsub(CHANNEL)[0][1] == 2, "both workers waiting")
+        assert site.stats()["inflight_max"].get(key, 0) == 0
+        client.zrem(LEASES, "test:1", "test:2", "test:3")
+        client.publish(CHANNEL, 3)
+        answers = [
+            json.loads(w.communicate(timeout=DEADLINE_S)[0].splitlines()[-1]) for w in workers
+        ]
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                w.kill()
+                w.wait()
+    records = site.stats()
+    assert records["hits"]["/inflight"] >= 16
+    assert sum(1 for url in records["hits_by_url"] if f"key={key}&" in url) == 16
+    assert records["inflight_max"][key] <= 3  # the bound, across both processes
+    for answer in answers:
+        assert answer["failures"] == 0
+        stats = answer["stats"]
+        assert stats["cdp_pool/cluster/budget/crawler_pages"] == 8
+        assert stats["cdp_pool/cluster/budget/crawler_pages_in_flight_max"] <= 3
+        assert stats["cdp_pool/cluster/budget/max"] == 3
+    assert client.zcard(LEASES) == 0  # every share given back
+
+
+def test_a_dead_workers_share_expires(redis_server: RedisServer) -> None:
+    """A share whose lease has passed (its worker died) is dropped by the next
+    take (the workers' own script): the bound counts live shares only."""
+    client = redis_server.client()
+    now_s, now_us = client.time()
+    now_ms = now_s * 1000 + now_us // 1000
+    client.zadd(LEASES, {"dead:1": now_ms - 1, "live:1": now_ms + 600_000})
+    take = client.register_script(_TAKE)
+    taken = [take(keys=[LEASES], args=[2, f"w:{n}", 30_000])[0] for n in (1, 2)]
+    assert taken == [1, 0]  # the dead share made room for one, not two
+    assert sorted(m.decode() for m in client.zrange(LEASES, 0, -1)) == ["live:1", "w:1"]
+
+
+def test_workers_must_agree_on_the_bound(redis_server: RedisServer) -> None:
+    redis_server.client().set(f"{PREFIX}budget:max", 3)
+    crawler = get_crawler(settings_dict={
+        "CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": "test",
+        "CDP_POOL_CLUSTER_BUDGET_MAX": 5,
+    })  # fmt: skip
+    with pytest.raises(ValueError, match=r"CDP_POOL_CLUSTER_BUDGET_MAX = 5, but the cluster's"):
+        FleetBudgetExtension.from_crawler(crawler)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"CDP_POOL_CLUSTER_BUDGET_MAX": 3}, "needs CDP_POOL_CLUSTER_REDIS_URL"),
+        ({"CDP_POOL_CLUSTER_REDIS_URL": "http://x"}, "is not a Redis URL"),
+        ({"CDP_POOL_CLUSTER_REDIS_URL": "redis://u:secret@h/0", "CDP_POOL_CLUSTER_BUDGET_MAX": 0},
+         "CDP_POOL_CLUSTER_BUDGET_MAX: 0 is not allowed"),
+        ({"CDP_POOL_CLUSTER_REDIS_URL": "redis://h/0",
+          "CDP_POOL_CLUSTER_BUDGET_LEASE_SECONDS": 0.1}, "from 1 to 3600"),
+        ({"CDP_POOL_METRICS_PORT": 70000}, "CDP_POOL_METRICS_PORT: 70000 is not allowed"),
+        ({"CDP_POOL_METRICS_PORT": 0, "CDP_POOL_METRICS_HOST": ""}, "CDP_POOL_METRICS_HOST"),
+    ],
+)  # fmt: skip
+def test_bad_settings_are_refused_by_name(settings: dict[str, object], message: str) -> None:
+    from scrapy_cdp_pool.cluster.ops_settings import ClusterOpsSettings
+
+    with pytest.raises(ValueError, match=message) as refused:
+        ClusterOpsSettings.from_settings(get_crawler(settings_dict=settings).settings)
+    assert "secret" not in str(refused.value)
