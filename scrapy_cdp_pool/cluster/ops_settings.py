@@ -117,8 +117,10 @@ def _shown(url: Any) -> str:
 
 
 def key_prefix(cluster_name: str) -> str:
-    """Every key of the cluster starts with this: ``cdp_pool:{name}:``."""
-    return f"cdp_pool:{cluster_name}:"
+    """Every key of the cluster starts with this: ``cdp_pool:{<name>}:`` (the
+    braces are a Redis Cluster hash tag: one slot, so a script may touch any
+    key of the crawl). The same as the frontier's ``cluster.keys.key_prefix``."""
+    return f"cdp_pool:{{{cluster_name}}}:"
 
 
 def worker_id() -> str:

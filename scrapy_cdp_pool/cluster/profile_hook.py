@@ -48,8 +48,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ORDER = 965
-#: where the frontier's take leaves the identity lock's fencing token (an int)
-FENCING_TOKEN_META_KEY = "cdp_cluster_fencing_token"  # noqa: S105 - a meta key
+#: where the frontier's take leaves the identity lock's fencing token (an
+#: int): the cluster scheduler's ``FENCE_META_KEY``
+FENCING_TOKEN_META_KEY = "_cdp_cluster_fence"  # noqa: S105 - a meta key
 
 
 def fencing_token(request: Request) -> int | None:
