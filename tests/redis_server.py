@@ -79,6 +79,11 @@ class RedisServer:
     def client(self) -> Redis:
         return Redis.from_url(self.url)
 
+    def stop_keeping_directory(self) -> None:
+        """Stop the server; its directory stays (to start one again on the same socket)."""
+        self._own_directory = False
+        self.stop()
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()

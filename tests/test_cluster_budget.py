@@ -5,7 +5,10 @@ share expires; workers must agree on the bound."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import shutil
 import subprocess
 import sys
 import time
@@ -13,9 +16,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+import pytest_twisted
+from redis.asyncio import Redis
 from scrapy.utils.test import get_crawler
+from twisted.internet.defer import Deferred
 
-from scrapy_cdp_pool.cluster.budget import _TAKE
+from scrapy_cdp_pool.cluster.budget import _TAKE, FleetBudget
 from scrapy_cdp_pool.cluster.budget_extension import FleetBudgetExtension
 from tests.cluster_ops import PREFIX
 from tests.redis_server import RedisServer
@@ -132,3 +138,40 @@ def test_bad_settings_are_refused_by_name(settings: dict[str, object], message: 
     with pytest.raises(ValueError, match=message) as refused:
         ClusterOpsSettings.from_settings(get_crawler(settings_dict=settings).settings)
     assert "secret" not in str(refused.value)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_take_waits_out_a_redis_outage() -> None:
+    """Redis down: no page starts (the start check says no, one WARNING);
+    Redis back on the same socket: the share is taken and the engine woken."""
+    await Deferred.fromFuture(asyncio.ensure_future(_outage()))
+
+
+async def _outage() -> None:
+    server = RedisServer()
+    directory = server.directory
+    woken = asyncio.Event()
+    budget = FleetBudget(Redis.from_url(server.url), PREFIX, max=1, owner="w", lease_s=30)
+    member = budget.attach("spider", wake=woken.set)
+    warned = asyncio.Event()
+    handler = logging.Handler()
+    handler.emit = lambda record: warned.set()  # type: ignore[method-assign]
+    handler.addFilter(lambda record: "did not answer a take" in record.getMessage())
+    logging.getLogger("scrapy_cdp_pool.cluster.budget").addHandler(handler)
+    server.stop_keeping_directory()
+    try:
+        assert not member.may_start()
+        await asyncio.wait_for(warned.wait(), DEADLINE_S)  # the take failed
+        assert not woken.is_set()
+        assert not member.may_start()
+        server = RedisServer(directory)  # back, on the same socket
+        await asyncio.wait_for(woken.wait(), DEADLINE_S)
+        assert member.may_start()
+        assert server.client().zcard(LEASES) == 1
+    finally:
+        logging.getLogger("scrapy_cdp_pool.cluster.budget").removeHandler(handler)
+        budget.detach(member)
+        await member.drain()
+        await budget.redis.aclose()
+        server.stop()
+        shutil.rmtree(directory, ignore_errors=True)

@@ -18,6 +18,7 @@ from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
 from scrapy_cdp_pool.cluster.profile_hook import FENCING_TOKEN_META_KEY
 from scrapy_cdp_pool.cluster.profile_store import (
     STALE_WRITES_STAT,
+    ProfileStoreUnreachable,
     SharedProfiles,
     StaleProfileWrite,
     export_profiles,
@@ -197,3 +198,20 @@ async def test_two_workers_hand_an_identity_over(
     assert crawler.stats.get_value("cdp_pool/profile/alice/save_errors") == 1
     shared = SharedProfiles(client, PREFIX, owner="check")
     assert shared.fetch("alice").storage_state["cookies"][0]["value"] == "valid-alice.r1"
+
+
+def test_redis_unreachable_keeps_the_copy_read_and_fails_saves_by_name(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    write_profile(tmp_path, "alice", session="valid-alice")
+    shared = seeded(redis_server, tmp_path)
+    token = take_identity(redis_server.client(), "alice", "w1")
+    assert shared.fetch("alice").storage_state["cookies"][0]["value"] == "valid-alice"
+    redis_server.stop()
+    with pytest.raises(ProfileStoreUnreachable, match="the cluster's Redis did not answer"):
+        shared.fetch("alice")
+    assert shared.load("alice").storage_state["cookies"][0]["value"] == "valid-alice"
+    with pytest.raises(ProfileStoreUnreachable, match="cannot be saved"):
+        shared.save_state("alice", state_with("valid-alice.r1"), token=token)
+    with pytest.raises(ProfileStoreUnreachable):
+        shared.load("bob")  # never read: fails by name

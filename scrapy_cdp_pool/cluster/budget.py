@@ -53,6 +53,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: retrying a take Redis did not answer: first wait, longest wait (seconds)
+RETRY_FIRST_S = 0.5
+RETRY_MAX_S = 30.0
 TOKEN_META_KEY = "_cdp_fleet_budget_lease"  # noqa: S105 - a meta key, not a secret
 #: the stat counting leases that expired while their page ran (the worker
 #: could not renew them in time: the bound may have been passed meanwhile)
@@ -229,12 +232,33 @@ class FleetBudgetMember:
     async def _take_share(self) -> None:
         budget = self.budget
         pubsub = None
+        backoff_s = RETRY_FIRST_S
         try:
             while self.attached and self.waiting and self._spare is None:
                 member = f"{budget.owner}:{next(self._next)}"
-                taken, value = await budget._take(
-                    keys=[budget.leases_key], args=[budget.max, member, budget.lease_ms]
-                )
+                try:
+                    taken, value = await budget._take(
+                        keys=[budget.leases_key], args=[budget.max, member, budget.lease_ms]
+                    )
+                except (RedisError, OSError) as e:
+                    if backoff_s == RETRY_FIRST_S:  # once per outage
+                        logger.warning(
+                            "Cluster budget: Redis did not answer a take (%s); no new page "
+                            "starts on this worker until it does (retrying, %.1f s to %.0f s "
+                            "apart)", type(e).__name__, RETRY_FIRST_S, RETRY_MAX_S,
+                            extra={"crawler": budget.crawler},
+                        )  # fmt: skip
+                    if pubsub is not None:
+                        with contextlib.suppress(RedisError, OSError):
+                            await pubsub.aclose()  # type: ignore[no-untyped-call]
+                        pubsub = None
+                    await asyncio.sleep(backoff_s)
+                    backoff_s = min(backoff_s * 2, RETRY_MAX_S)
+                    continue
+                if backoff_s != RETRY_FIRST_S:
+                    backoff_s = RETRY_FIRST_S
+                    logger.info("Cluster budget: Redis answers again",
+                                extra={"crawler": budget.crawler})  # fmt: skip
                 if taken:
                     self._spare = member
                     self._ensure_renewer()
@@ -245,12 +269,12 @@ class FleetBudgetMember:
                     await pubsub.subscribe(budget.channel)
                     continue  # a release may have come before the subscription
                 wait_s = max(0.001, min(int(value), budget.lease_ms) / 1000)
-                await _next_message(pubsub, wait_s)
-        except (RedisError, OSError) as e:
-            logger.warning(
-                "Cluster budget: cannot take a share from Redis (%s); trying again when the "
-                "engine asks", e, extra={"crawler": budget.crawler},
-            )  # fmt: skip
+                try:
+                    await _next_message(pubsub, wait_s)
+                except (RedisError, OSError):
+                    with contextlib.suppress(RedisError, OSError):
+                        await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    pubsub = None  # subscribed again at the next refusal
         finally:
             if pubsub is not None:
                 with contextlib.suppress(Exception):

@@ -64,6 +64,7 @@ class FleetHealthBook(HealthBook):
         self._failed_script = redis.register_script(_FAILED)
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdp-pool-health")
         self._pending: list[tuple[str, Future[Any]]] = []
+        self._failing = False
 
     def key(self, name: str) -> str:
         return f"{self.prefix}profile_health:{name}"
@@ -143,11 +144,15 @@ class FleetHealthBook(HealthBook):
                 continue
             error = future.exception()
             if error is not None:
-                logger.warning(
-                    "Profile %r: its health could not be written to the cluster's Redis: %s",
-                    name, error, extra={"crawler": self.crawler},
-                )  # fmt: skip
+                if not self._failing:  # once per outage
+                    self._failing = True
+                    logger.warning(
+                        "Profile %r: its health could not be written to the cluster's Redis "
+                        "(%s); counted on this worker only until Redis answers",
+                        name, type(error).__name__, extra={"crawler": self.crawler},
+                    )  # fmt: skip
                 continue
+            self._failing = False
             result = future.result()
             if isinstance(result, list) and len(result) == 2 and result[1]:
                 self.adopt(name, _text(result[1]))

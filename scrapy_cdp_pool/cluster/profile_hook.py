@@ -29,12 +29,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from redis.exceptions import RedisError
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
 from scrapy_cdp_pool.cluster.ops_settings import ClusterOpsSettings, key_prefix, worker_id
 from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
-from scrapy_cdp_pool.cluster.profile_store import SharedProfiles
+from scrapy_cdp_pool.cluster.profile_store import ProfileStoreUnreachable, SharedProfiles
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.identity.errors import ProfileFileError
 from scrapy_cdp_pool.identity.registry import Identities, identities_for
@@ -80,6 +81,7 @@ class SharedProfilesMiddleware:
         self.crawler = crawler
         self.shared = shared
         self.health = health
+        self._unreachable = False
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
@@ -136,9 +138,25 @@ class SharedProfilesMiddleware:
 
     def _read(self, name: str) -> str | None:
         """The fleet's copy of the profile (kept for the profile middleware
-        and the handler) and its retirement reason; in a thread."""
+        and the handler) and its retirement reason; in a thread. With Redis
+        unreachable, the copy last read is used (a profile never read fails
+        by name: :func:`~scrapy_cdp_pool.cluster.profile_store.unreachable`)."""
         try:
             self.shared.fetch(name)
+            reason = self.health.pull(name)
+        except (ProfileStoreUnreachable, RedisError, OSError) as e:
+            if not self._unreachable:
+                self._unreachable = True
+                logger.warning(
+                    "Cluster profile store: Redis did not answer (%s); profiles read before "
+                    "are used, others fail by name, until it answers", type(e).__name__,
+                    extra={"crawler": self.crawler},
+                )  # fmt: skip
+            return None
         except ProfileFileError:
-            pass  # the profile middleware fails the request, naming the problem
-        return self.health.pull(name)
+            return None  # the profile middleware fails the request, naming the problem
+        if self._unreachable:
+            self._unreachable = False
+            logger.info("Cluster profile store: Redis answers again",
+                        extra={"crawler": self.crawler})  # fmt: skip
+        return reason

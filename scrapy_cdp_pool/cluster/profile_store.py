@@ -42,6 +42,7 @@ and the identities' own ``asyncio.to_thread`` for save-back); :meth:`load` and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
@@ -49,6 +50,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
 
 from scrapy_cdp_pool.identity.errors import ProfileFileError
 from scrapy_cdp_pool.identity.store import (
@@ -110,6 +113,11 @@ class StaleProfileWrite(ProfileFileError):
         super().__init__(name, Path(key), problem)
         self.token = token
         self.current = current
+
+
+class ProfileStoreUnreachable(ProfileFileError):
+    """The cluster's Redis did not answer a read or a save-back of the
+    profile; the copy last read stays in use."""
 
 
 @dataclass
@@ -227,9 +235,12 @@ class SharedProfiles:
         """Profile ``name`` as stored now (blocks on Redis), kept for :meth:`load`.
 
         :raises ProfileFileError: not stored, or not valid (naming the key).
+        :raises ProfileStoreUnreachable: Redis did not answer.
         """
         try:
             profile = self._fetch(name)
+        except ProfileStoreUnreachable:
+            raise  # the copy last read stays in use
         except ProfileFileError:
             with self._lock:
                 self._cache.pop(name, None)  # never an older copy instead
@@ -243,7 +254,10 @@ class SharedProfiles:
         bad_name = check_name(name)
         if bad_name:
             raise ProfileFileError(name, Path(key), bad_name)
-        state_text, identity_text = self.redis.hmget(key, ["state", "identity"])
+        try:
+            state_text, identity_text = self.redis.hmget(key, ["state", "identity"])
+        except (RedisError, OSError) as e:
+            raise unreachable(name, key, "cannot be read", e) from None
         if state_text is None:
             raise ProfileFileError(
                 name, Path(key),
@@ -300,15 +314,20 @@ class SharedProfiles:
                 token = self._tokens.get(name)
         if token is None:
             raise self._stale(name, key, None, None)
-        written, value = self._save(
-            keys=[self.lock_key(name), key, self.names_key],
-            args=[str(token), _dump(state), self.owner, _now_ms(), name],
-        )
+        try:
+            written, value = self._save(
+                keys=[self.lock_key(name), key, self.names_key],
+                args=[str(token), _dump(state), self.owner, _now_ms(), name],
+            )
+        except (RedisError, OSError) as e:
+            raise unreachable(name, key, "cannot be saved", e) from None
         if not written:
             current = int(value) if value not in (b"", "", None) else None
             raise self._stale(name, key, token, current)
-        with self._lock:
-            self._cache.pop(name, None)  # the next load reads what was written
+        with self._lock:  # what was written is what the next load gives
+            cached = self._cache.get(name)
+            if cached is not None:
+                self._cache[name] = dataclasses.replace(cached, storage_state=state)
         return Path(key)
 
     def _stale(
@@ -327,6 +346,15 @@ class SharedProfiles:
         if version is None:
             return None
         return int(version), owner.decode() if isinstance(owner, bytes) else str(owner or "")
+
+
+def unreachable(name: str, key: str, verb: str, error: BaseException) -> ProfileStoreUnreachable:
+    """The error for a profile Redis did not answer about (redis-py's
+    messages name the host and port, never the URL's password)."""
+    return ProfileStoreUnreachable(
+        name, Path(key),
+        f"{verb}: the cluster's Redis did not answer ({type(error).__name__}: {error})",
+    )  # fmt: skip
 
 
 def export_profiles(
