@@ -64,3 +64,21 @@ def main(argv: list[str]) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+class StealIdentityMiddleware:
+    """Test downloader middleware (order 968: after the cluster's take and the
+    shared-profile hook, before the render): for a request with
+    ``meta["steal_identity"]``, another worker takes its identity now, as if
+    this worker's lease had run out while the request was in flight."""
+
+    def __init__(self, url: str) -> None:
+        self.client = Redis.from_url(url)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> StealIdentityMiddleware:
+        return cls(crawler.settings["CDP_POOL_CLUSTER_REDIS_URL"])
+
+    def process_request(self, request: Any) -> None:
+        if request.meta.get("steal_identity"):
+            take_identity(self.client, request.meta["cdp_profile"], "another-worker")

@@ -168,8 +168,10 @@ async def test_two_workers_hand_an_identity_over(
 ) -> None:
     """Worker 1 (files in its CDP_POOL_PROFILES_DIR) seeds the cluster and
     saves back the cookie /refresh set; worker 2 (no profile files) sends it
-    on its next request of the identity. A request taken with a stale token
-    saves nothing."""
+    on its next request of the identity. A request whose identity was taken
+    by another worker meanwhile saves nothing. (The test takes the identity
+    lock as the cluster's frontier does; with the frontier installed, its own
+    take replaces the token.)"""
     write_profile(tmp_path, "alice", session="valid-alice")
     client = redis_server.client()
     cluster = {"CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": "test",
@@ -184,7 +186,6 @@ async def test_two_workers_hand_an_identity_over(
     assert not spider.failures
     assert crawler.stats.get_value("cdp_pool/profile/alice/state_saves") == 1
 
-    stale = token  # worker 1's lease expired: worker 2 took the identity
     token = take_identity(client, "alice", "worker-2")
     meta = {"cdp_profile": "alice", FENCING_TOKEN_META_KEY: token}
     spider, crawler = await crawl([scrapy.Request(site.url("/whoami?w2"), meta=meta)], cluster)
@@ -192,8 +193,14 @@ async def test_two_workers_hand_an_identity_over(
     whoami = json.loads(spider.by_url("/whoami").css("#server::text").get(""))
     assert whoami["cookies"] == {"session": "valid-alice.r1"}
 
-    meta = {"cdp_profile": "alice", FENCING_TOKEN_META_KEY: stale}
-    spider, crawler = await crawl([scrapy.Request(site.url("/refresh?late"), meta=meta)], cluster)
+    # Worker 2 again; while its request is in flight its lease runs out and
+    # another worker takes the identity: its save-back is refused.
+    token = take_identity(client, "alice", "worker-2")
+    meta = {"cdp_profile": "alice", FENCING_TOKEN_META_KEY: token, "steal_identity": True}
+    steal = {"DOWNLOADER_MIDDLEWARES": {"tests.cluster_ops.StealIdentityMiddleware": 968}}
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url("/refresh?late"), meta=meta)], {**cluster, **steal}
+    )
     assert crawler.stats.get_value(STALE_WRITES_STAT) == 1
     assert crawler.stats.get_value("cdp_pool/profile/alice/save_errors") == 1
     shared = SharedProfiles(client, PREFIX, owner="check")
