@@ -8,7 +8,8 @@ Keys (``P`` is the cluster's prefix):
   Unix milliseconds). A worker renews its members every third of
   ``CDP_POOL_CLUSTER_BUDGET_LEASE_SECONDS``; the members of a worker that died
   (SIGKILL, partition) expire and are dropped by the next take, so its share
-  comes back after one lease at most. About 60 bytes per member.
+  comes back after one lease at most. About 130 bytes of Redis memory per
+  member (measured with 20,000 members).
 - ``P budget:max``: the bound, set by the first worker; a worker started with
   another value is refused (``ValueError`` naming both).
 - ``P budget:released``: a channel; a page that ends publishes on it, so a
