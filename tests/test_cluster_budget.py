@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from redis.asyncio import Redis
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
-from scrapy_cdp_pool.cluster.budget import _TAKE, FleetBudget
+from scrapy_cdp_pool.cluster.budget import _TAKE, LEASES_LOST_STAT, FleetBudget
 from scrapy_cdp_pool.cluster.budget_extension import FleetBudgetExtension
 from tests.cluster_ops import PREFIX
 from tests.redis_server import RedisServer
@@ -40,6 +41,17 @@ def wait_for(condition: object, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {DEADLINE_S} s: {what}")
         time.sleep(0.05)
+
+
+async def eventually(condition: Callable[[], object], what: str) -> None:
+    """Wait for ``condition()``: a state the worker's background task reaches."""
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        if condition():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {DEADLINE_S} s: {what}")
+        await asyncio.sleep(0.05)
 
 
 def test_two_workers_share_one_bound(site: SiteServer, redis_server: RedisServer) -> None:
@@ -175,3 +187,58 @@ async def _outage() -> None:
         await budget.redis.aclose()
         server.stop()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest_twisted.ensureDeferred
+async def test_shares_are_renewed_and_a_lost_one_is_counted(redis_server: RedisServer) -> None:
+    await Deferred.fromFuture(asyncio.ensure_future(_renewals(redis_server)))
+
+
+async def _renewals(redis_server: RedisServer) -> None:
+    import scrapy
+
+    crawler = get_crawler()
+    client = redis_server.client()
+    woken = asyncio.Event()
+    budget = FleetBudget(
+        Redis.from_url(redis_server.url), PREFIX, max=2, owner="w", lease_s=1, crawler=crawler
+    )
+    member = budget.attach("spider", wake=woken.set)
+    try:
+        assert not member.may_start()
+        await asyncio.wait_for(woken.wait(), DEADLINE_S)
+        request = scrapy.Request("https://example.com/", meta={"cdp": True})
+        member.on_dequeued(request, 0.0)  # the page starts with the share
+        (lease, first), *_ = client.zrange(LEASES, 0, -1, withscores=True)
+        await eventually(lambda: client.zscore(LEASES, lease) != first, "renewed")
+        client.zrem(LEASES, lease)  # lost (as if Redis dropped it while cut off)
+        await eventually(lambda: crawler.stats.get_value(LEASES_LOST_STAT) == 1, "counted")
+        assert member.leases_lost == 1
+        member.on_finished(request)
+        assert member.in_flight == 0
+    finally:
+        budget.detach(member)
+        await member.drain()
+        await budget.redis.aclose()
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_unused_spare_share_is_given_back(redis_server: RedisServer) -> None:
+    await Deferred.fromFuture(asyncio.ensure_future(_idle_spare(redis_server)))
+
+
+async def _idle_spare(redis_server: RedisServer) -> None:
+    client = redis_server.client()
+    woken = asyncio.Event()
+    budget = FleetBudget(Redis.from_url(redis_server.url), PREFIX, max=1, owner="w", lease_s=1)
+    member = budget.attach("spider", wake=woken.set)
+    try:
+        assert not member.may_start()
+        await asyncio.wait_for(woken.wait(), DEADLINE_S)
+        assert client.zcard(LEASES) == 1  # taken ahead; the crawler then had nothing to start
+        await eventually(lambda: client.zcard(LEASES) == 0, "the unused share given back")
+        assert member._spare is None
+    finally:
+        budget.detach(member)
+        await member.drain()
+        await budget.redis.aclose()

@@ -31,8 +31,8 @@ the end of its download, whatever the outcome.
 Its start check cannot wait on Redis, so a worker takes a share ahead: when its
 check says no, it takes one lease in the background and wakes its engine
 when it has it; the next rendered request uses it. So a worker holds at most
-one share it does not use yet, given back when still unused a third of a lease
-later (its crawler had nothing to render meanwhile).
+one share it does not use yet, given back when still unused at two renewals in
+a row (a third to two thirds of a lease: its crawler had nothing to render).
 """
 
 from __future__ import annotations
