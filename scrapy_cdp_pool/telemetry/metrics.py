@@ -31,7 +31,8 @@ With the cluster, the figures it last sent
 
 The endpoint is ``http://CDP_POOL_METRICS_HOST:CDP_POOL_METRICS_PORT/metrics``
 (a ``prometheus_client`` server in a thread of this process). It listens on
-127.0.0.1 by default: anyone who can reach it reads these figures (host names,
+127.0.0.1 by default (a TCP port: other users of the machine can read it, as a
+scraper must): anyone who can reach it reads these figures (host names,
 endpoints, queue sizes; never a cookie, a URL's query or a secret), so widen
 ``CDP_POOL_METRICS_HOST`` only on a network you trust. Port 0 takes any free
 port (logged). Crawlers of one process on the same port share the endpoint,
