@@ -146,7 +146,7 @@ def status_metrics(sample: StatusSample, spider: str) -> Iterator[Metric]:
             f"{PREFIX}connection_{figure}", f"per connection: {figure}", labels=connection_labels
         )
         for c in sample.connections:
-            gauge.add_metric([spider, str(c.connection), c.endpoint or "", c.state],
+            gauge.add_metric([spider, str(c.connection), endpoint_label(c.endpoint), c.state],
                              getattr(c, figure))  # fmt: skip
         yield gauge
     for figure in ("connections", "connections_ready", "open_contexts", "open_pages"):
@@ -155,8 +155,21 @@ def status_metrics(sample: StatusSample, spider: str) -> Iterator[Metric]:
             labels=["spider", "endpoint", "kind"],
         )  # fmt: skip
         for e in sample.endpoints:
-            gauge.add_metric([spider, e.endpoint, e.kind or ""], getattr(e, figure))
+            gauge.add_metric([spider, endpoint_label(e.endpoint), e.kind or ""], getattr(e, figure))
         yield gauge
+
+
+def endpoint_label(url: str | None) -> str:
+    """An endpoint as a label: without credentials, query or fragment (a
+    remote endpoint's URL may carry a token; the label is served over TCP)."""
+    if not url:
+        return ""
+    url = url.split("#", 1)[0].split("?", 1)[0]
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        return url
+    netloc, slash, path = rest.partition("/")
+    return f"{scheme}://{netloc.rpartition('@')[2]}{slash}{path}"
 
 
 def cluster_metrics(figures: ClusterFigures, spider: str) -> Iterator[Metric]:
