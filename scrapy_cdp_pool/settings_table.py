@@ -142,6 +142,12 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_AUTOSCALE_OVERLOADED_FRACTION",  "autoscale_overloaded_fraction", k.ratio(below_one=True), 0.4, "budget"),
     S("CDP_POOL_JOBDIR_DURABLE",                 "jobdir_durable",          k.BOOL,               True,               "jobdir"),
     S("CDP_POOL_JOBDIR_FSYNC",                   "jobdir_fsync",            k.BOOL,               False,              "jobdir"),
+    S("CDP_POOL_CLUSTER_REDIS_URL",              "cluster_redis_url",       k.REDIS_URL,          None,               "cluster"),
+    S("CDP_POOL_CLUSTER_NAME",                   "cluster_name",            k.NAME,               None,               "cluster", doc_default="the spider's name"),
+    S("CDP_POOL_CLUSTER_BUDGET_MAX",             "cluster_budget_max",      k.optional_limit(integer=True), None, "cluster"),
+    S("CDP_POOL_CLUSTER_BUDGET_LEASE_SECONDS",   "cluster_budget_lease_s",  k.SECONDS,            30.0,               "cluster"),
+    S("CDP_POOL_METRICS_PORT",                   "metrics_port",            k.OPTIONAL_PORT,      None,               "telemetry"),
+    S("CDP_POOL_METRICS_HOST",                   "metrics_host",            k.HOST,               "127.0.0.1",        "telemetry"),
 )  # fmt: skip
 
 BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}

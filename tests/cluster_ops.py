@@ -18,7 +18,7 @@ from typing import Any
 
 from redis import Redis
 
-from scrapy_cdp_pool.cluster.ops_settings import key_prefix
+from scrapy_cdp_pool.cluster.ops_keys import key_prefix
 from scrapy_cdp_pool.cluster.profile_store import SharedProfiles, StaleProfileWrite
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -130,15 +130,6 @@ def test_metrics_are_off_by_default() -> None:
     from scrapy.exceptions import NotConfigured
     from scrapy.utils.test import get_crawler
 
+    crawler = get_crawler(settings_dict={"ADDONS": {"scrapy_cdp_pool.Addon": 0}})
     with pytest.raises(NotConfigured):
-        MetricsExtension.from_crawler(get_crawler())
-
-
-def test_endpoint_labels_carry_no_secret() -> None:
-    from scrapy_cdp_pool.telemetry.metrics import endpoint_label
-
-    assert endpoint_label("wss://user:pw@cdp.example:443/chrome?token=s3cret#x") == (
-        "wss://cdp.example:443/chrome"
-    )
-    assert endpoint_label("ws+unix:///tmp/d/cdp.sock:/") == "ws+unix:///tmp/d/cdp.sock:/"
-    assert endpoint_label(None) == ""
+        MetricsExtension.from_crawler(crawler)

@@ -101,9 +101,15 @@ class FleetBudget:
     """
 
     def __init__(
-        self, redis: Redis, prefix: str, *, max: int, owner: str, lease_s: float,
+        self,
+        redis: Redis,
+        prefix: str,
+        *,
+        max: int,
+        owner: str,
+        lease_s: float,
         crawler: Any = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.redis = redis
         self.prefix = prefix
         self.max = max
@@ -246,9 +252,12 @@ class FleetBudgetMember:
                         logger.warning(
                             "Cluster budget: Redis did not answer a take (%s); no new page "
                             "starts on this worker until it does (retrying, %.1f s to %.0f s "
-                            "apart)", type(e).__name__, RETRY_FIRST_S, RETRY_MAX_S,
+                            "apart)",
+                            type(e).__name__,
+                            RETRY_FIRST_S,
+                            RETRY_MAX_S,
                             extra={"crawler": budget.crawler},
-                        )  # fmt: skip
+                        )
                     if pubsub is not None:
                         with contextlib.suppress(RedisError, OSError):
                             await pubsub.aclose()  # type: ignore[no-untyped-call]
@@ -258,8 +267,9 @@ class FleetBudgetMember:
                     continue
                 if backoff_s != RETRY_FIRST_S:
                     backoff_s = RETRY_FIRST_S
-                    logger.info("Cluster budget: Redis answers again",
-                                extra={"crawler": budget.crawler})  # fmt: skip
+                    logger.info(
+                        "Cluster budget: Redis answers again", extra={"crawler": budget.crawler}
+                    )
                 if taken:
                     self._spare = member
                     self._ensure_renewer()
@@ -289,9 +299,11 @@ class FleetBudgetMember:
         except (RedisError, OSError) as e:
             logger.warning(
                 "Cluster budget: cannot give back %d share(s) (%s); they expire within "
-                "CDP_POOL_CLUSTER_BUDGET_LEASE_SECONDS", len(leases), e,
+                "CDP_POOL_CLUSTER_BUDGET_LEASE_SECONDS",
+                len(leases),
+                e,
                 extra={"crawler": budget.crawler},
-            )  # fmt: skip
+            )
 
     def _ensure_renewer(self) -> None:
         if self._renewer is None or self._renewer.done():
@@ -314,8 +326,12 @@ class FleetBudgetMember:
                     keys=[budget.leases_key], args=[budget.lease_ms, *leases]
                 )
             except (RedisError, OSError) as e:
-                logger.warning("Cluster budget: cannot renew %d share(s): %s", len(leases), e,
-                               extra={"crawler": budget.crawler})  # fmt: skip
+                logger.warning(
+                    "Cluster budget: cannot renew %d share(s): %s",
+                    len(leases),
+                    e,
+                    extra={"crawler": budget.crawler},
+                )
                 continue
             if gone:
                 self.leases_lost += int(gone)
@@ -325,8 +341,10 @@ class FleetBudgetMember:
                 logger.warning(
                     "Cluster budget: %d share(s) expired before they were renewed (Redis was "
                     "slow or unreachable): the cluster may pass CDP_POOL_CLUSTER_BUDGET_MAX "
-                    "until their pages end", gone, extra={"crawler": budget.crawler},
-                )  # fmt: skip
+                    "until their pages end",
+                    gone,
+                    extra={"crawler": budget.crawler},
+                )
 
     def _spawn(self, coro: Any) -> None:
         try:

@@ -24,9 +24,9 @@ from scrapy.exceptions import NotConfigured
 
 from scrapy_cdp_pool.budget.registry import crawler_name
 from scrapy_cdp_pool.cluster.budget import FleetBudget
-from scrapy_cdp_pool.cluster.ops_settings import ClusterOpsSettings, key_prefix, worker_id
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.scheduling.gates import gates_for
+from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix, worker_id
+from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.scheduling.gates import RequestGates
 
 if TYPE_CHECKING:
     from typing import Self
@@ -38,10 +38,11 @@ class FleetBudgetExtension:
     """See the module. :raises ValueError: a setting is invalid, or the
     cluster's workers run with another ``CDP_POOL_CLUSTER_BUDGET_MAX``."""
 
-    def __init__(self, crawler: Crawler, budget: FleetBudget, render_all: bool) -> None:
+    def __init__(
+        self, crawler: Crawler, budget: FleetBudget, gates: RequestGates, render_all: bool
+    ) -> None:
         self.crawler = crawler
         self.budget = budget
-        gates = gates_for(crawler)
         self.member = budget.attach(crawler_name(crawler), wake=gates.wake, render_all=render_all)
         gates.add_start_check(self.member.may_start)
         gates.add_dequeue_hook(self.member.on_dequeued)
@@ -52,23 +53,26 @@ class FleetBudgetExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        ops = ClusterOpsSettings.from_settings(crawler.settings)
-        if ops.redis_url is None or ops.budget_max is None:
+        runtime = runtime_of(crawler)
+        config = runtime.config
+        if config.cluster_redis_url is None or config.cluster_budget_max is None:
             raise NotConfigured
         from redis import Redis as SyncRedis
         from redis.asyncio import Redis
 
-        prefix = key_prefix(ops.name or crawler_name(crawler))
         budget = FleetBudget(
-            Redis.from_url(ops.redis_url), prefix, max=ops.budget_max, owner=worker_id(),
-            lease_s=ops.budget_lease_s, crawler=crawler,
-        )  # fmt: skip
-        with SyncRedis.from_url(ops.redis_url) as client:  # refused now, not mid-crawl
-            client.set(budget.max_key, ops.budget_max, nx=True)
+            Redis.from_url(config.cluster_redis_url),
+            cluster_prefix(config, crawler),
+            max=config.cluster_budget_max,
+            owner=worker_id(),
+            lease_s=config.cluster_budget_lease_s,
+            crawler=crawler,
+        )
+        with SyncRedis.from_url(config.cluster_redis_url) as client:  # refused now, not mid-crawl
+            client.set(budget.max_key, config.cluster_budget_max, nx=True)
             stored = client.get(budget.max_key)
         budget.check_stored_max(stored)
-        render_all = PoolConfig.from_settings(crawler.settings).render_all
-        return cls(crawler, budget, render_all)
+        return cls(crawler, budget, runtime.gates, config.render_all)
 
     def request_scheduled(self, request: Request) -> None:
         """A request back in the scheduler still holding a share gives it back."""

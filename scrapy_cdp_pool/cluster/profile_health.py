@@ -87,14 +87,14 @@ class FleetHealthBook(HealthBook):
         ``None``: the caller does not log it a second time."""
         self._take_in()
         record = self[name]
-        record.failures += 1
         record.consecutive_failures += 1
         self.inc(name, "failures")
         self._submit(
-            name, self._failed_script,
+            name,
+            self._failed_script,
             keys=[self.key(name)],
             args=[self.max_failures, why, "CDP_POOL_PROFILE_MAX_FAILURES"],
-        )  # fmt: skip
+        )
         return None
 
     def retire(self, name: str, reason: str) -> str:
@@ -149,8 +149,10 @@ class FleetHealthBook(HealthBook):
                     logger.warning(
                         "Profile %r: its health could not be written to the cluster's Redis "
                         "(%s); counted on this worker only until Redis answers",
-                        name, type(error).__name__, extra={"crawler": self.crawler},
-                    )  # fmt: skip
+                        name,
+                        type(error).__name__,
+                        extra={"crawler": self.crawler},
+                    )
                 continue
             self._failing = False
             result = future.result()

@@ -33,12 +33,12 @@ from redis.exceptions import RedisError
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
-from scrapy_cdp_pool.cluster.ops_settings import ClusterOpsSettings, key_prefix, worker_id
+from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix, worker_id
 from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
 from scrapy_cdp_pool.cluster.profile_store import ProfileStoreUnreachable, SharedProfiles
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.identity.errors import ProfileFileError
-from scrapy_cdp_pool.identity.registry import Identities, identities_for
+from scrapy_cdp_pool.identity.registry import Identities
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import identity_of
 
 if TYPE_CHECKING:
@@ -87,23 +87,26 @@ class SharedProfilesMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        ops = ClusterOpsSettings.from_settings(crawler.settings)
-        if ops.redis_url is None:
+        runtime = runtime_of(crawler)
+        config = runtime.config
+        if config.cluster_redis_url is None:
             raise NotConfigured
         from redis import Redis
 
-        config = PoolConfig.from_settings(crawler.settings)
-        spider_name = getattr(crawler.spidercls, "name", None) or crawler.spidercls.__name__
-        prefix = key_prefix(ops.name or str(spider_name))
-        client = Redis.from_url(ops.redis_url)
+        prefix = cluster_prefix(config, crawler)
+        client = Redis.from_url(config.cluster_redis_url)
         shared = SharedProfiles(
-            client, prefix, owner=worker_id(), directory=config.profiles_dir,
-            stats=crawler.stats, crawler=crawler,
-        )  # fmt: skip
+            client,
+            prefix,
+            owner=worker_id(),
+            directory=config.profiles_dir,
+            stats=crawler.stats,
+            crawler=crawler,
+        )
         health = FleetHealthBook(
             crawler.stats, config.profile_max_failures, client, prefix, crawler=crawler
         )
-        install_shared_profiles(identities_for(crawler, config), shared, health)
+        install_shared_profiles(runtime.identities, shared, health)
         return cls(crawler, shared, health)
 
     def spider_opened(self) -> None:
@@ -111,19 +114,27 @@ class SharedProfilesMiddleware:
         start, before the profile middleware lists the profiles)."""
         report = self.shared.seed()
         for error in report.errors:
-            logger.warning("Profile %r not seeded into the cluster: %s", error.name,
-                           error.reason, extra={"crawler": self.crawler})  # fmt: skip
+            logger.warning(
+                "Profile %r not seeded into the cluster: %s",
+                error.name,
+                error.reason,
+                extra={"crawler": self.crawler},
+            )
         for name in report.differing:
             logger.warning(
                 "Profile %r: its identity file differs from the cluster's copy, which is used "
                 "(the store keeps the first one seeded; export, edit and purge to change it)",
-                name, extra={"crawler": self.crawler},
-            )  # fmt: skip
+                name,
+                extra={"crawler": self.crawler},
+            )
         logger.info(
             "Cluster profile store %s: %d seeded from files, %d already stored, %d in all",
-            self.shared.names_key, len(report.seeded), len(report.kept),
-            len(self.shared.names()), extra={"crawler": self.crawler},
-        )  # fmt: skip
+            self.shared.names_key,
+            len(report.seeded),
+            len(report.kept),
+            len(self.shared.names()),
+            extra={"crawler": self.crawler},
+        )
 
     def spider_closed(self) -> None:
         self.health.close()
@@ -149,14 +160,16 @@ class SharedProfilesMiddleware:
                 self._unreachable = True
                 logger.warning(
                     "Cluster profile store: Redis did not answer (%s); profiles read before "
-                    "are used, others fail by name, until it answers", type(e).__name__,
+                    "are used, others fail by name, until it answers",
+                    type(e).__name__,
                     extra={"crawler": self.crawler},
-                )  # fmt: skip
+                )
             return None
         except ProfileFileError:
             return None  # the profile middleware fails the request, naming the problem
         if self._unreachable:
             self._unreachable = False
-            logger.info("Cluster profile store: Redis answers again",
-                        extra={"crawler": self.crawler})  # fmt: skip
+            logger.info(
+                "Cluster profile store: Redis answers again", extra={"crawler": self.crawler}
+            )
         return reason

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
-from scrapy_cdp_pool.identity.errors import ProfileFileError
+from scrapy_cdp_pool.errors import ProfileFileError, ProfileStoreUnreachable, StaleProfileWrite
 from scrapy_cdp_pool.identity.store import (
     IDENTITY_SUFFIX,
     STATE_SUFFIX,
@@ -64,6 +64,15 @@ from scrapy_cdp_pool.identity.store import (
     write_atomically,
 )
 from scrapy_cdp_pool.identity.validate import identity_problems, storage_state_problems
+
+__all__ = [
+    "STALE_WRITES_STAT",
+    "ProfileStoreUnreachable",
+    "SeedReport",
+    "SharedProfiles",
+    "StaleProfileWrite",
+    "export_profiles",
+]
 
 if TYPE_CHECKING:
     from redis import Redis
@@ -94,30 +103,6 @@ redis.call('HSET', KEYS[2], 'state', ARGV[2], 'token', ARGV[1], 'owner', ARGV[3]
 redis.call('SADD', KEYS[3], ARGV[5])
 return {1, version}
 """
-
-
-class StaleProfileWrite(ProfileFileError):
-    """A save-back refused: the identity lock it was taken with has expired
-    (``current`` is ``None``) or another worker holds the identity now
-    (``current``: that lock's token). ``token`` is the write's own (``None``:
-    the request carried none). The stored state is left as it was."""
-
-    def __init__(self, name: str, key: str, token: int | None, current: int | None) -> None:
-        held = "has expired" if current is None else f"is now held with token {current}"
-        problem = (
-            f"save-back refused (fencing): the identity lock taken with token {token} {held}; "
-            "the newer state stays"
-            if token is not None
-            else "save-back refused (fencing): the request carries no fencing token"
-        )
-        super().__init__(name, Path(key), problem)
-        self.token = token
-        self.current = current
-
-
-class ProfileStoreUnreachable(ProfileFileError):
-    """The cluster's Redis did not answer a read or a save-back of the
-    profile; the copy last read stays in use."""
 
 
 @dataclass
@@ -260,9 +245,10 @@ class SharedProfiles:
             raise unreachable(name, key, "cannot be read", e) from None
         if state_text is None:
             raise ProfileFileError(
-                name, Path(key),
+                name,
+                Path(key),
                 "is not in the cluster's profile store (seed it from CDP_POOL_PROFILES_DIR)",
-            )  # fmt: skip
+            )
         state = _parse(name, key, "state", state_text)
         _raise_problems(name, Path(key), storage_state_problems(state))
         identity = _parse(name, key, "identity", identity_text) if identity_text else {}
@@ -352,9 +338,10 @@ def unreachable(name: str, key: str, verb: str, error: BaseException) -> Profile
     """The error for a profile Redis did not answer about (redis-py's
     messages name the host and port, never the URL's password)."""
     return ProfileStoreUnreachable(
-        name, Path(key),
+        name,
+        Path(key),
         f"{verb}: the cluster's Redis did not answer ({type(error).__name__}: {error})",
-    )  # fmt: skip
+    )
 
 
 def export_profiles(

@@ -53,7 +53,7 @@ from prometheus_client.metrics_core import Metric
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from scrapy_cdp_pool.cluster.ops_settings import ClusterOpsSettings
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.telemetry.cluster_figures import ClusterFigures
 from scrapy_cdp_pool.telemetry.sample import StatusSample
 from scrapy_cdp_pool.telemetry.signals import cluster_figures_updated, status_sampled
@@ -137,23 +137,28 @@ def status_metrics(sample: StatusSample, spider: str) -> Iterator[Metric]:
     yield info
     yield _each(PREFIX + "pool_hold", "pool holds (1 each)", "hold", sample.pool_holds, spider)
     yield _each(
-        PREFIX + "budget_overloaded", "overloaded budget signals (1 each)", "signal",
-        sample.budget_overloaded or (), spider,
-    )  # fmt: skip
+        PREFIX + "budget_overloaded",
+        "overloaded budget signals (1 each)",
+        "signal",
+        sample.budget_overloaded or (),
+        spider,
+    )
     connection_labels = ["spider", "connection", "endpoint", "state"]
     for figure in ("open_contexts", "open_pages"):
         gauge = GaugeMetricFamily(
             f"{PREFIX}connection_{figure}", f"per connection: {figure}", labels=connection_labels
         )
         for c in sample.connections:
-            gauge.add_metric([spider, str(c.connection), endpoint_label(c.endpoint), c.state],
-                             getattr(c, figure))  # fmt: skip
+            gauge.add_metric(
+                [spider, str(c.connection), endpoint_label(c.endpoint), c.state], getattr(c, figure)
+            )
         yield gauge
     for figure in ("connections", "connections_ready", "open_contexts", "open_pages"):
         gauge = GaugeMetricFamily(
-            f"{PREFIX}endpoint_{figure}", f"per endpoint: {figure}",
+            f"{PREFIX}endpoint_{figure}",
+            f"per endpoint: {figure}",
             labels=["spider", "endpoint", "kind"],
-        )  # fmt: skip
+        )
         for e in sample.endpoints:
             gauge.add_metric([spider, endpoint_label(e.endpoint), e.kind or ""], getattr(e, figure))
         yield gauge
@@ -244,8 +249,10 @@ class MetricsExtension:
         self.url = f"http://{host}:{endpoint.port}/metrics"
         logger.info(
             "Prometheus metrics of spider %r at %s (CDP_POOL_METRICS_PORT, CDP_POOL_METRICS_HOST)",
-            spider, self.url, extra={"crawler": crawler},
-        )  # fmt: skip
+            spider,
+            self.url,
+            extra={"crawler": crawler},
+        )
         connect = crawler.signals.connect
         connect(self.status_sampled, signal=status_sampled)
         connect(self.cluster_figures_updated, signal=cluster_figures_updated)
@@ -253,10 +260,10 @@ class MetricsExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        ops = ClusterOpsSettings.from_settings(crawler.settings)
-        if ops.metrics_port is None:
+        config = runtime_of(crawler).config
+        if config.metrics_port is None:
             raise NotConfigured
-        return cls(crawler, ops.metrics_host, ops.metrics_port)
+        return cls(crawler, config.metrics_host, config.metrics_port)
 
     def status_sampled(self, sample: StatusSample) -> None:
         self.collector.sample = sample
