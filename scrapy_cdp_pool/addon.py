@@ -37,6 +37,10 @@ PROFILE_MIDDLEWARE = "scrapy_cdp_pool.identity.middleware.ProfileMiddleware"
 EXTENSION = "scrapy_cdp_pool.telemetry.EngineStatusExtension"
 CACHE_STORAGE = "scrapy_cdp_pool.httpcache.RenderAwareCacheStorage"
 BUDGET_EXTENSION = "scrapy_cdp_pool.budget.extension.BudgetExtension"
+# Issue 16 (operations): each is not configured unless its setting is set.
+SHARED_PROFILES_MIDDLEWARE = "scrapy_cdp_pool.cluster.profile_hook.SharedProfilesMiddleware"
+FLEET_BUDGET_EXTENSION = "scrapy_cdp_pool.cluster.budget_extension.FleetBudgetExtension"
+METRICS_EXTENSION = "scrapy_cdp_pool.telemetry.metrics.MetricsExtension"
 SCRAPY_RETRY_MIDDLEWARE = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
 RETRY_POLICY_MIDDLEWARE = "scrapy_cdp_pool.resilience.RetryPolicyMiddleware"
 #: (setting, component, order) the add-on adds unless the project set the
@@ -51,6 +55,9 @@ COMPONENTS = (
     ("EXTENSIONS", "scrapy_cdp_pool.resilience.HostLimits", 0),
     ("EXTENSIONS", BUDGET_EXTENSION, 0),
     ("EXTENSIONS", EXTENSION, 500),
+    ("DOWNLOADER_MIDDLEWARES", SHARED_PROFILES_MIDDLEWARE, 965),
+    ("EXTENSIONS", FLEET_BUDGET_EXTENSION, 0),
+    ("EXTENSIONS", METRICS_EXTENSION, 510),  # after the status extension (500)
 )
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 

@@ -111,6 +111,13 @@ class PoolConfig:
     cluster_lease_s: float = 30.0
     cluster_keep_open: bool = False
     cluster_feed_key: str | None = None
+    #: pages in flight across all workers of the cluster (None: no bound), and
+    #: a worker's share's lease, seconds
+    cluster_budget_max: int | None = None
+    cluster_budget_lease_s: float = 30.0
+    #: the Prometheus endpoint (None: off; 0: any free port) and its address
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
     #: network capture (``meta["cdp_capture"]``): the largest body kept, and
     #: the most body bytes kept per request
     capture_max_body: int = 10 * 1024 * 1024
@@ -163,6 +170,11 @@ class PoolConfig:
             raise ValueError(
                 f"CDP_POOL_BUDGET_MAX: {budget_max!r} is not an integer >= "
                 f"CDP_POOL_BUDGET_MIN ({budget_min!r}), or None for the pool's capacity"
+            )
+        if values["cluster_budget_max"] is not None and values["cluster_redis_url"] is None:
+            raise ValueError(
+                f"CDP_POOL_CLUSTER_BUDGET_MAX = {values['cluster_budget_max']!r} needs "
+                "CDP_POOL_CLUSTER_REDIS_URL (a bound across workers lives in the cluster's Redis)"
             )
         return cls(
             **values,

@@ -252,6 +252,31 @@ class ProfileFileError(ProfileError):
         self.problem = problem
 
 
+class StaleProfileWrite(ProfileFileError):
+    """A save-back to the cluster's shared profiles refused by fencing: the
+    identity lock the request was taken with has expired (``current`` is
+    ``None``) or another worker holds the identity now (``current``: that
+    lock's token). ``token`` is the write's own (``None``: the request
+    carried none). The stored state is left as it was; the response is kept."""
+
+    def __init__(self, name: str, key: str, token: int | None, current: int | None) -> None:
+        held = "has expired" if current is None else f"is now held with token {current}"
+        problem = (
+            f"save-back refused (fencing): the identity lock taken with token {token} {held}; "
+            "the newer state stays"
+            if token is not None
+            else "save-back refused (fencing): the request carries no fencing token"
+        )
+        super().__init__(name, Path(key), problem)
+        self.token = token
+        self.current = current
+
+
+class ProfileStoreUnreachable(ProfileFileError):
+    """The cluster's Redis did not answer a read or a save-back of the
+    profile; the copy last read stays in use."""
+
+
 class ProfileSignedOut(ProfileError):
     """The site shows the identity signed out and it could not sign back in."""
 

@@ -337,19 +337,57 @@ def _optional_name(settings: BaseSettings, name: str, default: Any) -> str | Non
     return raw
 
 
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
 def _redis_url(settings: BaseSettings, name: str, default: Any) -> str | None:
-    """A ``redis://``, ``rediss://`` or ``unix://`` URL, or None. The value is
-    not repeated in the error: it may hold a password."""
+    """A Redis URL (``redis://``, ``rediss://``, ``unix://``), or None; the
+    message never shows its password."""
     raw: Any = settings.get(name, default)
     if raw is None or raw == "":
         return None
-    scheme = urlsplit(raw).scheme if isinstance(raw, str) else ""
-    if scheme not in ("redis", "rediss", "unix"):
+    if not isinstance(raw, str) or raw.partition("://")[0] not in REDIS_SCHEMES:
+        shown = repr(raw) if not isinstance(raw, str) else repr(_without_password(raw))
         raise ValueError(
-            f"{name}: not a Redis URL (scheme {scheme!r}); use redis://host:6379/0, "
-            "rediss://host:6380/0 or unix:///path/to/redis.sock, or None"
+            f"{name}: {shown} is not a Redis URL; use redis://host:port/db, rediss://... or "
+            "unix:///path/to/redis.sock, or None"
         )
-    return str(raw)
+    return raw
+
+
+def _without_password(url: str) -> str:
+    scheme, separator, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    return f"{scheme}{separator}{netloc}{slash}{path}"
+
+
+def _optional_port(settings: BaseSettings, name: str, default: Any) -> int | None:
+    raw: Any = settings.get(name, default)
+    if raw is None or raw == "":
+        return None
+    message = (
+        f"{name}: {raw!r} is not a port; use an integer from 0 (any free port) to 65535, or None"
+    )
+    if isinstance(raw, bool):
+        raise ValueError(message)
+    try:
+        value = int(raw)
+    except (TypeError, ValueError) as e:
+        raise ValueError(message) from e
+    if (isinstance(raw, float) and raw != value) or not 0 <= value <= 65535:
+        raise ValueError(message)
+    return value
+
+
+def _host(settings: BaseSettings, name: str, default: Any) -> str:
+    raw: Any = settings.get(name, default)
+    if not isinstance(raw, str) or not raw or any(c.isspace() for c in raw):
+        raise ValueError(
+            f"{name}: {raw!r} is not an address to listen on; use e.g. '127.0.0.1' or '0.0.0.0'"
+        )
+    return raw
 
 
 def _budget(settings: BaseSettings, name: str, default: Any) -> ConcurrencyBudget | None:
@@ -390,7 +428,9 @@ OPTIONAL_PATH = Kind("path or None", "", _optional_path)
 SIGNED_OUT = Kind("signed-out rule or None", "", _signed_out)
 CALLABLE = Kind("callable, import path or None", "", _callable)
 NAME = Kind("string or None", "", _optional_name)
-REDIS_URL = Kind("Redis URL or None", "", _redis_url)
 BUDGET = Kind("ConcurrencyBudget or None", "", _budget)
 INIT_SCRIPTS = Kind("list of sources or paths", "", _init_scripts)
 SET_BY_ADDON = Kind("set by the add-on", "", _set_by_addon)
+REDIS_URL = Kind("Redis URL or None", "", _redis_url)
+OPTIONAL_PORT = Kind("port (0: any free) or None", "", _optional_port)
+HOST = Kind("address", "", _host)

@@ -147,6 +147,10 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_CLUSTER_LEASE_SECONDS",          "cluster_lease_s",         k.SECONDS,            30.0,               "cluster"),
     S("CDP_POOL_CLUSTER_KEEP_OPEN",              "cluster_keep_open",       k.BOOL,               False,              "cluster"),
     S("CDP_POOL_CLUSTER_FEED_KEY",               "cluster_feed_key",        k.NAME,               None,               "cluster", doc_default='`"<spider name>:start_urls"`'),
+    S("CDP_POOL_CLUSTER_BUDGET_MAX",             "cluster_budget_max",      k.optional_limit(integer=True), None, "cluster"),
+    S("CDP_POOL_CLUSTER_BUDGET_LEASE_SECONDS",   "cluster_budget_lease_s",  k.SECONDS,            30.0,               "cluster"),
+    S("CDP_POOL_METRICS_PORT",                   "metrics_port",            k.OPTIONAL_PORT,      None,               "telemetry"),
+    S("CDP_POOL_METRICS_HOST",                   "metrics_host",            k.HOST,               "127.0.0.1",        "telemetry"),
 )  # fmt: skip
 
 BY_NAME: dict[str, Setting] = {setting.name: setting for setting in SETTINGS}

@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.redis_server import redis_server  # noqa: F401 - a fixture (cluster tests)
 from tests.servers import ChromiumProcess, LightpandaProcess, SiteServer
 
 

@@ -300,6 +300,9 @@ class ClusterScheduler(BaseScheduler):
             request.meta[_TOKEN_META_KEY] = f"cluster:{lease}"
         self.held.add(lease, request)
         self.stats.inc_value("cdp_pool/cluster/taken")
+        # budgets (local and fleet-wide) count a page from its hand-out, as
+        # with the local queue (the identity lock was taken in Redis)
+        self.gates.run_dequeue_hooks(request)
         return request
 
     def _feed(self, lease: str, data: bytes) -> None:

@@ -241,10 +241,16 @@ class RequestGates:
                 logger.debug("Identity %r is busy elsewhere; %s waits", identity, request)
                 return False
             request.meta[_TOKEN_META_KEY] = token
+        self.run_dequeue_hooks(request)
+        return True
+
+    def run_dequeue_hooks(self, request: Request) -> None:
+        """Tell the dequeue hooks (host limits, budgets) that ``request`` is
+        handed out now; for a scheduler whose identity lock was taken
+        elsewhere (the cluster's take)."""
         now = time.monotonic()
         for hook in self._dequeue_hooks:
             hook(request, now)
-        return True
 
     def on_finished(self, request: Request) -> None:
         """The download of ``request`` is over: release its identity and ask

@@ -23,6 +23,7 @@ from scrapy_cdp_pool.telemetry.collect import ServerReading, StatusCollector, re
 from scrapy_cdp_pool.telemetry.memory_guard import MemoryGuard
 from scrapy_cdp_pool.telemetry.process_memory import MB, process_rss_bytes
 from scrapy_cdp_pool.telemetry.sample import StatusSample
+from scrapy_cdp_pool.telemetry.signals import status_sampled
 from scrapy_cdp_pool.telemetry.status_file import StatusFile
 
 if TYPE_CHECKING:
@@ -210,6 +211,8 @@ class EngineStatusExtension:
         logger.info(message, *args, extra={"crawler": self.crawler})
         if self.status_file is not None:
             self.status_file.write(sample)
+        # For the Prometheus metrics (telemetry/metrics.py): the same figures.
+        self.crawler.signals.send_catch_log(status_sampled, sample=sample)
         return sample
 
 

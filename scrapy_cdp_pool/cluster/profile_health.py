@@ -1,0 +1,165 @@
+"""FleetHealthBook: identity health (failures, retirement) shared by every
+worker of a cluster.
+
+Key: ``P profile_health:{name}``, a hash with ``uses``, ``failures``,
+``consecutive_failures`` (reset by a success on any worker) and ``retired``
+(the reason, set once). ``CDP_POOL_PROFILE_MAX_FAILURES`` consecutive failures
+across the fleet retire the identity for every worker: the script that counts
+a failure decides, so two workers failing at once retire it once.
+
+The crawl calls the book synchronously on its event loop (as it calls
+:class:`~scrapy_cdp_pool.identity.health.HealthBook`, whose local counts and
+``cdp_pool/profile/<name>/...`` stats it keeps); the Redis writes go, in order,
+through one thread of this worker. A retirement decided by the fleet is taken
+in at the next call and logged once (WARNING), and
+:meth:`FleetHealthBook.pull` reads the fleet's verdict before each request of
+the identity. So a failure on one worker retires the identity for a request
+another worker starts a Redis round trip later at most.
+"""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from scrapy_cdp_pool.identity.health import HealthBook
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+logger = logging.getLogger(__name__)
+
+# KEYS: the health hash. ARGV: max failures, why, the setting's name.
+# Returns {consecutive failures, retirement reason or ''}.
+_FAILED = """
+redis.call('HINCRBY', KEYS[1], 'failures', 1)
+local count = redis.call('HINCRBY', KEYS[1], 'consecutive_failures', 1)
+local retired = redis.call('HGET', KEYS[1], 'retired')
+if retired then return {count, retired} end
+if count >= tonumber(ARGV[1]) then
+  retired = 'retired after ' .. count .. ' consecutive failures across the cluster ('
+            .. ARGV[3] .. ' = ' .. ARGV[1] .. '; last: ' .. ARGV[2] .. ')'
+  redis.call('HSET', KEYS[1], 'retired', retired)
+  return {count, retired}
+end
+return {count, ''}
+"""
+
+
+class FleetHealthBook(HealthBook):
+    """A :class:`HealthBook` whose counts and retirements are the cluster's.
+
+    ``redis``: a ``redis.Redis`` client; ``prefix``: the cluster's key prefix.
+    :meth:`close` waits for the writes still queued (at spider close).
+    """
+
+    def __init__(
+        self, stats: Any, max_failures: int, redis: Redis, prefix: str, crawler: Any = None
+    ) -> None:
+        super().__init__(stats, max_failures)
+        self.redis = redis
+        self.prefix = prefix
+        self.crawler = crawler
+        self._failed_script = redis.register_script(_FAILED)
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdp-pool-health")
+        self._pending: list[tuple[str, Future[Any]]] = []
+        self._failing = False
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}profile_health:{name}"
+
+    # HealthBook ------------------------------------------------------------
+
+    def used(self, name: str) -> None:
+        self._take_in()
+        super().used(name)
+        self._submit(name, self.redis.hincrby, self.key(name), "uses", 1)
+
+    def succeeded(self, name: str) -> None:
+        self._take_in()
+        super().succeeded(name)
+        self._submit(name, self.redis.hset, self.key(name), "consecutive_failures", 0)
+
+    def failed(self, name: str, why: str) -> str | None:
+        """Count a failure here and in the fleet; the fleet's count decides
+        a retirement, taken in (and logged) once its answer is back. Returns
+        ``None``: the caller does not log it a second time."""
+        self._take_in()
+        record = self[name]
+        record.consecutive_failures += 1
+        self.inc(name, "failures")
+        self._submit(
+            name,
+            self._failed_script,
+            keys=[self.key(name)],
+            args=[self.max_failures, why, "CDP_POOL_PROFILE_MAX_FAILURES"],
+        )
+        return None
+
+    def retire(self, name: str, reason: str) -> str:
+        """Retire ``name`` here and for the fleet (the first reason stays)."""
+        reason = super().retire(name, reason)
+        self._submit(name, self.redis.hsetnx, self.key(name), "retired", reason)
+        return reason
+
+    def retired(self, name: str) -> str | None:
+        self._take_in()
+        return super().retired(name)
+
+    # The fleet ---------------------------------------------------------------
+
+    def pull(self, name: str) -> str | None:
+        """The fleet's retirement reason for ``name`` (blocks on Redis: call
+        it in a thread), ``None`` while in service."""
+        reason = self.redis.hget(self.key(name), "retired")
+        return _text(reason) if reason is not None else None
+
+    def adopt(self, name: str, reason: str | None) -> None:
+        """Take in the fleet's verdict read by :meth:`pull` (on the event loop)."""
+        if reason is not None and super().retired(name) is None:
+            super().retire(name, reason)
+            logger.warning("Profile %r %s", name, reason, extra={"crawler": self.crawler})
+
+    def close(self) -> None:
+        """Wait for the queued writes and take in their answers."""
+        self._writer.shutdown(wait=True)
+        self._take_in()
+
+    def _submit(self, name: str, call: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            future = self._writer.submit(call, *args, **kwargs)
+        except RuntimeError:  # closed: the crawl is over
+            return
+        self._pending.append((name, future))
+
+    def _take_in(self) -> None:
+        """Apply the answers of finished writes: retirements, errors."""
+        if not self._pending:
+            return
+        still: list[tuple[str, Future[Any]]] = []
+        for name, future in self._pending:
+            if not future.done():
+                still.append((name, future))
+                continue
+            error = future.exception()
+            if error is not None:
+                if not self._failing:  # once per outage
+                    self._failing = True
+                    logger.warning(
+                        "Profile %r: its health could not be written to the cluster's Redis "
+                        "(%s); counted on this worker only until Redis answers",
+                        name,
+                        type(error).__name__,
+                        extra={"crawler": self.crawler},
+                    )
+                continue
+            self._failing = False
+            result = future.result()
+            if isinstance(result, list) and len(result) == 2 and result[1]:
+                self.adopt(name, _text(result[1]))
+        self._pending = still
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,175 @@
+"""SharedProfilesMiddleware: the hook that puts the crawl's identities on the
+cluster's shared profiles (:mod:`scrapy_cdp_pool.cluster.profile_store`).
+
+**The wiring, in one place.** With ``CDP_POOL_CLUSTER_REDIS_URL`` set, this
+downloader middleware (order 965, just before
+:class:`~scrapy_cdp_pool.identity.middleware.ProfileMiddleware` at 970, which
+is built after it) gives the crawler's
+:class:`~scrapy_cdp_pool.identity.registry.Identities` a
+:class:`~scrapy_cdp_pool.cluster.profile_store.SharedProfiles` as its store and
+a :class:`~scrapy_cdp_pool.cluster.profile_health.FleetHealthBook` as its
+health; nothing else in the identity code changes:
+
+- at ``spider_opened``: seeds the store from ``CDP_POOL_PROFILES_DIR`` (each
+  profile the cluster does not hold yet) and logs what it did;
+- before each request of a profile: reads the fleet's latest copy of the
+  profile and its health in a thread (one Redis round trip each), and
+  remembers the request's fencing token (:data:`FENCING_TOKEN_META_KEY`, set
+  by the frontier's take) for the save-back that follows its render;
+- at ``spider_closed``: waits for the health writes still queued.
+
+The frontier's take must put the identity lock's token in
+``request.meta[FENCING_TOKEN_META_KEY]``; a request without one cannot save
+its state back (refused, counted as a stale write).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from redis.exceptions import RedisError
+from scrapy import Request, signals
+from scrapy.exceptions import NotConfigured
+
+from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix, worker_id
+from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
+from scrapy_cdp_pool.cluster.profile_store import ProfileStoreUnreachable, SharedProfiles
+from scrapy_cdp_pool.identity.errors import ProfileFileError
+from scrapy_cdp_pool.identity.registry import Identities
+from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.scheduling.gates import identity_of
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+ORDER = 965
+#: where the frontier's take leaves the identity lock's fencing token (an
+#: int): the cluster scheduler's ``FENCE_META_KEY``
+FENCING_TOKEN_META_KEY = "_cdp_cluster_fence"  # noqa: S105 - a meta key
+
+
+def fencing_token(request: Request) -> int | None:
+    """The fencing token ``request`` was taken with, if any."""
+    value = request.meta.get(FENCING_TOKEN_META_KEY)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (str, bytes)) and value.isdigit():
+        return int(value)
+    return None
+
+
+def install_shared_profiles(
+    identities: Identities, shared: SharedProfiles, health: FleetHealthBook
+) -> None:
+    """Make ``identities`` read and write ``shared`` and count health in ``health``."""
+    identities.store = shared  # type: ignore[assignment]  # ProfileStore's interface
+    identities.health = health
+
+
+class SharedProfilesMiddleware:
+    """Downloader middleware (installed with the cluster; see the module)."""
+
+    def __init__(self, crawler: Crawler, shared: SharedProfiles, health: FleetHealthBook) -> None:
+        self.crawler = crawler
+        self.shared = shared
+        self.health = health
+        self._unreachable = False
+        crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        runtime = runtime_of(crawler)
+        config = runtime.config
+        if config.cluster_redis_url is None:
+            raise NotConfigured
+        from redis import Redis
+
+        prefix = cluster_prefix(config, crawler)
+        client = Redis.from_url(config.cluster_redis_url)
+        shared = SharedProfiles(
+            client,
+            prefix,
+            owner=worker_id(),
+            directory=config.profiles_dir,
+            stats=crawler.stats,
+            crawler=crawler,
+        )
+        health = FleetHealthBook(
+            crawler.stats, config.profile_max_failures, client, prefix, crawler=crawler
+        )
+        install_shared_profiles(runtime.identities, shared, health)
+        return cls(crawler, shared, health)
+
+    def spider_opened(self) -> None:
+        """Seed the cluster from the profile files (blocks on Redis once, at
+        start, before the profile middleware lists the profiles)."""
+        report = self.shared.seed()
+        for error in report.errors:
+            logger.warning(
+                "Profile %r not seeded into the cluster: %s",
+                error.name,
+                error.reason,
+                extra={"crawler": self.crawler},
+            )
+        for name in report.differing:
+            logger.warning(
+                "Profile %r: its identity file differs from the cluster's copy, which is used "
+                "(the store keeps the first one seeded; export, edit and purge to change it)",
+                name,
+                extra={"crawler": self.crawler},
+            )
+        logger.info(
+            "Cluster profile store %s: %d seeded from files, %d already stored, %d in all",
+            self.shared.names_key,
+            len(report.seeded),
+            len(report.kept),
+            len(self.shared.names()),
+            extra={"crawler": self.crawler},
+        )
+
+    def spider_closed(self) -> None:
+        self.health.close()
+
+    async def process_request(self, request: Request) -> None:
+        name = identity_of(request)
+        if not name:
+            return
+        self.shared.remember_token(name, fencing_token(request))
+        retired = await asyncio.to_thread(self._read, name)
+        self.health.adopt(name, retired)
+
+    def _read(self, name: str) -> str | None:
+        """The fleet's copy of the profile (kept for the profile middleware
+        and the handler) and its retirement reason; in a thread. With Redis
+        unreachable, the copy last read is used (a profile never read fails
+        by name: :func:`~scrapy_cdp_pool.cluster.profile_store.unreachable`)."""
+        try:
+            self.shared.fetch(name)
+            reason = self.health.pull(name)
+        except (ProfileStoreUnreachable, RedisError, OSError) as e:
+            if not self._unreachable:
+                self._unreachable = True
+                logger.warning(
+                    "Cluster profile store: Redis did not answer (%s); profiles read before "
+                    "are used, others fail by name, until it answers",
+                    type(e).__name__,
+                    extra={"crawler": self.crawler},
+                )
+            return None
+        except ProfileFileError:
+            return None  # the profile middleware fails the request, naming the problem
+        if self._unreachable:
+            self._unreachable = False
+            logger.info(
+                "Cluster profile store: Redis answers again", extra={"crawler": self.crawler}
+            )
+        return reason

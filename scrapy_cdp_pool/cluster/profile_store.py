@@ -1,0 +1,394 @@
+"""SharedProfiles: the fleet's profiles in Redis, so that the storage state one
+worker saves back is what the next worker to use that identity loads.
+
+Keys (``P`` is the cluster's prefix, ``cdp_pool:{CDP_POOL_CLUSTER_NAME}:``):
+
+- ``P profile:{name}``: a hash. ``state`` (the Playwright ``storageState`` as
+  JSON), ``identity`` (the identity file's content as JSON, ``{}`` without
+  one), ``version`` (writes so far: 0 once seeded, +1 per save-back),
+  ``token`` (the fencing token of the last save-back, ``""`` for the seed),
+  ``owner`` (the worker that wrote it last), ``saved_at_ms`` (that worker's
+  clock, Unix milliseconds). About the size of the two JSON texts.
+- ``P profiles``: a set of the names stored.
+- ``P profile_health:{name}``: the fleet's health of the identity (see
+  :mod:`scrapy_cdp_pool.cluster.profile_health`).
+- ``P identity:{name}``: the identity lock, written by the frontier's take
+  (hash: ``owner``, ``token`` from ``INCR P fence``, a ``PEXPIRE`` lease).
+  Only read here.
+
+Fencing: a save-back is one Lua script that writes only while the identity
+lock's ``token`` is the one the request was taken with. A worker whose lease
+expired (stalled, partitioned), so that another worker took the identity, gets
+:class:`StaleProfileWrite` instead of overwriting the newer state; it is logged
+and counted in ``cdp_pool/cluster/stale_profile_writes``.
+
+Seeding: :meth:`SharedProfiles.seed` copies each valid profile of
+``CDP_POOL_PROFILES_DIR`` that the store does not hold yet, in one script per
+profile (many workers starting together store it once); a stored profile is
+never overwritten by its file (its state may be newer: saved back by the
+fleet), and one whose identity file differs from the store's is reported.
+:func:`export_profiles` writes the store back to files (0600, atomically).
+
+Same validation and plain-data form as the files
+(:mod:`scrapy_cdp_pool.identity.validate`): a stored profile that is not valid
+fails its requests with :class:`~scrapy_cdp_pool.identity.errors.ProfileFileError`
+naming the key and the problem, never a value.
+
+The calls block on Redis (the ``redis`` package's client): the crawl makes them
+in a thread (:class:`~scrapy_cdp_pool.cluster.profile_hook.SharedProfilesMiddleware`,
+and the identities' own ``asyncio.to_thread`` for save-back); :meth:`load` and
+:meth:`names` answer from what was last read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
+
+from scrapy_cdp_pool.errors import ProfileFileError, ProfileStoreUnreachable, StaleProfileWrite
+from scrapy_cdp_pool.identity.store import (
+    IDENTITY_SUFFIX,
+    STATE_SUFFIX,
+    Profile,
+    ProfileStore,
+    _raise_problems,
+    check_name,
+    write_atomically,
+)
+from scrapy_cdp_pool.identity.validate import identity_problems, storage_state_problems
+
+__all__ = [
+    "STALE_WRITES_STAT",
+    "ProfileStoreUnreachable",
+    "SeedReport",
+    "SharedProfiles",
+    "StaleProfileWrite",
+    "export_profiles",
+]
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+logger = logging.getLogger(__name__)
+
+#: the stat counting save-backs refused by the fencing token
+STALE_WRITES_STAT = "cdp_pool/cluster/stale_profile_writes"
+
+_SEED = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'state', ARGV[1], 'identity', ARGV[2], 'version', 0,
+           'token', '', 'owner', ARGV[3], 'saved_at_ms', ARGV[4])
+redis.call('SADD', KEYS[2], ARGV[5])
+return 1
+"""
+
+# KEYS: the identity lock, the profile, the set of names.
+# ARGV: token, state JSON, owner, time (ms), name.
+# Returns {1, version} when written, {0, current token or ''} when refused.
+_SAVE = """
+local current = redis.call('HGET', KEYS[1], 'token')
+if not current then return {0, ''} end
+if current ~= ARGV[1] then return {0, current} end
+local version = redis.call('HINCRBY', KEYS[2], 'version', 1)
+redis.call('HSET', KEYS[2], 'state', ARGV[2], 'token', ARGV[1], 'owner', ARGV[3],
+           'saved_at_ms', ARGV[4])
+redis.call('SADD', KEYS[3], ARGV[5])
+return {1, version}
+"""
+
+
+@dataclass
+class SeedReport:
+    """What :meth:`SharedProfiles.seed` did: names ``seeded`` (copied from
+    files), ``kept`` (already stored, the file not copied), ``differing``
+    (kept, and the identity file differs from the stored identity), and
+    ``errors`` (invalid files, not copied)."""
+
+    seeded: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    differing: list[str] = field(default_factory=list)
+    errors: list[ProfileFileError] = field(default_factory=list)
+
+
+class SharedProfiles:
+    """The profiles of one cluster, in Redis; the same reading interface as
+    :class:`~scrapy_cdp_pool.identity.store.ProfileStore` (``load``,
+    ``names``, ``check``, ``save_state``, ``directory``), so the crawl's
+    identities use it in place of the directory.
+
+    ``redis``: a ``redis.Redis`` client (``decode_responses=False``).
+    ``prefix``: the cluster's key prefix. ``owner``: this worker's id (stored
+    with each write). ``directory``: ``CDP_POOL_PROFILES_DIR`` if set (seed
+    source and default export target; paths in messages). ``stats``: the
+    crawler's stats, for ``cdp_pool/cluster/stale_profile_writes``.
+    """
+
+    def __init__(
+        self,
+        redis: Redis,
+        prefix: str,
+        *,
+        owner: str,
+        directory: str | Path | None = None,
+        stats: Any = None,
+        crawler: Any = None,
+    ) -> None:
+        self.redis = redis
+        self.prefix = prefix
+        self.owner = owner
+        self.directory = Path(directory) if directory else Path(f"redis:{prefix}profiles")
+        self.files = ProfileStore(directory) if directory else None
+        self.stats = stats
+        self.crawler = crawler
+        self.stale_writes = 0
+        self._seed = redis.register_script(_SEED)
+        self._save = redis.register_script(_SAVE)
+        self._cache: dict[str, Profile] = {}
+        self._names: list[str] = []
+        self._tokens: dict[str, int | None] = {}
+        self._lock = threading.Lock()
+
+    # Keys ------------------------------------------------------------------
+
+    def profile_key(self, name: str) -> str:
+        return f"{self.prefix}profile:{name}"
+
+    def lock_key(self, name: str) -> str:
+        return f"{self.prefix}identity:{name}"
+
+    @property
+    def names_key(self) -> str:
+        return f"{self.prefix}profiles"
+
+    # Seeding ---------------------------------------------------------------
+
+    def seed(self, store: ProfileStore | None = None) -> SeedReport:
+        """Copy each valid profile of ``store`` (default: the directory given
+        at creation) that the cluster does not hold yet. Blocks on Redis."""
+        store = store or self.files
+        report = SeedReport()
+        if store is None:
+            return report
+        report.errors = store.check()
+        bad = {error.name for error in report.errors}
+        for name in store.names():
+            if name in bad:
+                continue
+            profile = store.load(name)
+            identity = _dump(profile.identity)
+            created = self._seed(
+                keys=[self.profile_key(name), self.names_key],
+                args=[_dump(profile.storage_state), identity, self.owner, _now_ms(), name],
+            )
+            if created:
+                report.seeded.append(name)
+                continue
+            report.kept.append(name)
+            stored = self.redis.hget(self.profile_key(name), "identity")
+            if stored is not None and json.loads(stored) != profile.identity:
+                report.differing.append(name)
+        self.names()
+        return report
+
+    # Reading ---------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """The stored profiles, sorted (read from Redis; blocks)."""
+        members = self.redis.smembers(self.names_key)
+        self._names = sorted(m.decode() if isinstance(m, bytes) else str(m) for m in members)
+        return list(self._names)
+
+    def check(self) -> list[ProfileFileError]:
+        """Validate every stored profile (blocks on Redis)."""
+        errors: list[ProfileFileError] = []
+        for name in self.names():
+            try:
+                self.fetch(name)
+            except ProfileFileError as e:
+                errors.append(e)
+        return errors
+
+    def fetch(self, name: str) -> Profile:
+        """Profile ``name`` as stored now (blocks on Redis), kept for :meth:`load`.
+
+        :raises ProfileFileError: not stored, or not valid (naming the key).
+        :raises ProfileStoreUnreachable: Redis did not answer.
+        """
+        try:
+            profile = self._fetch(name)
+        except ProfileStoreUnreachable:
+            raise  # the copy last read stays in use
+        except ProfileFileError:
+            with self._lock:
+                self._cache.pop(name, None)  # never an older copy instead
+            raise
+        with self._lock:
+            self._cache[name] = profile
+        return profile
+
+    def _fetch(self, name: str) -> Profile:
+        key = self.profile_key(name)
+        bad_name = check_name(name)
+        if bad_name:
+            raise ProfileFileError(name, Path(key), bad_name)
+        try:
+            state_text, identity_text = self.redis.hmget(key, ["state", "identity"])
+        except (RedisError, OSError) as e:
+            raise unreachable(name, key, "cannot be read", e) from None
+        if state_text is None:
+            raise ProfileFileError(
+                name,
+                Path(key),
+                "is not in the cluster's profile store (seed it from CDP_POOL_PROFILES_DIR)",
+            )
+        state = _parse(name, key, "state", state_text)
+        _raise_problems(name, Path(key), storage_state_problems(state))
+        identity = _parse(name, key, "identity", identity_text) if identity_text else {}
+        _raise_problems(name, Path(key), identity_problems(identity))
+        state_path, identity_path = self._paths(name)
+        return Profile(name, state_path, identity_path, state, identity)
+
+    def load(self, name: str) -> Profile:
+        """Profile ``name`` as last fetched (:meth:`fetch`, which
+        :class:`~scrapy_cdp_pool.cluster.profile_hook.SharedProfilesMiddleware`
+        calls before each request of it); fetched now, blocking, if never.
+
+        :raises ProfileFileError: as :meth:`fetch`.
+        """
+        with self._lock:
+            profile = self._cache.get(name)
+        return profile if profile is not None else self.fetch(name)
+
+    def _paths(self, name: str) -> tuple[Path, Path]:
+        if self.files is not None:
+            return self.files.paths(name)
+        key = self.profile_key(name)
+        return Path(key), Path(key)
+
+    # Save-back -------------------------------------------------------------
+
+    def remember_token(self, name: str, token: int | None) -> None:
+        """The fencing token the request of ``name`` now in flight on this
+        worker was taken with (one at a time: the identity lock)."""
+        with self._lock:
+            self._tokens[name] = token
+
+    def save_state(self, name: str, state: dict[str, Any], token: int | None = None) -> Path:
+        """Write ``state`` as profile ``name``'s storage state, if the
+        identity lock still has the request's fencing token (``token``, else
+        the one remembered for ``name``). Blocks on Redis.
+
+        :raises StaleProfileWrite: refused by the fencing token (logged,
+            counted in ``cdp_pool/cluster/stale_profile_writes``).
+        :raises ProfileFileError: the name or the state is invalid.
+        """
+        key = self.profile_key(name)
+        bad_name = check_name(name)
+        if bad_name:
+            raise ProfileFileError(name, Path(key), bad_name)
+        _raise_problems(name, Path(key), storage_state_problems(state), verb="cannot be saved")
+        if token is None:
+            with self._lock:
+                token = self._tokens.get(name)
+        if token is None:
+            raise self._stale(name, key, None, None)
+        try:
+            written, value = self._save(
+                keys=[self.lock_key(name), key, self.names_key],
+                args=[str(token), _dump(state), self.owner, _now_ms(), name],
+            )
+        except (RedisError, OSError) as e:
+            raise unreachable(name, key, "cannot be saved", e) from None
+        if not written:
+            current = int(value) if value not in (b"", "", None) else None
+            raise self._stale(name, key, token, current)
+        with self._lock:  # what was written is what the next load gives
+            cached = self._cache.get(name)
+            if cached is not None:
+                self._cache[name] = dataclasses.replace(cached, storage_state=state)
+        return Path(key)
+
+    def _stale(
+        self, name: str, key: str, token: int | None, current: int | None
+    ) -> StaleProfileWrite:
+        error = StaleProfileWrite(name, key, token, current)
+        self.stale_writes += 1
+        if self.stats is not None:
+            self.stats.inc_value(STALE_WRITES_STAT)
+        logger.warning("Profile %r: %s", name, error.problem, extra={"crawler": self.crawler})
+        return error
+
+    def stored_version(self, name: str) -> tuple[int, str] | None:
+        """``(version, owner)`` of the stored profile, ``None`` if absent."""
+        version, owner = self.redis.hmget(self.profile_key(name), ["version", "owner"])
+        if version is None:
+            return None
+        return int(version), owner.decode() if isinstance(owner, bytes) else str(owner or "")
+
+
+def unreachable(name: str, key: str, verb: str, error: BaseException) -> ProfileStoreUnreachable:
+    """The error for a profile Redis did not answer about (redis-py's
+    messages name the host and port, never the URL's password)."""
+    return ProfileStoreUnreachable(
+        name,
+        Path(key),
+        f"{verb}: the cluster's Redis did not answer ({type(error).__name__}: {error})",
+    )
+
+
+def export_profiles(
+    shared: SharedProfiles, directory: str | Path | None = None, names: list[str] | None = None
+) -> list[Path]:
+    """Write the stored profiles (``names``, default all) to ``directory``
+    (default the store's ``CDP_POOL_PROFILES_DIR``) as ``NAME.json`` and, for
+    those with an identity, ``NAME.identity.json``: mode 0600, each written
+    atomically (a temporary file renamed over the old one), the directory
+    created 0700 if missing. Returns the files written. Blocks on Redis.
+
+    :raises ProfileFileError: a stored profile is invalid, or a file cannot
+        be written (nothing half-written is left).
+    :raises ValueError: no directory given and the store has none.
+    """
+    if directory is None:
+        if shared.files is None:
+            raise ValueError(
+                "no directory to export the profiles to: give one, or set CDP_POOL_PROFILES_DIR"
+            )
+        directory = shared.files.directory
+    target = Path(directory)
+    written: list[Path] = []
+    for name in shared.names() if names is None else names:
+        profile = shared.fetch(name)
+        state_path = target / f"{name}{STATE_SUFFIX}"
+        write_atomically(name, state_path, profile.storage_state)
+        written.append(state_path)
+        if profile.identity:
+            identity_path = target / f"{name}{IDENTITY_SUFFIX}"
+            write_atomically(name, identity_path, profile.identity)
+            written.append(identity_path)
+    return written
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def _parse(name: str, key: str, field_name: str, text: bytes | str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ProfileFileError(
+            name, Path(key), f"field {field_name!r} is not valid JSON ({type(e).__name__})"
+        ) from None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -1,0 +1,224 @@
+"""The cluster's shared profiles (issue 16, item 3) on a real redis-server:
+save-back seen by another process, fencing, seeding, export, fleet health,
+and real crawls of two workers handing an identity's state over."""
+
+from __future__ import annotations
+
+import json
+import logging
+import stat
+from pathlib import Path
+
+import pytest
+import pytest_twisted
+import scrapy
+from scrapy.utils.test import get_crawler
+
+from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
+from scrapy_cdp_pool.cluster.profile_hook import FENCING_TOKEN_META_KEY
+from scrapy_cdp_pool.cluster.profile_store import (
+    STALE_WRITES_STAT,
+    ProfileStoreUnreachable,
+    SharedProfiles,
+    StaleProfileWrite,
+    export_profiles,
+)
+from tests.cluster_ops import PREFIX, run_worker, take_identity
+from tests.crawl import crawl
+from tests.profiles import cookie, temp_files, write_profile
+from tests.redis_server import RedisServer
+from tests.servers import SiteServer
+
+IDENTITY = {"userAgent": "Mozilla/5.0 (X11; Linux x86_64) Shared/1.0", "timezoneId": "Europe/Paris"}
+
+
+def state_with(session: str) -> dict[str, object]:
+    return {"cookies": [cookie("session", session)], "origins": []}
+
+
+def seeded(redis_server: RedisServer, directory: Path, owner: str = "w1") -> SharedProfiles:
+    shared = SharedProfiles(redis_server.client(), PREFIX, owner=owner, directory=directory)
+    shared.seed()
+    return shared
+
+
+def test_save_back_by_one_process_is_what_another_loads(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    write_profile(tmp_path, "alice", session="valid-alice")
+    seeded(redis_server, tmp_path)
+    before = run_worker(redis_server.url, "load", "alice")
+    assert before["state"]["cookies"][0]["value"] == "valid-alice"
+
+    token = take_identity(redis_server.client(), "alice", "worker-save")
+    saved = run_worker(
+        redis_server.url, "save", "alice", str(token), json.dumps(state_with("valid-alice.r1"))
+    )
+    assert saved == {"saved": [1, "worker-save"]}  # version 1, by the saving process
+
+    after = run_worker(redis_server.url, "load", "alice")
+    assert after["state"] == state_with("valid-alice.r1")
+
+
+def test_a_stale_fencing_token_is_refused(
+    redis_server: RedisServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_profile(tmp_path, "alice", session="valid-alice")
+    crawler = get_crawler()
+    client = redis_server.client()
+    shared = SharedProfiles(client, PREFIX, owner="a", directory=tmp_path, stats=crawler.stats)
+    shared.seed()
+    stale = take_identity(client, "alice", "a")
+    current = take_identity(client, "alice", "b")  # a's lease expired; b took the identity
+    with caplog.at_level(logging.WARNING), pytest.raises(StaleProfileWrite) as refused:
+        shared.save_state("alice", state_with("from-a"), token=stale)
+    assert (refused.value.token, refused.value.current) == (stale, current)
+    assert "save-back refused (fencing)" in caplog.text
+    assert "from-a" not in caplog.text  # never a value
+    # In another process too, and the stored state is untouched.
+    answer = run_worker(redis_server.url, "save", "alice", str(stale), json.dumps(state_with("x")))
+    assert answer["current"] == current
+    assert shared.fetch("alice").storage_state["cookies"][0]["value"] == "valid-alice"
+    # The holder's own token writes.
+    shared.save_state("alice", state_with("from-b"), token=current)
+    assert shared.fetch("alice").storage_state == state_with("from-b")
+    # A lock that is gone (expired, nobody took it since), or no token at all: refused.
+    client.delete(f"{PREFIX}identity:alice")
+    with pytest.raises(StaleProfileWrite) as gone:
+        shared.save_state("alice", state_with("late"), token=current)
+    assert gone.value.current is None
+    with pytest.raises(StaleProfileWrite):
+        shared.save_state("alice", state_with("no-token"))
+    assert shared.fetch("alice").storage_state == state_with("from-b")
+    assert crawler.stats.get_value(STALE_WRITES_STAT) == 3
+
+
+def test_seed_once_then_export_0600(redis_server: RedisServer, tmp_path: Path) -> None:
+    files = tmp_path / "profiles"
+    files.mkdir()
+    write_profile(files, "alice", session="valid-alice", identity=IDENTITY)
+    write_profile(files, "bob", session="valid-bob")
+    (files / "bad.json").write_text(json.dumps({"cookies": {"not": "a list"}}))
+    first = SharedProfiles(redis_server.client(), PREFIX, owner="w1", directory=files)
+    report = first.seed()
+    assert (report.seeded, report.kept) == (["alice", "bob"], [])
+    assert [e.name for e in report.errors] == ["bad"]
+    assert first.names() == ["alice", "bob"]
+
+    # A second worker, whose alice has another identity file: the store keeps its copy.
+    other = tmp_path / "other"
+    other.mkdir()
+    write_profile(other, "alice", session="valid-alice", identity={"locale": "fr-FR"})
+    second = SharedProfiles(redis_server.client(), PREFIX, owner="w2", directory=other)
+    report = second.seed()
+    assert (report.seeded, report.kept, report.differing) == ([], ["alice"], ["alice"])
+    assert second.fetch("alice").identity == IDENTITY
+
+    token = take_identity(redis_server.client(), "bob", "w2")
+    second.save_state("bob", state_with("valid-bob.r1"), token=token)
+
+    out = tmp_path / "exported"
+    written = export_profiles(first, out)
+    assert sorted(p.name for p in written) == ["alice.identity.json", "alice.json", "bob.json"]
+    assert stat.S_IMODE(out.stat().st_mode) == 0o700
+    for path in written:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads((out / "bob.json").read_text()) == state_with("valid-bob.r1")
+    assert json.loads((out / "alice.identity.json").read_text()) == IDENTITY
+    assert temp_files(out) == []
+    # By default, back into the worker's own CDP_POOL_PROFILES_DIR.
+    export_profiles(first, names=["bob"])
+    assert json.loads((files / "bob.json").read_text()) == state_with("valid-bob.r1")
+
+
+def test_health_is_the_fleets(redis_server: RedisServer) -> None:
+    crawlers = [get_crawler(), get_crawler()]
+
+    def on(worker: int, *events: str) -> FleetHealthBook:
+        """Worker ``worker`` records ``events`` (a failure's reason, or "ok")
+        and waits until they are written."""
+        c = crawlers[worker]
+        book = FleetHealthBook(c.stats, 3, redis_server.client(), PREFIX, crawler=c)
+        for event in events:
+            book.succeeded("alice") if event == "ok" else book.failed("alice", event)
+        book.close()
+        return book
+
+    on(0, "HTTP 403")
+    on(1, "HTTP 403")
+    on(0, "ok")  # a success anywhere resets the fleet's count
+    on(1, "HTTP 429", "HTTP 429")
+    assert on(0).pull("alice") is None
+    one = on(0, "TimeoutError")  # the third in a row across the fleet
+    reason = one.retired("alice")
+    assert reason is not None
+    assert reason.startswith("retired after 3 consecutive failures across the cluster")
+    assert "last: TimeoutError" in reason
+    two = on(1)
+    assert two.retired("alice") is None  # until it reads the fleet's verdict
+    two.adopt("alice", two.pull("alice"))
+    assert two.retired("alice") == reason
+    assert crawlers[1].stats.get_value("cdp_pool/profiles_retired") == 1
+
+
+@pytest.mark.parametrize("browser", ["lightpanda"])
+@pytest_twisted.ensureDeferred
+async def test_two_workers_hand_an_identity_over(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Path, browser: str
+) -> None:
+    """Worker 1 (files in its CDP_POOL_PROFILES_DIR) seeds the cluster and
+    saves back the cookie /refresh set; worker 2 (no profile files) sends it
+    on its next request of the identity. A request whose identity was taken
+    by another worker meanwhile saves nothing. (The test takes the identity
+    lock as the cluster's frontier does; with the frontier installed, its own
+    take replaces the token.)"""
+    write_profile(tmp_path, "alice", session="valid-alice")
+    client = redis_server.client()
+    cluster = {"CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": "test",
+               "CDP_POOL_BROWSER": browser, "CDP_POOL_PROFILE_SAVE_STATE": True}  # fmt: skip
+
+    token = take_identity(client, "alice", "worker-1")
+    meta = {"cdp_profile": "alice", FENCING_TOKEN_META_KEY: token}
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url("/refresh?w1"), meta=meta)],
+        {**cluster, "CDP_POOL_PROFILES_DIR": str(tmp_path)},
+    )
+    assert not spider.failures
+    assert crawler.stats.get_value("cdp_pool/profile/alice/state_saves") == 1
+
+    token = take_identity(client, "alice", "worker-2")
+    meta = {"cdp_profile": "alice", FENCING_TOKEN_META_KEY: token}
+    spider, crawler = await crawl([scrapy.Request(site.url("/whoami?w2"), meta=meta)], cluster)
+    assert not spider.failures
+    whoami = json.loads(spider.by_url("/whoami").css("#server::text").get(""))
+    assert whoami["cookies"] == {"session": "valid-alice.r1"}
+
+    # Worker 2 again; while its request is in flight its lease runs out and
+    # another worker takes the identity: its save-back is refused.
+    token = take_identity(client, "alice", "worker-2")
+    meta = {"cdp_profile": "alice", FENCING_TOKEN_META_KEY: token, "steal_identity": True}
+    steal = {"DOWNLOADER_MIDDLEWARES": {"tests.cluster_ops.StealIdentityMiddleware": 968}}
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url("/refresh?late"), meta=meta)], {**cluster, **steal}
+    )
+    assert crawler.stats.get_value(STALE_WRITES_STAT) == 1
+    assert crawler.stats.get_value("cdp_pool/profile/alice/save_errors") == 1
+    shared = SharedProfiles(client, PREFIX, owner="check")
+    assert shared.fetch("alice").storage_state["cookies"][0]["value"] == "valid-alice.r1"
+
+
+def test_redis_unreachable_keeps_the_copy_read_and_fails_saves_by_name(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    write_profile(tmp_path, "alice", session="valid-alice")
+    shared = seeded(redis_server, tmp_path)
+    token = take_identity(redis_server.client(), "alice", "w1")
+    assert shared.fetch("alice").storage_state["cookies"][0]["value"] == "valid-alice"
+    redis_server.stop()
+    with pytest.raises(ProfileStoreUnreachable, match="the cluster's Redis did not answer"):
+        shared.fetch("alice")
+    assert shared.load("alice").storage_state["cookies"][0]["value"] == "valid-alice"
+    with pytest.raises(ProfileStoreUnreachable, match="cannot be saved"):
+        shared.save_state("alice", state_with("valid-alice.r1"), token=token)
+    with pytest.raises(ProfileStoreUnreachable):
+        shared.load("bob")  # never read: fails by name
