@@ -10,6 +10,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.jobdir.install import durable_settings, refuse_durable_queue
 from scrapy_cdp_pool.jobdir.store import check_jobdir
+from scrapy_cdp_pool.ladder.settings import LadderConfig
 from scrapy_cdp_pool.paths import check_directory, check_writable_file, make_private_directory
 from scrapy_cdp_pool.pool.registry import check_pool_config
 from scrapy_cdp_pool.pool.servers import ServerStartError, embedded_server
@@ -71,6 +72,7 @@ class Addon:
 
     def update_settings(self, settings: BaseSettings) -> None:
         config = PoolConfig.from_settings(settings)
+        LadderConfig.from_settings(settings)  # its errors, loudly, at start
         if self.crawler is not None:
             check_pool_config(self.crawler, config)
         _check_paths(config, settings.get("JOBDIR"))

@@ -16,6 +16,9 @@ from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.identity.registry import identities_for
+from scrapy_cdp_pool.ladder.climb import CHROMIUM, HTTP, Fetch
+from scrapy_cdp_pool.ladder.plain import decoded
+from scrapy_cdp_pool.ladder.registry import acquire_ladder, release_ladder
 from scrapy_cdp_pool.pool.registry import acquire_pool, release_pool
 from scrapy_cdp_pool.pool.routing import CapabilityUnavailable
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from scrapy_cdp_pool.pool.lease import ContextLease
+    from scrapy_cdp_pool.pool.pool import ConnectionPool
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +89,8 @@ class CDPDownloadHandler:
         )
         self.pool = acquire_pool(crawler, self.config)
         self.identities = identities_for(crawler, self.config)
+        self.ladder = acquire_ladder(crawler, self.config, self.pool)
+        self._rungs = self._ladder_rungs()
         self._pool_failed = False
         self._refused_user_agent = RefusedUserAgentWarning()
         self.snapshots = (
@@ -106,19 +112,55 @@ class CDPDownloadHandler:
         return is_rendered(request, self.config.render_all)
 
     async def download_request(self, request: Request) -> Response:
-        pauses = gates_for(self.crawler).host_pauses
         if not self.should_render(request):
-            # Scrapy's downloader may hold it past a pause that started
-            # after the scheduler handed it out: it waits here, holding that
-            # downloader slot (no browser slot), outside its download_timeout.
-            if pauses is not None:
-                await self._wait_pause(pauses, host_of(request))
-            response: Response = await self._fallback(request).download_request(request)
-            if pauses is not None:
-                pauses.observe(
-                    request, response.url, response.status, response.headers.get(b"Retry-After")
-                )
-            return response
+            return await self._plain(request)
+        timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
+        expectation = self.ladder.ladder.expectation_for(request)
+        if expectation is None:  # no ladder: today's render
+            return await self._render(request, self.pool, timeout_s)
+        return await self.ladder.ladder.climb(request, expectation, self._rungs, timeout_s)
+
+    async def _plain(self, request: Request) -> Response:
+        """``request`` through the fallback handler of its scheme."""
+        pauses = gates_for(self.crawler).host_pauses
+        # Scrapy's downloader may hold it past a pause that started
+        # after the scheduler handed it out: it waits here, holding that
+        # downloader slot (no browser slot), outside its download_timeout.
+        if pauses is not None:
+            await self._wait_pause(pauses, host_of(request))
+        response: Response = await self._fallback(request).download_request(request)
+        if pauses is not None:
+            pauses.observe(
+                request, response.url, response.status, response.headers.get(b"Retry-After")
+            )
+        return response
+
+    def _ladder_rungs(self) -> dict[str, Fetch]:
+        """How the ladder fetches on each of its rungs (see ladder/climb.py)."""
+
+        async def plain(request: Request, left_s: float) -> Response:
+            within = request.replace(meta={**request.meta, "download_timeout": left_s})
+            return decoded(self.crawler, request, await self._plain(within))
+
+        async def primary(request: Request, left_s: float) -> Response:
+            return await self._render(request, self.pool, left_s)
+
+        async def chromium(request: Request, left_s: float) -> Response:
+            rung = self.ladder.chromium
+            if rung is None:  # not on the ladder: rung_names leaves it out
+                raise KeyError(CHROMIUM)
+            pool = await rung.pool()
+            return await self._render(request, pool, left_s)
+
+        rungs: dict[str, Fetch] = {name: primary for name in self.ladder.ladder.rungs}
+        rungs[HTTP] = plain
+        if self.ladder.chromium is not None:
+            rungs[CHROMIUM] = chromium
+        return rungs
+
+    async def _render(self, request: Request, pool: ConnectionPool, timeout_s: float) -> Response:
+        """``request`` rendered on ``pool`` within ``timeout_s`` seconds."""
+        pauses = gates_for(self.crawler).host_pauses
         profile = self.identities.context_for(request)  # a profile's, or None
         try:
             # meta["proxy"] in the context: egress as plain Scrapy's
@@ -132,7 +174,6 @@ class CDPDownloadHandler:
         )  # fmt: skip
         requires = context.requirements() if context is not None else frozenset()
         server_options = context.server_options() if context is not None else None
-        timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
         host = host_of(request)
         hooks = self._hooks(request, pauses, host)
         spent_s = 0.0  # under download_timeout: not the waits for a host pause
@@ -145,11 +186,11 @@ class CDPDownloadHandler:
             try:
                 # download_timeout bounds the page, not a wait for a dedicated
                 # server's turn (see ConnectionPool.lease).
-                async with self.pool.lease(requires, server_options, timeout_s - spent_s) as lease:
+                async with pool.lease(requires, server_options, timeout_s - spent_s) as lease:
                     leased = True
                     if pauses is not None and pauses.remaining(host) > 0:
                         raise _HostPaused  # before a context is made
-                    self._count_page(lease)
+                    self._count_page(pool, lease)
                     self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
                     result = await render(
                         lease, spec, hooks, collect_cookies=jar_middleware is not None,
@@ -193,7 +234,7 @@ class CDPDownloadHandler:
             await self.identities.save_state(request, result.storage_state)
         self.stats.inc_value(_outcome_stat(result))
         self.stats.max_value("cdp_pool/render_seconds_max", round(seconds, 3))
-        self.stats.max_value("cdp_pool/pages_in_flight_max", self.pool.pages_in_flight_max)
+        self.stats.max_value("cdp_pool/pages_in_flight_max", pool.pages_in_flight_max)
         for resource_type, count in result.blocked.items():
             self.stats.inc_value("cdp_pool/resources_blocked", count)
             self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
@@ -291,11 +332,14 @@ class CDPDownloadHandler:
                 name="cdp-pool close spider",
             )
 
-    def _count_page(self, lease: ContextLease) -> None:
+    def _count_page(self, pool: ConnectionPool, lease: ContextLease) -> None:
         """This crawler's pages per connection of the pool (or on dedicated
-        servers), counted in its own stats: exact on a shared pool too."""
+        servers), counted in its own stats: exact on a shared pool too; the
+        ladder's Chromium pool's under ``cdp_pool/ladder/chromium``."""
         connection = lease.connection
-        if self.pool.owns(connection):
+        if pool is not self.pool:
+            self.stats.inc_value(f"cdp_pool/ladder/chromium/connection/{connection.index}/pages")
+        elif pool.owns(connection):
             self.stats.inc_value(f"cdp_pool/connection/{connection.index}/pages")
         else:
             self.stats.inc_value("cdp_pool/dedicated_servers/pages")
@@ -324,6 +368,7 @@ class CDPDownloadHandler:
         for handler in self._fallbacks.values():
             await handler.close()
         self._fallbacks.clear()
+        await release_ladder(self.crawler)
         await release_pool(self.crawler)
 
 
