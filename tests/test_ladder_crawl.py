@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest_twisted
 import scrapy
+from scrapy.exceptions import DownloadTimeoutError
 
 from scrapy_cdp_pool.ladder import ExpectationNotMet
 from tests.crawl import RecordingSpider, crawl
@@ -160,6 +161,22 @@ async def test_met_on_no_rung_fails_by_name_with_each_rungs_result(site: SiteSer
     assert stats["cdp_pool/ladder/not_met"] == 1
     assert stats[f"cdp_pool/ladder/not_met/{error.kind}"] == 1
     assert stats["cdp_pool/ladder/tries/chromium"] == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_rungs_share_the_requests_download_timeout(site: SiteServer) -> None:
+    # Each rung needs at least 1.5 s (the page answers after that); 4 s cannot
+    # hold three: the request times out on a rung instead of failing with
+    # ExpectationNotMet after all three.
+    request = rendered(site, "/ladder/empty/1?ms=1500", download_timeout=4)
+    spider, _ = await crawl([request], LADDER)
+    [failure] = spider.failures
+    assert isinstance(failure.value, DownloadTimeoutError), failure
+    shared = "download_timeout = 4 s, shared by the render ladder's rungs, ran out"
+    assert shared in str(failure.value)
+    ladder = failure.request.meta["cdp_ladder"]
+    assert ladder[0]["outcome"] == "incomplete: 'li.item' x3 matched 0"  # plain HTTP: 1.5 s
+    assert len(ladder) in (2, 3)  # out before Chromium, or on it (its start counts too)
 
 
 @pytest_twisted.ensureDeferred

@@ -175,8 +175,8 @@ class Ladder:
                 self._record(meta, results)
                 tried = ", ".join(r.rung for r in results)
                 raise DownloadTimeoutError(
-                    f"{request}: download_timeout = {timeout_s:g} s spent on the rungs "
-                    f"{tried} before {rung} (the ladder shares it)"
+                    f"{request}: download_timeout = {timeout_s:g} s, shared by the render "
+                    f"ladder's rungs, ran out before {rung} (after {tried})"
                 )
             self.stats.inc_value(f"cdp_pool/ladder/tries/{rung}")
             started = time.monotonic()
@@ -189,6 +189,13 @@ class Ladder:
                 results.append(RungResult(rung, outcome, seconds))
                 if cause is None or index == len(self.rungs) - 1:
                     self._record(meta, results)
+                    if isinstance(e, DownloadTimeoutError) and len(results) > 1:
+                        tried = ", ".join(r.rung for r in results[:-1])
+                        # the same class (a SlotWaitTimeout stays one), the whole deadline stated
+                        raise type(e)(
+                            f"{request}: download_timeout = {timeout_s:g} s, shared by the render "
+                            f"ladder's rungs, ran out on {rung} ({left:.3g} s left after {tried})"
+                        ) from e
                     raise
                 self.stats.inc_value(f"cdp_pool/ladder/climbed/{type(cause).__name__}")
                 continue

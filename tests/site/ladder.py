@@ -11,7 +11,8 @@
   anti-bot scripts.)
 - ``/ladder/switch/<n>``: like ``script`` until ``/ladder/switch-mode?to=static``,
   then like ``static`` (a kind of page that became simpler).
-- ``/ladder/empty/<n>``: never has the list.
+- ``/ladder/empty/<n>``: never has the list; ``?ms=`` answers after that
+  many milliseconds (a slow page, for the ladder's shared deadline).
 
 Every page but ``empty`` loads ``/ladder/beacon.js?kind=<kind>`` (never
 cached): a browser fetches it, plain HTTP does not, so the site's hits on it
@@ -20,9 +21,11 @@ count the pages a browser rendered, per kind.
 
 from __future__ import annotations
 
+import asyncio
+
 from aiohttp import web
 
-from .common import html_response
+from .common import html_response, int_query, park
 
 routes = web.RouteTableDef()
 
@@ -108,4 +111,7 @@ async def switch_mode(request: web.Request) -> web.Response:
 
 @routes.get("/ladder/empty/{n:\\d+}")
 async def empty(request: web.Request) -> web.Response:
+    ms = int_query(request, "ms", 0, 0, 60_000)
+    if ms:
+        await park(request, asyncio.sleep(ms / 1000))
     return html_response("empty", '<ul id="items"></ul>')
