@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -72,13 +73,16 @@ class Addon:
 
     def update_settings(self, settings: BaseSettings) -> None:
         config = PoolConfig.from_settings(settings)
-        LadderConfig.from_settings(settings)  # its errors, loudly, at start
+        ladder = LadderConfig.from_settings(settings)  # its errors, loudly, at start
         if self.crawler is not None:
             check_pool_config(self.crawler, config)
         _check_paths(config, settings.get("JOBDIR"))
         if not config.endpoints:
+            # with CDP_POOL_FALLBACK = "chromium", the Chromium of its rung too
+            browsers = {config.browser, ladder.fallback or config.browser}
             try:
-                embedded_server(config).checked_binary()
+                for browser in sorted(browsers):
+                    embedded_server(dataclasses.replace(config, browser=browser)).checked_binary()
             except ServerStartError as e:  # before the crawl, not at its first page
                 raise ValueError(str(e)) from e
         reactor = settings.get("TWISTED_REACTOR")

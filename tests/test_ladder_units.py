@@ -11,6 +11,7 @@ import scrapy
 from scrapy.http import HtmlResponse, Response
 from scrapy.settings import Settings
 
+from scrapy_cdp_pool import Addon
 from scrapy_cdp_pool.ladder.expectation import parse_expectation
 from scrapy_cdp_pool.ladder.kind import generalize_path, page_kind
 from scrapy_cdp_pool.ladder.learner import KindState, Learner
@@ -144,3 +145,12 @@ def test_the_jobdir_store_round_trips_privately(tmp_path: Path) -> None:
     store.path.write_text("{not json")
     with pytest.raises(ValueError, match=r"cdp_pool_ladder\.json: not a render ladder state"):
         store.load()
+
+
+def test_the_addon_refuses_a_bad_ladder_setting_and_a_missing_fallback_browser() -> None:
+    with pytest.raises(ValueError, match="CDP_POOL_RENDER: 'always' is not a render mode"):
+        Addon().update_settings(Settings({"CDP_POOL_RENDER": "always"}))
+    missing = {"CDP_POOL_FALLBACK": "chromium", "CDP_POOL_CHROMIUM_PATH": "/nonexistent/chromium"}
+    with pytest.raises(ValueError, match="CDP_POOL_CHROMIUM_PATH: '/nonexistent/chromium'"):
+        Addon().update_settings(Settings(missing))
+    Addon().update_settings(Settings({"CDP_POOL_FALLBACK": "chromium"}))
