@@ -19,6 +19,7 @@ import urllib.request
 from collections import Counter
 from typing import Any
 
+import pytest
 import pytest_twisted
 import scrapy
 from scrapy.exceptions import DownloadTimeoutError
@@ -112,7 +113,10 @@ async def test_auto_learns_the_cheapest_rung_of_each_kind(site: SiteServer) -> N
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_kind_that_became_static_moves_down_the_ladder(site: SiteServer) -> None:
+async def test_a_kind_that_became_static_moves_down_the_ladder(
+    site: SiteServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("INFO", logger="scrapy_cdp_pool.ladder")
     switch_to(site, "script")
 
     def then(n: int) -> Any:
@@ -145,6 +149,12 @@ async def test_a_kind_that_became_static_moves_down_the_ladder(site: SiteServer)
     assert stats["cdp_pool/ladder/rechecks_met"] == 1
     host = site.url("").split("://")[1]
     assert stats[f"cdp_pool/ladder/learned/{host}/ladder/switch/{{n}} parse"] == "http"
+    changes = [r.getMessage() for r in caplog.records if "now starts on" in r.getMessage()]
+    kind = f"Render ladder: {host}/ladder/switch/{{n}} parse now starts on"
+    assert changes == [  # each change logged
+        f"{kind} lightpanda (was unknown: first request)",
+        f"{kind} http (was lightpanda: re-check met one rung lower)",
+    ]
 
 
 @pytest_twisted.ensureDeferred

@@ -118,6 +118,15 @@ class Ladder:
         self.learner = Learner(rungs, config.recheck_fraction, learned, self._on_change)
         for kind, state in self.learner.kinds.items():
             self.stats.set_value(f"cdp_pool/ladder/learned/{kind}", state.start)
+        if len(rungs) > 1 or config.expect is not None:
+            logger.info(
+                "Render ladder: rungs %s, for rendered requests with an expectation (%s)",
+                ", ".join(rungs),
+                f"CDP_POOL_EXPECT = {config.expect.describe()}, or meta['cdp_expect']"
+                if config.expect is not None
+                else "CDP_POOL_EXPECT is unset: only those with meta['cdp_expect']",
+                extra={"crawler": crawler},
+            )
         if learned:
             logger.info(
                 "Render ladder: %d kind(s) of page learned in an earlier run: %s",
