@@ -49,11 +49,6 @@ MODES = ("auto", "lightpanda", "chromium", "perfect")
 EXPECT = {"css": "li.item", "min": 3}
 
 
-def kind_of(i: int) -> str:
-    slot = i % 10
-    return "static" if slot < 7 else "script" if slot < 9 else "canvas"
-
-
 class PerfectSplit:
     """``CDP_POOL_LADDER_STORE`` of the ``perfect`` mode: every kind's rung,
     written by hand (the site's host is filled in by :func:`run_mode`)."""
@@ -102,7 +97,7 @@ def run_mode(
     import scrapy
     from scrapy.crawler import CrawlerProcess
 
-    from tests.site.ladder import item_texts
+    from tests.site.ladder import item_texts, mixed_kind
 
     sys.modules.setdefault("ladder_bench", sys.modules[__name__])
     PerfectSplit.host = base.split("://", 1)[1]
@@ -114,7 +109,7 @@ def run_mode(
 
         async def start(self) -> Any:
             for i in range(pages):
-                yield scrapy.Request(f"{base}/ladder/{kind_of(i)}/{i}", errback=self.failed)
+                yield scrapy.Request(f"{base}/ladder/{mixed_kind(i)}/{i}", errback=self.failed)
 
         def parse(self, response: Any) -> None:
             kind, n = response.url.rsplit("/", 2)[-2:]

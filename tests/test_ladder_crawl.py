@@ -27,7 +27,7 @@ from scrapy.exceptions import DownloadTimeoutError
 from scrapy_cdp_pool.ladder import ExpectationNotMet
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer
-from tests.site.ladder import item_texts
+from tests.site.ladder import item_texts, mixed_kind
 
 EXPECT = {"css": "li.item", "min": 3}
 LADDER: dict[str, Any] = {
@@ -110,6 +110,29 @@ async def test_auto_learns_the_cheapest_rung_of_each_kind(site: SiteServer) -> N
     assert stats[f"cdp_pool/ladder/learned/{host}/ladder/script/{{n}} parse"] == "lightpanda"
     assert stats[f"cdp_pool/ladder/learned/{host}/ladder/canvas/{{n}} parse"] == "chromium"
     assert stats["cdp_pool/ladder/changes"] == 3
+
+
+@pytest_twisted.ensureDeferred
+async def test_auto_with_concurrent_requests_gets_every_item_right(site: SiteServer) -> None:
+    # Many requests of a kind in flight before the first is learned: which
+    # of them climb depends on timing; what holds whatever the order is
+    # checked (every item right, static pages never in a browser).
+    before = beacons(site)
+    requests = [rendered(site, f"/ladder/{mixed_kind(i)}/{i}") for i in range(100, 160)]
+    settings = {**LADDER, "CONCURRENT_REQUESTS": 8, "CDP_POOL_CONNECTIONS": 2}
+    spider, crawler = await crawl(requests, settings)
+    assert not spider.failures, spider.failures
+    assert len(spider.responses) == 60
+    assert all(items_right(r) for r in spider.responses)
+    served = Counter((r.url.rsplit("/", 2)[-2], r.meta["cdp_rung"]) for r in spider.responses)
+    assert served == {
+        ("static", "http"): 42,
+        ("script", "lightpanda"): 12,
+        ("canvas", "chromium"): 6,
+    }
+    assert beacons(site)["static"] == before["static"]
+    stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/ladder/tries/chromium"] == 6  # Chromium only for the canvas pages
 
 
 @pytest_twisted.ensureDeferred

@@ -38,6 +38,13 @@ def item_texts(kind: str, n: int) -> list[str]:
     return [f"{kind}-{n}-{i}" for i in range(ITEMS)]
 
 
+def mixed_kind(i: int) -> str:
+    """The kind of page ``i`` of a 70/20/10 mix: static for i % 10 < 7,
+    script for 7 and 8, canvas for 9 (interleaved)."""
+    slot = i % 10
+    return "static" if slot < 7 else "script" if slot < 9 else "canvas"
+
+
 def _beacon(kind: str) -> str:
     return f'<script src="/ladder/beacon.js?kind={kind}"></script>'
 
