@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from scrapy.exceptions import DownloadTimeoutError
 
 from scrapy_cdp_pool.ladder import ExpectationNotMet
 from tests.crawl import RecordingSpider, crawl
+from tests.profiles import token, write_profile
 from tests.servers import SiteServer
 from tests.site.ladder import item_texts, mixed_kind
 
@@ -232,6 +234,27 @@ async def test_an_unsupported_action_falls_back_to_chromium_with_cookies_and_act
     assert response.meta["cdp_results"][1] == "function"  # actions too, run on Chromium
     stats = crawler.stats.get_stats()
     assert stats["cdp_pool/ladder/climbed/ActionUnsupported"] == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_profile_carries_over_to_the_chromium_rung(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    name = f"ladder-{token()}"
+    write_profile(tmp_path, name, session=f"s-{name}")
+    request = scrapy.Request(
+        site.url("/whoami"), dont_filter=True,
+        meta={"cdp_profile": name, "cdp_expect": "pre#server",
+              "cdp_actions": [["scroll_to_bottom"]]},
+    )  # fmt: skip
+    settings = {**LADDER, "CDP_POOL_PROFILES_DIR": str(tmp_path)}
+    spider, _ = await crawl([request], settings)
+    assert not spider.failures, spider.failures
+    [response] = spider.responses
+    # no plain HTTP rung for a profile's request: its session is in the browser
+    assert rungs_tried(response) == ["lightpanda", "chromium"]
+    seen = json.loads(response.css("pre#server::text").get())
+    assert seen["cookies"] == {"session": f"s-{name}"}
 
 
 @pytest_twisted.ensureDeferred
