@@ -258,6 +258,20 @@ async def test_a_profile_carries_over_to_the_chromium_rung(
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_redirect_is_followed_by_scrapy_and_its_target_checked(site: SiteServer) -> None:
+    request = rendered(site, "/redirect/start", cdp_expect="h1#final")
+    spider, crawler = await crawl([request], LADDER)
+    assert not spider.failures, spider.failures
+    [response] = spider.responses
+    assert response.url.endswith("/redirect/final")
+    assert len(response.meta["redirect_urls"]) == 2  # by Scrapy's RedirectMiddleware
+    assert [e["outcome"] for e in response.meta["cdp_ladder"]] == ["met"]  # this hop's only
+    assert response.meta["cdp_rung"] == "http"
+    assert "cdp_fallback_reason" not in response.meta
+    assert crawler.stats.get_value("cdp_pool/ladder/tries/http") == 3
+
+
+@pytest_twisted.ensureDeferred
 async def test_without_an_expectation_the_ladder_is_off(site: SiteServer) -> None:
     settings = {k: v for k, v in LADDER.items() if k != "CDP_POOL_EXPECT"}
     spider, crawler = await crawl(

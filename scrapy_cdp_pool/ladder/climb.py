@@ -63,6 +63,9 @@ FIXABLE: tuple[type[BaseException], ...] = (
     ActionUnsupported,
 )
 
+#: what a climb sets in ``request.meta`` besides ``cdp_page_kind``
+RESULT_KEYS = ("cdp_rung", "cdp_ladder", "cdp_fallback_reason")
+
 #: ``fetch(request, seconds left) -> response``: one rung
 Fetch = Callable[[Request, float], Awaitable[Response]]
 
@@ -177,6 +180,8 @@ class Ladder:
         results: list[RungResult] = []
         meta = request.meta
         meta["cdp_page_kind"] = kind
+        for key in RESULT_KEYS:  # an earlier attempt's (a retry or redirect copies meta)
+            meta.pop(key, None)
         for index in range(began, len(self.rungs)):
             rung = self.rungs[index]
             left = deadline - time.monotonic()
