@@ -28,21 +28,27 @@ from scrapy import Request
 from scrapy.exceptions import DownloadTimeoutError
 from scrapy.http import Response
 
-from scrapy_cdp_pool.cdp import CDPConnectionClosed
-from scrapy_cdp_pool.ladder.errors import ExpectationNotMet, RungResult
-from scrapy_cdp_pool.ladder.expectation import Expectation, parse_expectation
-from scrapy_cdp_pool.ladder.kind import page_kind
-from scrapy_cdp_pool.ladder.learner import Learner
-from scrapy_cdp_pool.ladder.settings import LadderConfig
-from scrapy_cdp_pool.ladder.store import LadderStore
-from scrapy_cdp_pool.messages import cap_message
-from scrapy_cdp_pool.render.errors import (
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import (
     ActionError,
     ActionUnsupported,
+    CDPBacklogExceeded,
+    CDPConnectionClosed,
+    CDPMalformedMessage,
+    CDPMessageTooLarge,
+    CDPRequestTooLarge,
+    ExpectationNotMet,
     PageCrashed,
     PageMemoryExceeded,
     PageScriptError,
+    RungResult,
 )
+from scrapy_cdp_pool.expectation import Expectation, parse_expectation
+from scrapy_cdp_pool.ladder.chromium import ChromiumRung
+from scrapy_cdp_pool.ladder.kind import page_kind
+from scrapy_cdp_pool.ladder.learner import Learner
+from scrapy_cdp_pool.ladder.store import LadderStore
+from scrapy_cdp_pool.messages import cap_message
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -50,17 +56,26 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HTTP = "http"
-CHROMIUM = "chromium"
+CHROMIUM_RUNG = "chromium"
 #: failures of a lighter browser a fuller one may not have: the page crashed
 #: or its target closed, a page script error, an action that failed or that
-#: the backend cannot do (a crash past the page heap ceiling is not: the same
-#: scripts would allocate as much on Chromium)
+#: the backend cannot do
 FIXABLE: tuple[type[BaseException], ...] = (
     PageCrashed,
     CDPConnectionClosed,
     PageScriptError,
     ActionError,
     ActionUnsupported,
+)
+#: ... but not these: a crash past the page heap ceiling (the same scripts
+#: would allocate as much on Chromium), messages too large or malformed, a
+#: flooding server (not the page's doing)
+NOT_FIXABLE: tuple[type[BaseException], ...] = (
+    PageMemoryExceeded,
+    CDPMessageTooLarge,
+    CDPRequestTooLarge,
+    CDPMalformedMessage,
+    CDPBacklogExceeded,
 )
 
 #: what a climb sets in ``request.meta`` besides ``cdp_page_kind``
@@ -74,7 +89,7 @@ def fixable(error: BaseException) -> BaseException | None:
     """The failure a fuller browser may fix behind ``error`` (the handler
     raises Scrapy's exceptions ``from`` the render's own), or ``None``."""
     for candidate in (error, error.__cause__):
-        if isinstance(candidate, PageMemoryExceeded):
+        if isinstance(candidate, NOT_FIXABLE):
             return None
         if isinstance(candidate, FIXABLE):
             return candidate
@@ -86,18 +101,20 @@ def is_handed_back(response: Response) -> bool:
     return 300 <= response.status < 400 and b"Location" in response.headers
 
 
-def rung_names(ladder: LadderConfig, browser: str, endpoints: bool) -> tuple[str, ...]:
-    """The ladder's rungs, cheapest first."""
-    primary = "endpoints" if endpoints else browser
-    rungs = [HTTP] if ladder.render == "auto" else []
-    rungs.append(primary)
-    if ladder.fallback == CHROMIUM:
-        rungs.append(CHROMIUM)
+def rung_names(config: PoolConfig) -> tuple[str, ...]:
+    """The ladder's rungs, cheapest first (``CDP_POOL_BROWSER`` names the
+    pool's own rung; ``"endpoints"`` with ``CDP_POOL_ENDPOINTS``)."""
+    rungs = [HTTP] if config.render == "auto" else []
+    rungs.append("endpoints" if config.endpoints else config.browser)
+    if config.fallback == CHROMIUM_RUNG:
+        rungs.append(CHROMIUM_RUNG)
     return tuple(rungs)
 
 
 class Ladder:
-    """The crawler's ladder: its rungs, what it learned, its stats.
+    """The crawler's ladder (made by the runtime, held by its http and https
+    download handlers): its rungs, the fallback rung's pool (:attr:`chromium`),
+    what it learned, its stats.
 
     ``store``: where the learned state is loaded from and saved to (``None``:
     kept in memory).
@@ -108,15 +125,17 @@ class Ladder:
     def __init__(
         self,
         crawler: Crawler,
-        config: LadderConfig,
-        rungs: tuple[str, ...],
+        config: PoolConfig,
         store: LadderStore | None,
+        chromium: ChromiumRung,
     ) -> None:
         self.crawler = crawler
         self.config = config
-        self.rungs = rungs
+        self.rungs = rungs = rung_names(config)
         self.stats = crawler.stats
         self.store = store
+        self.chromium = chromium
+        self._holders = 0
         learned = store.load() if store is not None else {}
         self.learner = Learner(rungs, config.recheck_fraction, learned, self._on_change)
         for kind, state in self.learner.kinds.items():
@@ -251,6 +270,20 @@ class Ladder:
             extra={"crawler": self.crawler},
         )  # fmt: skip
         self.save()
+
+    def hold(self) -> Ladder:
+        """Taken by a download handler; :meth:`release` at its close."""
+        self._holders += 1
+        return self
+
+    async def release(self) -> None:
+        """The last holder saves what was learned and gives the Chromium
+        pool back."""
+        self._holders -= 1
+        if self._holders > 0:
+            return
+        self.save()
+        await self.chromium.close()
 
     def save(self) -> None:
         """Save what was learned to the store (each change, and at the end)."""

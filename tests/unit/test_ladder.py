@@ -1,4 +1,4 @@
-"""The render ladder's parts without a browser: expectations, page kinds, the
+"""The render ladder's parts without a browser, a site or a crawl: expectations, page kinds, the
 learner's rules, the settings' errors and the JOBDIR store (issue 17)."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.settings import Settings
 
 from scrapy_cdp_pool import Addon
-from scrapy_cdp_pool.ladder.expectation import parse_expectation
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.expectation import parse_expectation
 from scrapy_cdp_pool.ladder.kind import generalize_path, page_kind
 from scrapy_cdp_pool.ladder.learner import KindState, Learner
-from scrapy_cdp_pool.ladder.settings import LadderConfig
 from scrapy_cdp_pool.ladder.store import JobdirLadderStore
 
 RUNGS = ("http", "lightpanda", "chromium")
@@ -50,7 +50,7 @@ def test_each_form_of_expectation() -> None:
         ("li..x", "is not a valid CSS selector"),
         ({"css": "li", "min": 0}, "'min' = 0 is not a count >= 1"),
         ({"predicate": "tests.nowhere.f"}, "does not import"),
-        ({"predicate": "tests.test_ladder_units.RUNGS"}, "is not callable"),
+        ({"predicate": "tests.unit.test_ladder.RUNGS"}, "is not callable"),
         ({"xpath": "//li"}, "is not a check"),
         ([], "an empty list"),
         (3, "3 is not a check"),
@@ -66,21 +66,21 @@ def test_a_bad_expectation_is_named_with_what_is_allowed(value: object, says: st
 @pytest.mark.parametrize(
     ("settings", "says"),
     [
-        ({"CDP_POOL_RENDER": "always"}, "CDP_POOL_RENDER: 'always' is not a render mode"),
-        ({"CDP_POOL_FALLBACK": "firefox"}, "CDP_POOL_FALLBACK: 'firefox' is not a fallback"),
+        ({"CDP_POOL_RENDER": "always"}, "CDP_POOL_RENDER: 'always' is not allowed; use one of"),
+        ({"CDP_POOL_FALLBACK": "firefox"}, "CDP_POOL_FALLBACK: 'firefox' is not allowed; use one"),
         (
             {"CDP_POOL_FALLBACK": "chromium", "CDP_POOL_BROWSER": "chromium"},
-            "renders on Chromium already",
+            "renders on Chromium already; use None, or CDP_POOL_BROWSER = 'lightpanda'",
         ),
-        ({"CDP_POOL_RECHECK_FRACTION": 1.5}, "CDP_POOL_RECHECK_FRACTION: 1.5 is not a share"),
-        ({"CDP_POOL_RECHECK_FRACTION": "x"}, "CDP_POOL_RECHECK_FRACTION: 'x'"),
-        ({"CDP_POOL_EXPECT": {"css": ""}}, "CDP_POOL_EXPECT = {'css': ''}"),
-        ({"CDP_POOL_LADDER_STORE": 3}, "CDP_POOL_LADDER_STORE: 3 is not the import path"),
+        ({"CDP_POOL_RECHECK_FRACTION": 1.5}, "CDP_POOL_RECHECK_FRACTION: 1.5 is not a number >="),
+        ({"CDP_POOL_RECHECK_FRACTION": "x"}, "CDP_POOL_RECHECK_FRACTION: 'x' is not a number"),
+        ({"CDP_POOL_EXPECT": {"css": ""}}, "CDP_POOL_EXPECT = {'css': ''}: '' is not a CSS"),
+        ({"CDP_POOL_LADDER_STORE": 3}, "CDP_POOL_LADDER_STORE: 3 is not a callable"),
     ],
 )
 def test_a_bad_ladder_setting_is_refused_by_name(settings: dict[str, object], says: str) -> None:
-    with pytest.raises(ValueError, match="allowed") as info:
-        LadderConfig.from_settings(Settings(settings))
+    with pytest.raises(ValueError, match=r"^CDP_POOL_") as info:
+        PoolConfig.from_settings(Settings(settings))
     assert says in str(info.value)
 
 
@@ -148,7 +148,7 @@ def test_the_jobdir_store_round_trips_privately(tmp_path: Path) -> None:
 
 
 def test_the_addon_refuses_a_bad_ladder_setting_and_a_missing_fallback_browser() -> None:
-    with pytest.raises(ValueError, match="CDP_POOL_RENDER: 'always' is not a render mode"):
+    with pytest.raises(ValueError, match="CDP_POOL_RENDER: 'always' is not allowed"):
         Addon().update_settings(Settings({"CDP_POOL_RENDER": "always"}))
     missing = {"CDP_POOL_FALLBACK": "chromium", "CDP_POOL_CHROMIUM_PATH": "/nonexistent/chromium"}
     with pytest.raises(ValueError, match="CDP_POOL_CHROMIUM_PATH: '/nonexistent/chromium'"):
