@@ -96,6 +96,7 @@ def run_mode(
     """One crawl in this process; returns its figures."""
     import scrapy
     from scrapy.crawler import CrawlerProcess
+    from scrapy.utils.reactor import install_reactor
 
     from tests.site.ladder import item_texts, mixed_kind
 
@@ -121,6 +122,9 @@ def run_mode(
         def failed(self, failure: Any) -> None:
             tally["failed"] += 1
 
+    # The asyncio reactor installed first: the add-on's start-up check of
+    # Scrapy's internals builds an engine slot, which needs it.
+    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     process = CrawlerProcess(settings_for(mode, connections, concurrency))
     started = time.monotonic()
     process.crawl(LadderBench)
@@ -166,7 +170,12 @@ def main() -> None:
             if child.returncode != 0 or not lines:
                 print(f"{mode}: failed (exit {child.returncode}): {child.stderr[-2000:]}")
                 continue
-            runs.setdefault(mode, []).append(json.loads(lines[-1][len("BENCH ") :]))
+            result = json.loads(lines[-1][len("BENCH ") :])
+            seen = result["right"] + result["wrong"] + result["failed"]
+            if seen != result["pages"]:  # the crawl did not run to its end
+                print(f"{mode}: failed: {seen} of {result['pages']} pages: {child.stderr[-2000:]}")
+                continue
+            runs.setdefault(mode, []).append(result)
     finally:
         site.stop()
     results = {mode: _summary(rows) for mode, rows in runs.items()}
