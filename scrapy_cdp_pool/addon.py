@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -107,8 +108,11 @@ class Addon(RuntimeOwner):
             self.runtime = runtime
         _check_paths(config, settings.get("JOBDIR"))
         if not config.endpoints:
+            # with CDP_POOL_FALLBACK = "chromium", the Chromium of its rung too
+            browsers = {config.browser, config.fallback or config.browser}
             try:
-                embedded_server(config).checked_binary()
+                for browser in sorted(browsers):
+                    embedded_server(dataclasses.replace(config, browser=browser)).checked_binary()
             except ServerStartError as e:  # before the crawl, not at its first page
                 raise ValueError(str(e)) from e
         reactor = settings.get("TWISTED_REACTOR")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import BaseSettings
 
+from scrapy_cdp_pool.expectation import Expectation
 from scrapy_cdp_pool.identity.signed_out import SignedOutRule
 from scrapy_cdp_pool.settings_parse import SECONDS, default_connections, integer
 from scrapy_cdp_pool.settings_table import (
@@ -139,6 +140,16 @@ class PoolConfig:
     reuse_pages: bool | None = None
     #: load HTTPS pages whose certificate does not verify (self-signed, expired)
     ignore_https_errors: bool = False
+    #: the render ladder (``scrapy_cdp_pool/ladder/``): "auto" puts plain HTTP
+    #: first; ``fallback`` "chromium" puts Chromium last; ``expect`` is the
+    #: spider's default expectation; ``recheck_fraction`` the share of a kind's
+    #: requests re-checked one rung lower; ``ladder_store`` a store class (or
+    #: its import path) for what was learned (None: the JOBDIR's file)
+    render: str = "browser"
+    fallback: str | None = None
+    expect: Expectation | None = None
+    recheck_fraction: float = 0.1
+    ladder_store: Any = None
 
     @property
     def max_message_bytes(self) -> int:
@@ -164,6 +175,11 @@ class PoolConfig:
                 "CDP_POOL_RETRY_BACKOFF_MAX_SECONDS: "
                 f"{values['retry_backoff_max_s']!r} is not a number of seconds >= "
                 f"CDP_POOL_RETRY_BACKOFF_BASE_SECONDS ({values['retry_backoff_base_s']!r})"
+            )
+        if values["fallback"] == values["browser"] == "chromium" and not values["endpoints"]:
+            raise ValueError(
+                "CDP_POOL_FALLBACK: 'chromium' with CDP_POOL_BROWSER = 'chromium': the pool "
+                "renders on Chromium already; use None, or CDP_POOL_BROWSER = 'lightpanda'"
             )
         budget_min, budget_max = values["budget_min"], values["budget_max"]
         if budget_max is not None and budget_max < budget_min:

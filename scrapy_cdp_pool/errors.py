@@ -8,6 +8,7 @@ download handler's boundary (:mod:`scrapy_cdp_pool.boundary`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest
@@ -344,3 +345,33 @@ class RedisUnavailable(RuntimeError):
     """The cluster crawl's Redis could not be reached, now or within the
     current backoff (:class:`~scrapy_cdp_pool.cluster.link.ClusterLink`);
     its callers keep what they could not send and try again later."""
+
+
+# Render ladder ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RungResult:
+    """What one rung of the render ladder gave a request: ``outcome`` is
+    ``"met"``, ``"incomplete: <what was missing>"``, ``"redirect (not
+    checked)"`` or ``"<ErrorClass>: <message>"``; ``seconds`` its wall time."""
+
+    rung: str
+    outcome: str
+    seconds: float
+
+    def as_dict(self) -> dict[str, object]:
+        return {"rung": self.rung, "outcome": self.outcome, "seconds": round(self.seconds, 3)}
+
+
+class ExpectationNotMet(Exception):
+    """A request's expectation (``meta["cdp_expect"]`` or ``CDP_POOL_EXPECT``)
+    was met on no rung of the render ladder. ``results`` holds every rung's
+    outcome, in order; ``kind`` is the request's page kind. Not retried by
+    Scrapy (it is not a download error): every rung was tried once already."""
+
+    def __init__(self, request_text: str, kind: str, results: list[RungResult]) -> None:
+        tried = "; ".join(f"{r.rung}: {r.outcome}" for r in results)
+        super().__init__(cap_message(f"{request_text}: expectation met on no rung ({tried})"))
+        self.kind = kind
+        self.results = results

@@ -21,6 +21,8 @@ from scrapy_cdp_pool.errors import (
     PoolUnavailable,
     ProxyUnsupported,
 )
+from scrapy_cdp_pool.ladder.climb import CHROMIUM_RUNG, HTTP, Fetch
+from scrapy_cdp_pool.ladder.plain import decoded
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
 from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.redirects import is_handed_back
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from scrapy_cdp_pool.pool.lease import ContextLease
+    from scrapy_cdp_pool.pool.pool import ConnectionPool
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +91,8 @@ class CDPDownloadHandler:
         )
         self.pool = runtime.acquire_pool()
         self.identities = runtime.identities
+        self.ladder = runtime.ladder.hold()
+        self._rungs = self._ladder_rungs()
         self._pool_failed = False
         self._refused_user_agent = RefusedUserAgentWarning()
         self.snapshots = (
@@ -109,19 +114,51 @@ class CDPDownloadHandler:
         return is_rendered(request, self.config.render_all)
 
     async def download_request(self, request: Request) -> Response:
-        pauses = self.runtime.gates.host_pauses
         if not self.should_render(request):
-            # Scrapy's downloader may hold it past a pause that started
-            # after the scheduler handed it out: it waits here, holding that
-            # downloader slot (no browser slot), outside its download_timeout.
-            if pauses is not None:
-                await self._wait_pause(pauses, host_of(request))
-            response: Response = await self._fallback(request).download_request(request)
-            if pauses is not None:
-                pauses.observe(
-                    request, response.url, response.status, response.headers.get(b"Retry-After")
-                )
-            return response
+            return await self._plain(request)
+        timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
+        expectation = self.ladder.expectation_for(request)
+        if expectation is None:  # no render ladder: today's render
+            return await self._render(request, self.pool, timeout_s)
+        return await self.ladder.climb(request, expectation, self._rungs, timeout_s)
+
+    async def _plain(self, request: Request) -> Response:
+        """``request`` through the fallback handler of its scheme."""
+        pauses = self.runtime.gates.host_pauses
+        # Scrapy's downloader may hold it past a pause that started
+        # after the scheduler handed it out: it waits here, holding that
+        # downloader slot (no browser slot), outside its download_timeout.
+        if pauses is not None:
+            await self._wait_pause(pauses, host_of(request))
+        response: Response = await self._fallback(request).download_request(request)
+        if pauses is not None:
+            pauses.observe(
+                request, response.url, response.status, response.headers.get(b"Retry-After")
+            )
+        return response
+
+    def _ladder_rungs(self) -> dict[str, Fetch]:
+        """How the render ladder fetches on each of its rungs (see ladder/climb.py)."""
+
+        async def plain(request: Request, left_s: float) -> Response:
+            within = request.replace(meta={**request.meta, "download_timeout": left_s})
+            return decoded(self.crawler, request, await self._plain(within))
+
+        async def primary(request: Request, left_s: float) -> Response:
+            return await self._render(request, self.pool, left_s)
+
+        async def chromium(request: Request, left_s: float) -> Response:
+            return await self._render(request, await self.ladder.chromium.pool(), left_s)
+
+        rungs: dict[str, Fetch] = {name: primary for name in self.ladder.rungs}
+        rungs[HTTP] = plain
+        if self.config.fallback == CHROMIUM_RUNG:
+            rungs[CHROMIUM_RUNG] = chromium
+        return rungs
+
+    async def _render(self, request: Request, pool: ConnectionPool, timeout_s: float) -> Response:
+        """``request`` rendered on ``pool`` within ``timeout_s`` seconds."""
+        pauses = self.runtime.gates.host_pauses
         profile = self.identities.context_for(request)  # a profile's, or None
         try:
             # meta["proxy"] in the context: egress as plain Scrapy's
@@ -138,7 +175,6 @@ class CDPDownloadHandler:
         )
         requires = context.requirements() if context is not None else frozenset()
         server_options = context.server_options() if context is not None else None
-        timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
         host = host_of(request)
         hooks = self._hooks(request, pauses, host)
         spent_s = 0.0  # under download_timeout: not the waits for a host pause
@@ -155,12 +191,10 @@ class CDPDownloadHandler:
                 # download_timeout bounds the page, not a wait for a dedicated
                 # server's turn (see ConnectionPool.lease).
                 with scrapy_errors(where, timeout_s, self._count_error, _PASSTHROUGH):
-                    async with self.pool.lease(
-                        requires, server_options, timeout_s - spent_s
-                    ) as lease:
+                    async with pool.lease(requires, server_options, timeout_s - spent_s) as lease:
                         if pauses is not None and pauses.remaining(host) > 0:
                             raise _HostPaused  # before a context is made
-                        self._count_page(lease)
+                        self._count_page(pool, lease)
                         self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
                         result = await render(
                             lease,
@@ -185,7 +219,7 @@ class CDPDownloadHandler:
             await self.identities.save_state(request, result.storage_state)
         self.stats.inc_value(_outcome_stat(result))
         self.stats.max_value("cdp_pool/render_seconds_max", round(seconds, 3))
-        self.stats.max_value("cdp_pool/pages_in_flight_max", self.pool.pages_in_flight_max)
+        self.stats.max_value("cdp_pool/pages_in_flight_max", pool.pages_in_flight_max)
         for resource_type, count in result.blocked.items():
             self.stats.inc_value("cdp_pool/resources_blocked", count)
             self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
@@ -296,11 +330,14 @@ class CDPDownloadHandler:
                 name="cdp-pool close spider",
             )
 
-    def _count_page(self, lease: ContextLease) -> None:
+    def _count_page(self, pool: ConnectionPool, lease: ContextLease) -> None:
         """This crawler's pages per connection of the pool (or on dedicated
-        servers), counted in its own stats: exact on a shared pool too."""
+        servers), counted in its own stats: exact on a shared pool too; the
+        render ladder's Chromium pool's under ``cdp_pool/ladder/chromium``."""
         connection = lease.connection
-        if self.pool.owns(connection):
+        if pool is not self.pool:
+            self.stats.inc_value(f"cdp_pool/ladder/chromium/connection/{connection.index}/pages")
+        elif pool.owns(connection):
             self.stats.inc_value(f"cdp_pool/connection/{connection.index}/pages")
         else:
             self.stats.inc_value("cdp_pool/dedicated_servers/pages")
@@ -329,6 +366,7 @@ class CDPDownloadHandler:
         for handler in self._fallbacks.values():
             await handler.close()
         self._fallbacks.clear()
+        await self.ladder.release()
         await self.runtime.release_pool()
 
 

@@ -29,6 +29,8 @@ from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.errors import JobdirError
 from scrapy_cdp_pool.identity.registry import Identities
 from scrapy_cdp_pool.jobdir.store import DATABASE_NAME, JobStore
+from scrapy_cdp_pool.ladder.climb import Ladder
+from scrapy_cdp_pool.ladder.make import make_ladder
 from scrapy_cdp_pool.pool.pool import ConnectionPool
 from scrapy_cdp_pool.scheduling.gates import RequestGates
 from scrapy_cdp_pool.sharing import POOLS, pool_settings
@@ -71,6 +73,17 @@ class CrawlerRuntime:
     def gates(self) -> RequestGates:
         """The crawler's request gates (identity busy, host paused/limited)."""
         return RequestGates(self.crawler, max_wait_s=self.config.retry_backoff_max_s)
+
+    @cached_property
+    def ladder(self) -> Ladder:
+        """The crawl's render ladder (:mod:`scrapy_cdp_pool.ladder`), made on
+        first use by a download handler (it counts in the crawler's stats).
+
+        :raises ValueError: its saved state (JOBDIR) is not one.
+        """
+        return make_ladder(
+            self.crawler, self.config, lambda: self.pool, self.acquire_pool, self.release_pool
+        )
 
     @cached_property
     def identities(self) -> Identities:

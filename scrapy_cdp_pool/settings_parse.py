@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from scrapy.settings import BaseSettings
 from scrapy.utils.misc import load_object
 
+from scrapy_cdp_pool.expectation import Expectation, parse_expectation
 from scrapy_cdp_pool.identity.signed_out import parse_signed_out
 from scrapy_cdp_pool.render.init_scripts import load_scripts
 from scrapy_cdp_pool.render.url_patterns import check_pattern
@@ -328,6 +329,41 @@ def _callable(settings: BaseSettings, name: str, default: Any) -> Any:
     return raw
 
 
+def optional_choice(allowed: tuple[str, ...]) -> Kind:
+    """One of ``allowed``, or None."""
+
+    def parse(settings: BaseSettings, name: str, default: Any) -> str | None:
+        raw = settings.get(name, default)
+        if raw is None or raw == "":
+            return None
+        if raw not in allowed:
+            raise ValueError(
+                f"{name}: {raw!r} is not allowed; use one of {', '.join(allowed)}, or None"
+            )
+        return str(raw)
+
+    return Kind(f"one of {', '.join(allowed)}, or None", "", parse)
+
+
+def _share(settings: BaseSettings, name: str, default: Any) -> float:
+    raw: Any = settings.get(name, default)
+    allowed = "a number >= 0 and <= 1 (0.1: one in ten)"
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = -1.0
+    if isinstance(raw, bool) or not 0 <= value <= 1:
+        raise ValueError(f"{name}: {raw!r} is not {allowed}")
+    return value
+
+
+def _expectation(settings: BaseSettings, name: str, default: Any) -> Expectation | None:
+    raw: Any = settings.get(name, default)
+    if raw is None or raw == "" or raw == []:
+        return None
+    return parse_expectation(raw, name)
+
+
 def _optional_name(settings: BaseSettings, name: str, default: Any) -> str | None:
     raw: Any = settings.get(name, default)
     if raw is None or raw == "":
@@ -430,6 +466,8 @@ CALLABLE = Kind("callable, import path or None", "", _callable)
 NAME = Kind("string or None", "", _optional_name)
 BUDGET = Kind("ConcurrencyBudget or None", "", _budget)
 INIT_SCRIPTS = Kind("list of sources or paths", "", _init_scripts)
+SHARE = Kind("number >= 0 and <= 1", "", _share)
+EXPECTATION = Kind("CSS selector, {css, min}, {predicate}, a list, or None", "", _expectation)
 SET_BY_ADDON = Kind("set by the add-on", "", _set_by_addon)
 REDIS_URL = Kind("Redis URL or None", "", _redis_url)
 OPTIONAL_PORT = Kind("port (0: any free) or None", "", _optional_port)

@@ -37,6 +37,11 @@ RESOURCE_TYPES = (
     "fetch", "prefetch", "eventsource", "websocket", "manifest", "signedexchange",
     "ping", "cspviolationreport", "preflight", "other",
 )  # fmt: skip
+#: ``CDP_POOL_RENDER``: "browser" (a rendered request goes to the browser),
+#: "auto" (plain HTTP first, then up the render ladder)
+RENDER_MODES = ("browser", "auto")
+#: ``CDP_POOL_FALLBACK``: the fuller browser of the render ladder's top rung
+FALLBACKS = ("chromium",)
 #: flags that would open a server to other users (or take its channel from
 #: the plugin): refused by name, whatever their value
 LIGHTPANDA_EXPOSING = ("--host", "--port", "--advertise-host", "--unix-socket")
@@ -141,6 +146,11 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_AUTOSCALE_LOOP_LAG_SECONDS",     "autoscale_loop_lag_s",    k.SECONDS,            0.25,               "budget"),
     S("CDP_POOL_AUTOSCALE_OVERLOADED_FRACTION",  "autoscale_overloaded_fraction", k.ratio(below_one=True), 0.4, "budget"),
     S("CDP_POOL_JOBDIR_DURABLE",                 "jobdir_durable",          k.BOOL,               True,               "jobdir"),
+    S("CDP_POOL_RENDER",                         "render",                  k.choice(RENDER_MODES), "browser",        "ladder"),
+    S("CDP_POOL_FALLBACK",                       "fallback",                k.optional_choice(FALLBACKS), None,       "ladder"),
+    S("CDP_POOL_EXPECT",                         "expect",                  k.EXPECTATION,        None,               "ladder"),
+    S("CDP_POOL_RECHECK_FRACTION",               "recheck_fraction",        k.SHARE,              0.1,                "ladder"),
+    S("CDP_POOL_LADDER_STORE",                   "ladder_store",            k.CALLABLE,           None,               "ladder", doc_default="`None` (JOBDIR's file)"),
     S("CDP_POOL_JOBDIR_FSYNC",                   "jobdir_fsync",            k.BOOL,               False,              "jobdir"),
     S("CDP_POOL_CLUSTER_REDIS_URL",              "cluster_redis_url",       k.REDIS_URL,          None,               "cluster"),
     S("CDP_POOL_CLUSTER_NAME",                   "cluster_name",            k.NAME,               None,               "cluster", doc_default="the spider's name"),

@@ -18,6 +18,7 @@ Routes live in small modules grouped by purpose:
   workers, late content, other schemes, memory hog, infinite scroll)
 - ``pagecontrol``: /pc/* (network capture, init scripts, URL blocking, console)
 - ``cache``: /cache/<key>/* (scripts with each kind of cache header)
+- ``ladder``: /ladder/* (static, script-rendered and Chromium-only pages: issue 17)
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from . import (
     fidelity,
     fidelity2,
     jobsite,
+    ladder,
     pagecontrol,
     protocol,
     sessions,
@@ -69,6 +71,8 @@ def make_app() -> web.Application:
     app.router.add_routes(behaviour.routes)
     app.router.add_routes(pagecontrol.routes)
     app.router.add_routes(cache.routes)
+    app[ladder.SWITCHED] = {}
+    app.router.add_routes(ladder.routes)
     return app
 
 
