@@ -27,6 +27,7 @@ from scrapy_cdp_pool.render.errors import (
     error_kind,
     to_scrapy_error,
 )
+from scrapy_cdp_pool.render.live_page import live_pages_for
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.request_proxy import (
     ProxyUnsupported,
@@ -85,6 +86,7 @@ class CDPDownloadHandler:
         )
         self.pool = acquire_pool(crawler, self.config)
         self.identities = identities_for(crawler, self.config)
+        self.live_pages = live_pages_for(crawler)
         self._pool_failed = False
         self._refused_user_agent = RefusedUserAgentWarning()
         self.snapshots = (
@@ -136,25 +138,38 @@ class CDPDownloadHandler:
         host = host_of(request)
         hooks = self._hooks(request, pauses, host)
         spent_s = 0.0  # under download_timeout: not the waits for a host pause
+        live_page = None
+        request.meta.pop("cdp_page", None)  # a copy's (a retry's) stale page
         jar_middleware = self._cookie_jar_middleware(request)
         while True:
             if pauses is not None:
                 await self._wait_pause(pauses, host)
             started = time.monotonic()
             leased = False
+
+            async def in_lease(lease: ContextLease) -> RenderResult:
+                nonlocal leased
+                leased = True
+                if pauses is not None and pauses.remaining(host) > 0:
+                    raise _HostPaused  # before a context is made
+                self._count_page(lease)
+                self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
+                return await render(
+                    lease, spec, hooks, collect_cookies=jar_middleware is not None,
+                    on_failure=self._snapshot_hook(request),
+                )  # fmt: skip
+
             try:
                 # download_timeout bounds the page, not a wait for a dedicated
                 # server's turn (see ConnectionPool.lease).
-                async with self.pool.lease(requires, server_options, timeout_s - spent_s) as lease:
-                    leased = True
-                    if pauses is not None and pauses.remaining(host) > 0:
-                        raise _HostPaused  # before a context is made
-                    self._count_page(lease)
-                    self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
-                    result = await render(
-                        lease, spec, hooks, collect_cookies=jar_middleware is not None,
-                        on_failure=self._snapshot_hook(request),
-                    )  # fmt: skip
+                lease_cm = self.pool.lease(requires, server_options, timeout_s - spent_s)
+                if spec.include_page:  # the lease outlives this call (render/live_page.py)
+                    result, live_page = await self.live_pages.render(
+                        lease_cm, in_lease, request, timeout_s, self.config.max_message_bytes
+                    )
+                else:
+                    async with lease_cm as lease:
+                        result = await in_lease(lease)
                 break
             except _HostPaused:
                 continue  # paused while it waited for its slot: slot given back
@@ -215,7 +230,11 @@ class CDPDownloadHandler:
                 len(result.body), self.config.download_warnsize, request,
                 extra={"crawler": self.crawler},
             )  # fmt: skip
-        return build_response(request, result)
+        response = build_response(request, result)
+        if live_page is not None:
+            self.stats.inc_value("cdp_pool/live_pages")
+            response.meta["cdp_page"] = live_page
+        return response
 
     def _snapshot_hook(self, request: Request) -> Any:
         """The render's ``on_failure``: a failure snapshot named by the
@@ -303,7 +322,12 @@ class CDPDownloadHandler:
     async def _record_stats(self) -> None:
         """At spider close (before the stats are dumped): the pool's contexts
         opened and closed, reconnects and server restarts (the whole pool's,
-        shared or not)."""
+        shared or not); live pages still open are closed first."""
+        live = self.live_pages
+        await live.close()
+        if live.opened:
+            self.stats.set_value("cdp_pool/live_pages_open_max", live.open_max)
+            self.stats.set_value("cdp_pool/live_pages_closed_at_deadline", live.closed_at_deadline)
         await self.pool.wait_disposed()
         rows = self.pool.snapshot()
         if not rows:
@@ -324,6 +348,7 @@ class CDPDownloadHandler:
         for handler in self._fallbacks.values():
             await handler.close()
         self._fallbacks.clear()
+        await self.live_pages.close()
         await release_pool(self.crawler)
 
 

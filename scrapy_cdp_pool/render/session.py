@@ -304,8 +304,10 @@ def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
     reuse = lease.config.reuse_pages
     if reuse is None:
         reuse = lease.info.kind != "lightpanda"
-    if not reuse or spec.init_scripts:
-        return None  # a page keeps its init scripts: one that ran some is not reused
+    if not reuse or spec.init_scripts or spec.include_page:
+        # A page keeps its init scripts: one that ran some is not reused; a
+        # live page was the callback's.
+        return None
     options = spec.context
     if options is None:
         return ""
