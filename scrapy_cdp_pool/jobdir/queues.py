@@ -29,11 +29,19 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: ``response.meta`` key of a live page (``meta["cdp_include_page"]``)
+LIVE_PAGE_META_KEY = "cdp_page"
+
 
 def serialize(request: Request, spider: Spider | None) -> bytes:
     """:raises ValueError: the request cannot be stored (a meta value pickle
     refuses, a callback the spider does not have), as Scrapy's own disk queues."""
     data = request.to_dict(spider=spider)
+    if LIVE_PAGE_META_KEY in data["meta"]:
+        # A live page is a handle to this process's browser, never stored: a
+        # copy of a live-page request (a retry) is rendered again with a page
+        # of its own (render/live_page.py).
+        data["meta"] = {k: v for k, v in data["meta"].items() if k != LIVE_PAGE_META_KEY}
     try:
         return pickle.dumps(data, protocol=4)
     except (pickle.PicklingError, AttributeError, TypeError) as e:
