@@ -16,6 +16,8 @@ import pytest
 import pytest_twisted
 import scrapy
 
+from scrapy_cdp_pool.render.live_page import open_live_pages
+from scrapy_cdp_pool.telemetry.collect import StatusCollector
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer
 
@@ -90,11 +92,14 @@ class LeavingSpider(RecordingSpider):
 
     kept: Any = None
     kept_closed_when_next_ran: bool | None = None
+    open_in_telemetry: int | None = None
 
     def parse(self, response: scrapy.http.Response) -> Any:
         self.responses.append(response)
         if "cdp_page" in response.meta:
             self.kept = response.meta["cdp_page"]
+            assert self.crawler is not None
+            self.open_in_telemetry = StatusCollector(self.crawler).collect("test").live_pages
         else:
             self.kept_closed_when_next_ran = self.kept is not None and self.kept.is_closed()
         return ()
@@ -125,6 +130,8 @@ async def test_a_page_left_open_is_closed_at_the_deadline_and_its_slot_freed(
     # The slot stayed held while the page was open: the next request's
     # render, and so its callback, came after the page was closed.
     assert spider.kept_closed_when_next_ran is True
+    assert spider.open_in_telemetry == 1  # the status line's "(1 live)"
+    assert open_live_pages(crawler) == 0
     warnings = [
         r.getMessage() for r in caplog.records
         if r.name == LIVE_LOGGER and r.levelno == logging.WARNING

@@ -254,3 +254,9 @@ def live_pages_for(crawler: Crawler) -> LivePages:
     if pages is None:
         pages = _by_crawler[crawler] = LivePages(crawler)
     return pages
+
+
+def open_live_pages(crawler: Crawler) -> int:
+    """Live pages of ``crawler`` open now (telemetry), each holding its slot."""
+    pages = _by_crawler.get(crawler)
+    return len(pages.open) if pages is not None else 0

@@ -16,6 +16,7 @@ from scrapy_cdp_pool.budget.registry import budget_for
 from scrapy_cdp_pool.pool.connection import ConnectionState
 from scrapy_cdp_pool.pool.pool import ConnectionPool, PoolState
 from scrapy_cdp_pool.pool.registry import get_pool
+from scrapy_cdp_pool.render.live_page import open_live_pages
 from scrapy_cdp_pool.telemetry.process_memory import (
     MB,
     TreeMemory,
@@ -166,6 +167,7 @@ class StatusCollector:
             server_processes=None if memory is None else memory.processes,
             pool_state=pool.state.value if pool is not None else None,
             pages_in_flight=pool.pages_in_flight if pool is not None else 0,
+            live_pages=open_live_pages(crawler),
             pool_waiting_leases=pool.waiting if pool is not None else 0,
             pool_holds=tuple(sorted(pool.holds)) if pool is not None else (),
             connections=_connections(pool),
