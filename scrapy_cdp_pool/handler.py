@@ -27,7 +27,7 @@ from scrapy_cdp_pool.render.errors import (
     error_kind,
     to_scrapy_error,
 )
-from scrapy_cdp_pool.render.live_page import live_pages_for
+from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, live_pages_for
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.request_proxy import (
     ProxyUnsupported,
@@ -139,7 +139,7 @@ class CDPDownloadHandler:
         hooks = self._hooks(request, pauses, host)
         spent_s = 0.0  # under download_timeout: not the waits for a host pause
         live_page = None
-        request.meta.pop("cdp_page", None)  # a copy's (a retry's) stale page
+        request.meta.pop(LIVE_PAGE_META_KEY, None)  # a copy's (a retry's) stale page
         jar_middleware = self._cookie_jar_middleware(request)
         while True:
             if pauses is not None:
@@ -233,7 +233,7 @@ class CDPDownloadHandler:
         response = build_response(request, result)
         if live_page is not None:
             self.stats.inc_value("cdp_pool/live_pages")
-            response.meta["cdp_page"] = live_page
+            response.meta[LIVE_PAGE_META_KEY] = live_page
         return response
 
     def _snapshot_hook(self, request: Request) -> Any:

@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ import scrapy
 from scrapy_cdp_pool.render.live_page import open_live_pages
 from scrapy_cdp_pool.telemetry.collect import StatusCollector
 from tests.crawl import RecordingSpider, crawl
+from tests.profiles import token, write_profile
 from tests.servers import SiteServer
 
 BACKENDS = ["lightpanda", "chromium"]
@@ -208,3 +210,28 @@ async def test_a_live_page_shows_its_own_context_only(site: SiteServer, browser:
     stats = crawler.stats.get_stats()
     assert stats["cdp_pool/live_pages_open_max"] == 2
     assert stats["cdp_pool/live_pages_closed_at_deadline"] == 0
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_live_page_keeps_its_profile_s_identity_until_closed(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    # Two slots, one identity: the profile's second request waits for the
+    # identity, which the first request's page holds until its deadline.
+    write_profile(tmp_path, "alice", session=token())
+    first = _live(site, "alice-1", cdp_profile="alice", download_timeout=10)
+    second = scrapy.Request(
+        site.url("/live/button?key=alice-2"),
+        meta={"cdp_profile": "alice", "download_timeout": 60},
+        priority=-1,
+    )
+    spider, crawler = await crawl(
+        [first, second],
+        {"CDP_POOL_PROFILES_DIR": str(tmp_path), "CDP_POOL_CONNECTIONS": 2},
+        spider_cls=LeavingSpider,
+    )
+    assert not spider.failures, spider.failures
+    assert len(spider.responses) == 2
+    assert spider.kept_closed_when_next_ran is True  # before: False, rendered beside it
+    stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/live_pages_closed_at_deadline"] == 1

@@ -20,6 +20,7 @@ from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
 from scrapy_cdp_pool.jobdir.store import JobStore, store_for
+from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY
 
 if TYPE_CHECKING:
     from typing import Self
@@ -28,9 +29,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
-
-#: ``response.meta`` key of a live page (``meta["cdp_include_page"]``)
-LIVE_PAGE_META_KEY = "cdp_page"
 
 
 def serialize(request: Request, spider: Spider | None) -> bytes:

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: ``response.meta`` key of a live page
+LIVE_PAGE_META_KEY = "cdp_page"
 #: seconds to connect Playwright to the relay, and to close its connection
 CONNECT_TIMEOUT_S = 30.0
 CLOSE_TIMEOUT_S = 5.0
@@ -63,6 +65,8 @@ class LivePage:
         self.closed_at_deadline = False
         #: set once Playwright's connection and the relay are closed
         self.closed = asyncio.Event()
+        #: called once the page is closed and its lease ended (see :func:`when_closed`)
+        self.on_closed: list[Callable[[], None]] = []
 
     async def hold(self, crawler: Crawler | None) -> None:
         """Wait until the page is closed (by the callback, the crawl's end,
@@ -171,6 +175,8 @@ class LivePages:
         finally:
             if live is not None:
                 self.open.discard(live)
+                for callback in live.on_closed:
+                    callback()
         return handed.result()
 
     async def _open(
@@ -260,3 +266,15 @@ def open_live_pages(crawler: Crawler) -> int:
     """Live pages of ``crawler`` open now (telemetry), each holding its slot."""
     pages = _by_crawler.get(crawler)
     return len(pages.open) if pages is not None else 0
+
+
+def when_closed(crawler: Crawler, page: object, callback: Callable[[], None]) -> bool:
+    """Call ``callback()`` once ``page``, a live page of ``crawler`` still
+    open, is closed and its slot given back (the identity gate holds a
+    profile's identity until then); ``False`` when ``page`` is not one."""
+    pages = _by_crawler.get(crawler)
+    for live in pages.open if pages is not None else ():
+        if live.page is page:
+            live.on_closed.append(callback)
+            return True
+    return False

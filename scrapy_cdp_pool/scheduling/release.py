@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request, signals
 from scrapy.http import Response
 
+from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, when_closed
 from scrapy_cdp_pool.scheduling.gates import _TOKEN_META_KEY, RequestGates, gates_for, identity_of
 
 if TYPE_CHECKING:
@@ -62,6 +63,15 @@ class GateReleaseMiddleware:
             freed.set()  # waiters try again once the release is done
 
     def process_response(self, request: Request, response: Response) -> Response:
+        page = request.meta.get(LIVE_PAGE_META_KEY)
+        # A live page (meta["cdp_include_page"]) keeps its identity until the
+        # callback closes it, or its deadline does.
+        if (
+            page is not None
+            and identity_of(request)
+            and when_closed(self.gates.crawler, page, lambda: self.gates.on_finished(request))
+        ):
+            return response
         self.gates.on_finished(request)
         return response
 
