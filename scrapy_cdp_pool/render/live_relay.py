@@ -362,6 +362,11 @@ class LiveRelay:
         for session in self._sessions:
             self.cdp.unsubscribe(session)
         self._sessions.clear()
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(1):
+                    await self._client.close()
+            self._client.transport.abort()  # noop once closed
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
