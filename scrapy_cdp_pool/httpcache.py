@@ -103,7 +103,11 @@ class RenderAwareCacheStorage:
 
     def retrieve_response(self, spider: Spider, request: Request) -> Response | None:
         if request.meta.get("cdp_include_page"):
-            return None  # its callback needs the live page: never from the cache
+            # Its callback needs the live page: never from the cache, and
+            # Scrapy's dont_cache keeps its response out of it (and out of
+            # httpcache/store).
+            request.meta["dont_cache"] = True
+            return None
         response: Response | None = self.inner.retrieve_response(spider, request)
         if response is None:
             return None

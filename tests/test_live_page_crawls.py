@@ -235,3 +235,17 @@ async def test_a_live_page_keeps_its_profile_s_identity_until_closed(
     assert spider.kept_closed_when_next_ran is True  # before: False, rendered beside it
     stats = crawler.stats.get_stats()
     assert stats["cdp_pool/live_pages_closed_at_deadline"] == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_live_page_request_is_never_served_from_the_http_cache(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    settings = {"HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(tmp_path)}
+    for run in ("first", "second"):
+        spider, crawler = await crawl([_live(site, "cached")], settings, spider_cls=DrivingSpider)
+        assert not spider.failures, (run, spider.failures)
+        assert spider.seen["out"] == "recorded cached", run  # before: no page the second time
+        stats = crawler.stats.get_stats()
+        assert "httpcache/hit" not in stats, run
+        assert "httpcache/store" not in stats, run
