@@ -249,3 +249,10 @@ async def test_a_live_page_request_is_never_served_from_the_http_cache(
         stats = crawler.stats.get_stats()
         assert "httpcache/hit" not in stats, run
         assert "httpcache/store" not in stats, run
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_bad_cdp_include_page_fails_its_request_by_name(site: SiteServer) -> None:
+    spider, _ = await crawl([_live(site, "bad", cdp_include_page="yes")])
+    [failure] = spider.failures
+    assert "meta['cdp_include_page'] = 'yes'; expected True or False" in str(failure.value)
