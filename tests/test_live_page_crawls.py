@@ -256,3 +256,21 @@ async def test_a_bad_cdp_include_page_fails_its_request_by_name(site: SiteServer
     spider, _ = await crawl([_live(site, "bad", cdp_include_page="yes")])
     [failure] = spider.failures
     assert "meta['cdp_include_page'] = 'yes'; expected True or False" in str(failure.value)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_still_open_at_the_crawl_s_end_is_closed_then(
+    site: SiteServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    request = _live(site, "end", download_timeout=120)
+    spider, crawler = await crawl([request], spider_cls=LeavingSpider)
+    assert not spider.failures, spider.failures
+    assert spider.kept.is_closed()
+    warnings = [
+        r.getMessage() for r in caplog.records
+        if r.name == LIVE_LOGGER and r.levelno == logging.WARNING
+    ]  # fmt: skip
+    assert warnings == [f"The live page of {request} is still open at the crawl's end: closed now"]
+    stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/live_pages_closed_at_deadline"] == 0  # not its deadline: the crawl's end
+    assert stats["cdp_pool/contexts_opened"] == stats["cdp_pool/contexts_closed"] == 1

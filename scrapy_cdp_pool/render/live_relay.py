@@ -42,6 +42,11 @@ from scrapy_cdp_pool.cdp import CDPConnection, CDPProtocolError
 from scrapy_cdp_pool.cdp.client import CONNECTION_CLOSED_EVENT
 
 logger = logging.getLogger(__name__)
+# websockets logs each server's start, connection and stop at INFO: quiet
+# unless a user sets this logger's level.
+ws_logger = logging.getLogger("scrapy_cdp_pool.render.live_relay.websocket")
+if ws_logger.level == logging.NOTSET:
+    ws_logger.setLevel(logging.WARNING)
 
 #: browser-level commands whose effect is one context's: sent with the
 #: request's ``browserContextId`` (whatever Playwright gave)
@@ -108,6 +113,7 @@ class LiveRelay:
             max_size=self.max_message_bytes,
             compression=None,
             ping_interval=None,
+            logger=ws_logger,
         )
         port = next(iter(self._server.sockets)).getsockname()[1]
         return f"ws://127.0.0.1:{port}/{self.token}"
