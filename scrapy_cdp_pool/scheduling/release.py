@@ -64,12 +64,11 @@ class GateReleaseMiddleware:
 
     def process_response(self, request: Request, response: Response) -> Response:
         page = request.meta.get(LIVE_PAGE_META_KEY)
-        # A live page (meta["cdp_include_page"]) keeps its identity until the
-        # callback closes it, or its deadline does.
-        if (
-            page is not None
-            and identity_of(request)
-            and when_closed(self.gates.crawler, page, lambda: self.gates.on_finished(request))
+        # A live page (meta["cdp_include_page"]) is still in flight until the
+        # callback closes it, or its deadline does: its identity, budget share
+        # and host count are released then.
+        if page is not None and when_closed(
+            self.gates.crawler, page, lambda: self.gates.on_finished(request)
         ):
             return response
         self.gates.on_finished(request)
