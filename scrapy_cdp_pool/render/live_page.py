@@ -124,6 +124,7 @@ class LivePages:
         self._closed = False
         #: Playwright connections being closed (see LivePage.shutdown)
         self._closing: set[asyncio.Task[None]] = set()
+        self._holders: set[asyncio.Task[tuple[RenderResult, Page | None]]] = set()
 
     async def render(
         self,
@@ -147,6 +148,8 @@ class LivePages:
             self._hold(lease, in_lease, request, timeout_s, max_message_bytes, handed),
             name=f"cdp-pool live page {request.url}",
         )
+        self._holders.add(holder)  # the loop keeps only a weak reference
+        holder.add_done_callback(self._holders.discard)
         try:
             await asyncio.wait([holder, handed], return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -181,6 +184,13 @@ class LivePages:
             if live is None or not live.closed_at_deadline:
                 raise
             self.closed_at_deadline += 1
+        except Exception as e:
+            if not handed.done():
+                raise  # the render's error, for download_request
+            logger.warning(
+                "Closing the live page of %s failed: %r", request, e,
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
         finally:
             if live is not None:
                 self.open.discard(live)
