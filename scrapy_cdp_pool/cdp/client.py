@@ -30,6 +30,7 @@ from scrapy_cdp_pool.cdp.errors import (
 )
 from scrapy_cdp_pool.cdp.messages import Malformed, excerpt, optional
 from scrapy_cdp_pool.cdp.transport import PayloadTooBig, Stream, open_pipe, open_stream
+from scrapy_cdp_pool.cdp.waiters import AnswerHandler, Relayed, Waiter
 
 logger = logging.getLogger(__name__)
 
@@ -64,35 +65,6 @@ page's pop-ups, or a flood of targets nobody created."""
 #: ``--cdp-max-message-size``, the smallest limit known)
 LARGE_MESSAGE = 1024 * 1024
 
-AnswerHandler = Callable[[dict[str, Any] | None, BaseException | None], None]
-"""Called as ``handler(result, error)`` with a :meth:`CDPConnection.forward`ed
-command's answer: exactly one of the two is ``None``."""
-
-
-class _Relayed:
-    """Stands for a future in the pending commands: the answer goes to its
-    handler at once, from the reader."""
-
-    __slots__ = ("_done", "on_answer")
-
-    def __init__(self, on_answer: AnswerHandler) -> None:
-        self.on_answer = on_answer
-        self._done = False
-
-    def done(self) -> bool:
-        return self._done
-
-    def set_result(self, result: dict[str, Any]) -> None:
-        self._done = True
-        self.on_answer(result, None)
-
-    def set_exception(self, error: BaseException) -> None:
-        self._done = True
-        self.on_answer(None, error)
-
-
-_Waiter = asyncio.Future[dict[str, Any]] | _Relayed
-
 CONNECTION_CLOSED_EVENT = "CDPConnection.closed"
 """A pseudo-event every subscribed handler gets once when the connection
 closes, with params ``{"reason": str}``."""
@@ -119,7 +91,7 @@ class CDPConnection:
         self.max_pending = max_pending
         self._stream: Stream | None = None
         self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[str, _Waiter]] = {}
+        self._pending: dict[int, tuple[str, Waiter]] = {}
         self._large: dict[int, int] = {}  # pending ids of large commands -> bytes
         self._handlers: dict[str, EventHandler] = {}
         self._close_callbacks: list[Callable[[], None]] = []
@@ -299,7 +271,7 @@ class CDPConnection:
         deadline: the relay's lifetime bounds it (:meth:`forget`). Returns the
         command's id, or ``None`` when the connection is closed
         (``on_answer`` was then called with the error)."""
-        msg_id = self._queue(method, params, session_id, _Relayed(on_answer))
+        msg_id = self._queue(method, params, session_id, Relayed(on_answer))
         if msg_id is None:
             on_answer(None, self.close_error(method) or CDPConnectionClosed(
                 f"{method}: connection closed ({self._close_reason})"
@@ -316,7 +288,7 @@ class CDPConnection:
         method: str,
         params: dict[str, Any] | None,
         session_id: str | None,
-        waiter: _Waiter,
+        waiter: Waiter,
     ) -> int | None:
         """Write one command and register ``waiter`` for its answer; ``None``
         when it could not be written (closed, or the backlog is full)."""
