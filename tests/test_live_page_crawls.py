@@ -17,7 +17,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.render.live_page import open_live_pages
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.telemetry.collect import StatusCollector
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import token, write_profile
@@ -101,7 +101,8 @@ class LeavingSpider(RecordingSpider):
         if "cdp_page" in response.meta:
             self.kept = response.meta["cdp_page"]
             assert self.crawler is not None
-            self.open_in_telemetry = StatusCollector(self.crawler).collect("test").live_pages
+            runtime = runtime_of(self.crawler)
+            self.open_in_telemetry = StatusCollector(self.crawler, runtime).collect("x").live_pages
         else:
             self.kept_closed_when_next_ran = self.kept is not None and self.kept.is_closed()
         return ()
@@ -133,7 +134,7 @@ async def test_a_page_left_open_is_closed_at_the_deadline_and_its_slot_freed(
     # render, and so its callback, came after the page was closed.
     assert spider.kept_closed_when_next_ran is True
     assert spider.open_in_telemetry == 1  # the status line's "(1 live)"
-    assert open_live_pages(crawler) == 0
+    assert not runtime_of(crawler).live_pages.open
     warnings = [
         r.getMessage() for r in caplog.records
         if r.name == LIVE_LOGGER and r.levelno == logging.WARNING

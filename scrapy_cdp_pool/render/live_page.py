@@ -21,11 +21,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import weakref
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
+from scrapy_cdp_pool.errors import LivePageFailed
 from scrapy_cdp_pool.render.live_relay import LiveRelay
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.session import RenderResult
@@ -44,11 +44,6 @@ LIVE_PAGE_META_KEY = "cdp_page"
 #: seconds to connect Playwright to the relay, and to close its connection
 CONNECT_TIMEOUT_S = 30.0
 CLOSE_TIMEOUT_S = 5.0
-
-
-class LivePageFailed(Exception):
-    """Playwright could not be connected to the request's page (the message
-    says why; the relay's secret URL is never in it)."""
 
 
 class LivePage:
@@ -253,6 +248,16 @@ class LivePages:
                 self._playwright = await async_playwright().start()
         return self._playwright
 
+    def when_closed(self, page: object, callback: Callable[[], None]) -> bool:
+        """Call ``callback()`` once ``page``, a live page still open, is closed
+        and its slot given back (the request gates hold its identity, budget
+        share and host count until then); ``False`` when ``page`` is not one."""
+        for live in self.open:
+            if live.page is page:
+                live.on_closed.append(callback)
+                return True
+        return False
+
     async def close(self) -> None:
         """Close the pages still open (each with a WARNING) and stop the
         driver. Idempotent."""
@@ -272,32 +277,3 @@ class LivePages:
         if playwright is not None:
             with contextlib.suppress(Exception):
                 await playwright.stop()
-
-
-_by_crawler: weakref.WeakKeyDictionary[Crawler, LivePages] = weakref.WeakKeyDictionary()
-
-
-def live_pages_for(crawler: Crawler) -> LivePages:
-    """The crawler's :class:`LivePages`, shared by its http and https handlers."""
-    pages = _by_crawler.get(crawler)
-    if pages is None:
-        pages = _by_crawler[crawler] = LivePages(crawler)
-    return pages
-
-
-def open_live_pages(crawler: Crawler) -> int:
-    """Live pages of ``crawler`` open now (telemetry), each holding its slot."""
-    pages = _by_crawler.get(crawler)
-    return len(pages.open) if pages is not None else 0
-
-
-def when_closed(crawler: Crawler, page: object, callback: Callable[[], None]) -> bool:
-    """Call ``callback()`` once ``page``, a live page of ``crawler`` still
-    open, is closed and its slot given back (the identity gate holds a
-    profile's identity until then); ``False`` when ``page`` is not one."""
-    pages = _by_crawler.get(crawler)
-    for live in pages.open if pages is not None else ():
-        if live.page is page:
-            live.on_closed.append(callback)
-            return True
-    return False

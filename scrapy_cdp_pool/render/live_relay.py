@@ -38,8 +38,8 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from scrapy_cdp_pool.cdp import CDPConnection, CDPProtocolError
-from scrapy_cdp_pool.cdp.client import CONNECTION_CLOSED_EVENT
+from scrapy_cdp_pool.cdp.client import CONNECTION_CLOSED_EVENT, CDPConnection
+from scrapy_cdp_pool.errors import CDPProtocolError
 
 logger = logging.getLogger(__name__)
 # websockets logs each server's start, connection and stop at INFO: quiet
