@@ -12,7 +12,8 @@ What it holds: the config; the request gates; the stored identities; the
 pools, one per :class:`~scrapy_cdp_pool.backends.Backend`, made on first need
 (shared with other crawlers of the same ``CDP_POOL_NAME``,
 :mod:`scrapy_cdp_pool.sharing`); the durable JOBDIR's store; the concurrency
-budget the crawler is a member of.
+budget the crawler is a member of; the live pages handed to callbacks and their
+Playwright driver.
 """
 
 from __future__ import annotations
