@@ -270,9 +270,11 @@ class CDPConnection:
         (``on_answer`` was then called with the error)."""
         msg_id = self._queue(method, params, session_id, Relayed(on_answer))
         if msg_id is None:
-            on_answer(None, self.close_error(method) or CDPConnectionClosed(
-                f"{method}: connection closed ({self._close_reason})"
-            ))  # fmt: skip
+            on_answer(
+                None,
+                self.close_error(method)
+                or CDPConnectionClosed(f"{method}: connection closed ({self._close_reason})"),
+            )
         return msg_id
 
     def forget(self, msg_id: int) -> None:

@@ -78,8 +78,10 @@ class LivePage:
                 "download_timeout = %g s (await page.close() in the callback): closed now. "
                 "Its browser slot was held until now (a response a middleware retried or "
                 "dropped never reaches the callback)",
-                self.request, self.timeout_s, extra={"crawler": crawler},
-            )  # fmt: skip
+                self.request,
+                self.timeout_s,
+                extra={"crawler": crawler},
+            )
             raise
         finally:
             await self.shutdown()
@@ -183,9 +185,11 @@ class LivePages:
             if not handed.done():
                 raise  # the render's error, for download_request
             logger.warning(
-                "Closing the live page of %s failed: %r", request, e,
+                "Closing the live page of %s failed: %r",
+                request,
+                e,
                 extra={"crawler": self.crawler},
-            )  # fmt: skip
+            )
         finally:
             if live is not None:
                 self.open.discard(live)
@@ -268,8 +272,9 @@ class LivePages:
                 continue  # closed by its callback, or already closing
             logger.warning(
                 "The live page of %s is still open at the crawl's end: closed now",
-                live.request, extra={"crawler": self.crawler},
-            )  # fmt: skip
+                live.request,
+                extra={"crawler": self.crawler},
+            )
             live.close_soon("the crawl is closing")
         await asyncio.gather(*(live.closed.wait() for live in still_open))
         await asyncio.gather(*self._closing, return_exceptions=True)

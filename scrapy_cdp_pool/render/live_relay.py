@@ -241,10 +241,12 @@ class LiveRelay:
             self._finish("Playwright closed its browser")
         else:
             self._reply(
-                client_id, None, None,
+                client_id,
+                None,
+                None,
                 f"{method} is not available through a live page (meta['cdp_include_page']): "
                 "it shows the request's one page and context",
-            )  # fmt: skip
+            )
 
     def _attach_page(self, client_id: Any) -> None:
         """Attach a session of Playwright's own to the page and announce it,
@@ -273,9 +275,11 @@ class LiveRelay:
             self._reply(client_id, None, {})
 
         self.cdp.forward(
-            "Target.attachToTarget", {"targetId": self.target_id, "flatten": True}, None,
+            "Target.attachToTarget",
+            {"targetId": self.target_id, "flatten": True},
+            None,
             on_attached,
-        )  # fmt: skip
+        )
 
     def _page_info(self) -> dict[str, Any]:
         return {
