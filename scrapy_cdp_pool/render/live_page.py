@@ -5,8 +5,10 @@ The render runs as any other, in its leased slot; then, instead of disposing
 the context, the render's own CDP session is detached (its interception
 stops), Playwright is connected over CDP to the same page through a private
 relay on the request's own connection (render/live_relay.py), and the response
-goes to Scrapy while the slot, the context (and a profile's identity, held
-until the request is done) stay held. The callback drives the page and closes
+goes to Scrapy while the slot and the context stay held (and the request
+gates: a profile's identity, a budget's share, a host's count, released by
+:class:`~scrapy_cdp_pool.scheduling.release.GateReleaseMiddleware` through
+:meth:`LivePages.when_closed`). The callback drives the page and closes
 it (``await page.close()``); then the relay and Playwright's connection are
 closed and the context is disposed, which frees the slot. A page still open at
 the request's deadline (``download_timeout``, counted from the request's
@@ -61,7 +63,7 @@ class LivePage:
         self.closing: asyncio.Task[None] | None = None
         #: set once Playwright's connection and the relay are closed
         self.closed = asyncio.Event()
-        #: called once the page is closed and its lease ended (see :func:`when_closed`)
+        #: called once the page is closed and its lease ended (see :meth:`LivePages.when_closed`)
         self.on_closed: list[Callable[[], None]] = []
 
     async def hold(self, crawler: Crawler | None) -> None:
@@ -89,7 +91,7 @@ class LivePage:
 
     def close_soon(self, reason: str) -> None:
         """End :meth:`hold` (the crawl is closing)."""
-        self.relay._finish(reason)
+        self.relay.finish(reason)
 
     async def shutdown(self) -> None:
         """Close the relay (Playwright's connection ends with it); Playwright's

@@ -140,7 +140,7 @@ class LiveRelay:
         except ConnectionClosed:
             pass
         finally:
-            self._finish("Playwright disconnected")
+            self.finish("Playwright disconnected")
             self._outbox.put_nowait(None)
             with contextlib.suppress(Exception):
                 await writer
@@ -238,7 +238,7 @@ class LiveRelay:
             # The browser is the crawl's: Playwright's browser.close() only
             # disconnects (the page is closed with it, see LivePage).
             self._reply(client_id, None, {})
-            self._finish("Playwright closed its browser")
+            self.finish("Playwright closed its browser")
         else:
             self._reply(
                 client_id,
@@ -309,7 +309,7 @@ class LiveRelay:
 
         def on_event(method: str, params: dict[str, Any]) -> None:
             if method == CONNECTION_CLOSED_EVENT:
-                self._finish(f"the browser connection closed ({params.get('reason')})")
+                self.finish(f"the browser connection closed ({params.get('reason')})")
                 return
             if method == "Runtime.executionContextCreated" and self._stale(session, params):
                 return
@@ -326,7 +326,7 @@ class LiveRelay:
                     self.cdp.unsubscribe(session)
                     self._send({"method": method, "params": params})
                     if session == self.page_session:
-                        self._finish("the page was closed")
+                        self.finish("the page was closed")
                     return
                 if isinstance(gone, str):
                     self._sessions.discard(gone)
@@ -356,7 +356,8 @@ class LiveRelay:
 
     # lifetime ----------------------------------------------------------
 
-    def _finish(self, reason: str) -> None:
+    def finish(self, reason: str) -> None:
+        """Set :attr:`done` with ``reason``, unless it is set already."""
         if not self.done.is_set():
             self.reason = reason
             self.done.set()
@@ -365,7 +366,7 @@ class LiveRelay:
         """Stop listening, end Playwright's connection, drop the sessions'
         handlers and the answers still awaited. The page itself is the
         caller's (disposed with its context). Idempotent."""
-        self._finish("closed")
+        self.finish("closed")
         for msg_id in self._inflight:
             self.cdp.forget(msg_id)
         self._inflight.clear()
