@@ -230,6 +230,12 @@ class ProxyConflict(ProxyUnsupported):
     another one. Not retried."""
 
 
+class LivePageFailed(RenderError):
+    """Playwright could not be connected to a request's live page
+    (``meta["cdp_include_page"]``); the message says why (the relay's secret
+    URL is never in it)."""
+
+
 # Profiles ---------------------------------------------------------------
 
 

@@ -25,6 +25,7 @@ from scrapy_cdp_pool.ladder.climb import CHROMIUM_RUNG, HTTP, Fetch
 from scrapy_cdp_pool.ladder.plain import decoded
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
 from scrapy_cdp_pool.render.document import DocumentResponse
+from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.request_proxy import request_proxy, with_request_proxy
 from scrapy_cdp_pool.render.response import build_response
@@ -93,6 +94,7 @@ class CDPDownloadHandler:
         self.identities = runtime.identities
         self.ladder = runtime.ladder.hold()
         self._rungs = self._ladder_rungs()
+        self.live_pages = runtime.live_pages
         self._pool_failed = False
         self._refused_user_agent = RefusedUserAgentWarning()
         self.snapshots = (
@@ -178,6 +180,8 @@ class CDPDownloadHandler:
         host = host_of(request)
         hooks = self._hooks(request, pauses, host)
         spent_s = 0.0  # under download_timeout: not the waits for a host pause
+        live_page = None
+        request.meta.pop(LIVE_PAGE_META_KEY, None)  # a copy's (a retry's) stale page
         jar_middleware = self._cookie_jar_middleware(request)
         where = str(request)
         if context is not None and context.proxy_server:
@@ -187,22 +191,32 @@ class CDPDownloadHandler:
             if pauses is not None:
                 await self._wait_pause(pauses, host)
             started = time.monotonic()
+
+            async def in_lease(lease: ContextLease) -> RenderResult:
+                if pauses is not None and pauses.remaining(host) > 0:
+                    raise _HostPaused  # before a context is made
+                self._count_page(pool, lease)
+                self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
+                return await render(
+                    lease,
+                    spec,
+                    hooks,
+                    collect_cookies=jar_middleware is not None,
+                    on_failure=self._snapshot_hook(request),
+                )
+
             try:
                 # download_timeout bounds the page, not a wait for a dedicated
                 # server's turn (see ConnectionPool.lease).
                 with scrapy_errors(where, timeout_s, self._count_error, _PASSTHROUGH):
-                    async with pool.lease(requires, server_options, timeout_s - spent_s) as lease:
-                        if pauses is not None and pauses.remaining(host) > 0:
-                            raise _HostPaused  # before a context is made
-                        self._count_page(pool, lease)
-                        self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
-                        result = await render(
-                            lease,
-                            spec,
-                            hooks,
-                            collect_cookies=jar_middleware is not None,
-                            on_failure=self._snapshot_hook(request),
+                    lease_cm = pool.lease(requires, server_options, timeout_s - spent_s)
+                    if spec.include_page:  # the lease outlives this call (render/live_page.py)
+                        result, live_page = await self.live_pages.render(
+                            lease_cm, in_lease, request, timeout_s, self.config.max_message_bytes
                         )
+                    else:
+                        async with lease_cm as lease:
+                            result = await in_lease(lease)
                 break
             except _HostPaused:
                 continue  # paused while it waited for its slot: slot given back
@@ -244,7 +258,11 @@ class CDPDownloadHandler:
                 request,
                 extra={"crawler": self.crawler},
             )
-        return build_response(request, result)
+        response = build_response(request, result)
+        if live_page is not None:
+            self.stats.inc_value("cdp_pool/live_pages")
+            response.meta[LIVE_PAGE_META_KEY] = live_page
+        return response
 
     def _count_error(self, error: BaseException) -> None:
         """Count a failed render (``cdp_pool/errors/<kind>``); stop the crawl
@@ -345,7 +363,12 @@ class CDPDownloadHandler:
     async def _record_stats(self) -> None:
         """At spider close (before the stats are dumped): the pool's contexts
         opened and closed, reconnects and server restarts (the whole pool's,
-        shared or not)."""
+        shared or not); live pages still open are closed first."""
+        live = self.live_pages
+        await live.close()
+        if live.opened:
+            self.stats.set_value("cdp_pool/live_pages_open_max", live.open_max)
+            self.stats.set_value("cdp_pool/live_pages_closed_at_deadline", live.closed_at_deadline)
         await self.pool.wait_disposed()
         rows = self.pool.snapshot()
         if not rows:
@@ -367,6 +390,7 @@ class CDPDownloadHandler:
             await handler.close()
         self._fallbacks.clear()
         await self.ladder.release()
+        await self.live_pages.close()
         await self.runtime.release_pool()
 
 

@@ -105,6 +105,12 @@ class RenderAwareCacheStorage:
         self.inner.close_spider(spider)
 
     def retrieve_response(self, spider: Spider, request: Request) -> Response | None:
+        if request.meta.get("cdp_include_page"):
+            # Its callback needs the live page: never from the cache, and
+            # Scrapy's dont_cache keeps its response out of it (and out of
+            # httpcache/store).
+            request.meta["dont_cache"] = True
+            return None
         response: Response | None = self.inner.retrieve_response(spider, request)
         if response is None:
             return None
@@ -122,6 +128,8 @@ class RenderAwareCacheStorage:
         return response.replace(headers=headers)
 
     def store_response(self, spider: Spider, request: Request, response: Response) -> None:
+        if request.meta.get("cdp_include_page"):
+            return  # never served from the cache (see retrieve_response)
         key = render_key(request, self.render_all)
         if key is not None:
             headers = Headers(response.headers)

@@ -12,7 +12,8 @@ What it holds: the config; the request gates; the stored identities; the
 pools, one per :class:`~scrapy_cdp_pool.backends.Backend`, made on first need
 (shared with other crawlers of the same ``CDP_POOL_NAME``,
 :mod:`scrapy_cdp_pool.sharing`); the durable JOBDIR's store; the concurrency
-budget the crawler is a member of.
+budget the crawler is a member of; the live pages handed to callbacks and their
+Playwright driver.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from scrapy_cdp_pool.jobdir.store import DATABASE_NAME, JobStore
 from scrapy_cdp_pool.ladder.climb import Ladder
 from scrapy_cdp_pool.ladder.make import make_ladder
 from scrapy_cdp_pool.pool.pool import ConnectionPool
+from scrapy_cdp_pool.render.live_page import LivePages
 from scrapy_cdp_pool.scheduling.gates import RequestGates
 from scrapy_cdp_pool.sharing import POOLS, pool_settings
 
@@ -84,6 +86,12 @@ class CrawlerRuntime:
         return make_ladder(
             self.crawler, self.config, lambda: self.pool, self.acquire_pool, self.release_pool
         )
+
+    @cached_property
+    def live_pages(self) -> LivePages:
+        """The crawl's live pages (``meta["cdp_include_page"]``) and the
+        Playwright driver they share."""
+        return LivePages(self.crawler)
 
     @cached_property
     def identities(self) -> Identities:

@@ -20,6 +20,7 @@ from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
 from scrapy_cdp_pool.cdp.messages import Malformed, excerpt, optional
 from scrapy_cdp_pool.cdp.transport import PayloadTooBig, Stream, open_pipe, open_stream
+from scrapy_cdp_pool.cdp.waiters import AnswerHandler, Relayed, Waiter
 from scrapy_cdp_pool.errors import (
     CDPBacklogExceeded,
     CDPConnectError,
@@ -90,7 +91,7 @@ class CDPConnection:
         self.max_pending = max_pending
         self._stream: Stream | None = None
         self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[str, asyncio.Future[dict[str, Any]]]] = {}
+        self._pending: dict[int, tuple[str, Waiter]] = {}
         self._large: dict[int, int] = {}  # pending ids of large commands -> bytes
         self._handlers: dict[str, EventHandler] = {}
         self._close_callbacks: list[Callable[[], None]] = []
@@ -246,8 +247,52 @@ class CDPConnection:
         """Queue one command now (it is written at the end of this event-loop
         turn, in order with every other command) and return a coroutine that
         waits for its answer, as :meth:`send` does."""
-        if self.closed or self._stream is None:
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        msg_id = self._queue(method, params, session_id, future)
+        if msg_id is None:
             return self._failed(method)
+        timeout = self.command_timeout_s if timeout_s is None else timeout_s
+        return self._answer(msg_id, method, future, timeout)
+
+    def forward(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        session_id: str | None,
+        on_answer: AnswerHandler,
+    ) -> int | None:
+        """Queue one command for a relay (render/live_relay.py): its answer
+        goes to ``on_answer(result, None)`` or ``on_answer(None, error)``
+        synchronously, from the reader, in order with the events around it
+        (a future's callback would run after the events read with it). No
+        deadline: the relay's lifetime bounds it (:meth:`forget`). Returns the
+        command's id, or ``None`` when the connection is closed
+        (``on_answer`` was then called with the error)."""
+        msg_id = self._queue(method, params, session_id, Relayed(on_answer))
+        if msg_id is None:
+            on_answer(
+                None,
+                self.close_error(method)
+                or CDPConnectionClosed(f"{method}: connection closed ({self._close_reason})"),
+            )
+        return msg_id
+
+    def forget(self, msg_id: int) -> None:
+        """Drop a :meth:`forward`ed command's answer, if it has not come."""
+        self._pending.pop(msg_id, None)
+        self._large.pop(msg_id, None)
+
+    def _queue(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        session_id: str | None,
+        waiter: Waiter,
+    ) -> int | None:
+        """Write one command and register ``waiter`` for its answer; ``None``
+        when it could not be written (closed, or the backlog is full)."""
+        if self.closed or self._stream is None:
+            return None
         if len(self._pending) >= self.max_pending:
             self._fail(
                 CDPBacklogExceeded(
@@ -255,14 +300,12 @@ class CDPConnection:
                     f"(at most {self.max_pending}): the server does not answer"
                 )
             )
-            return self._failed(method)
+            return None
         msg_id = next(self._ids)
         message: dict[str, Any] = {"id": msg_id, "method": method, "params": params or {}}
         if session_id:
             message["sessionId"] = session_id
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._pending[msg_id] = (method, future)
-        timeout = self.command_timeout_s if timeout_s is None else timeout_s
+        self._pending[msg_id] = (method, waiter)
         data = json.dumps(message).encode()
         if len(data) >= LARGE_MESSAGE:
             self._large[msg_id] = len(data)
@@ -271,8 +314,8 @@ class CDPConnection:
         except ConnectionError:
             self._pending.pop(msg_id, None)
             self._large.pop(msg_id, None)
-            return self._failed(method)
-        return self._answer(msg_id, method, future, timeout)
+            return None
+        return msg_id
 
     async def _failed(self, method: str) -> dict[str, Any]:
         raise self.close_error(method) or CDPConnectionClosed(

@@ -20,6 +20,7 @@ from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
 from scrapy_cdp_pool.jobdir.store import JobStore
+from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY
 from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
@@ -35,6 +36,11 @@ def serialize(request: Request, spider: Spider | None) -> bytes:
     """:raises ValueError: the request cannot be stored (a meta value pickle
     refuses, a callback the spider does not have), as Scrapy's own disk queues."""
     data = request.to_dict(spider=spider)
+    if LIVE_PAGE_META_KEY in data["meta"]:
+        # A live page is a handle to this process's browser, never stored: a
+        # copy of a live-page request (a retry) is rendered again with a page
+        # of its own (render/live_page.py).
+        data["meta"] = {k: v for k, v in data["meta"].items() if k != LIVE_PAGE_META_KEY}
     try:
         return pickle.dumps(data, protocol=4)
     except (pickle.PicklingError, AttributeError, TypeError) as e:

@@ -300,9 +300,10 @@ def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
     A profile whose state is saved back always gets a fresh context: saving
     closes its page; a page is reused only with the state it was made with
     (:attr:`ContextOptions.state_digest`); a page with init scripts is never
-    reused, nor given to one that has them."""
+    reused, nor given to one that has them; nor is a live page, the
+    callback's (``meta["cdp_include_page"]``)."""
     options = spec.context
-    if spec.init_scripts or (options is not None and options.save_state):
+    if spec.init_scripts or spec.include_page or (options is not None and options.save_state):
         return lease.reuse_key(None)
     if options is None:
         return lease.reuse_key("")

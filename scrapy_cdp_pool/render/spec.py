@@ -72,6 +72,9 @@ class RenderSpec:
     init_scripts: tuple[str, ...] = ()
     #: ``meta["cdp_console"]``: keep console messages and page errors
     console: bool = False
+    #: ``meta["cdp_include_page"]``: hand the live page to the callback
+    #: (render/live_page.py)
+    include_page: bool = False
 
     @property
     def overrides_request(self) -> bool:
@@ -157,6 +160,11 @@ def build_spec(
         console = parse_console(meta.get("cdp_console"))
     except ValueError as e:
         raise ValueError(f"{request}: meta['cdp_console'] = {e}") from e
+    include_page = meta.get("cdp_include_page", False)
+    if not isinstance(include_page, bool):
+        raise ValueError(
+            f"{request}: meta['cdp_include_page'] = {include_page!r}; expected True or False"
+        )
     init_scripts = config.init_scripts + load_scripts(
         meta.get("cdp_init_scripts"), f"{request}: meta['cdp_init_scripts']"
     )
@@ -181,6 +189,7 @@ def build_spec(
         capture=capture,
         init_scripts=init_scripts,
         console=console,
+        include_page=include_page,
     )
 
 

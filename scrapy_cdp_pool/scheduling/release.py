@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request, signals
 from scrapy.http import Response
 
+from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, LivePages
 from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import _TOKEN_META_KEY, RequestGates, identity_of
 
@@ -31,15 +32,17 @@ if TYPE_CHECKING:
 
 
 class GateReleaseMiddleware:
-    def __init__(self, gates: RequestGates) -> None:
+    def __init__(self, gates: RequestGates, live_pages: LivePages | None = None) -> None:
         self.gates = gates
+        self.live_pages = live_pages
         self._freed: dict[str, asyncio.Event] = {}
         self._direct = itertools.count(1)
         gates.add_finish_hook(self._on_finish)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        middleware = cls(runtime_of(crawler).gates)
+        runtime = runtime_of(crawler)
+        middleware = cls(runtime.gates, runtime.live_pages)
         crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)
         return middleware
 
@@ -63,6 +66,16 @@ class GateReleaseMiddleware:
             freed.set()  # waiters try again once the release is done
 
     def process_response(self, request: Request, response: Response) -> Response:
+        page = request.meta.get(LIVE_PAGE_META_KEY)
+        # A live page (meta["cdp_include_page"]) is still in flight until the
+        # callback closes it, or its deadline does: its identity, budget share
+        # and host count are released then.
+        if (
+            page is not None
+            and self.live_pages is not None
+            and self.live_pages.when_closed(page, lambda: self.gates.on_finished(request))
+        ):
+            return response
         self.gates.on_finished(request)
         return response
 

@@ -169,6 +169,7 @@ class StatusCollector:
             server_processes=None if memory is None else memory.processes,
             pool_state=pool.state.value if pool is not None else None,
             pages_in_flight=pool.pages_in_flight if pool is not None else 0,
+            live_pages=len(self.runtime.live_pages.open),
             pool_waiting_leases=pool.waiting if pool is not None else 0,
             pool_holds=tuple(sorted(pool.holds)) if pool is not None else (),
             connections=_connections(pool),

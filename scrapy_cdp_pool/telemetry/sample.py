@@ -114,6 +114,9 @@ class StatusSample:
     #: dedicated Lightpanda servers running (a profile's proxy or time zone);
     #: their memory is in the ``server_*`` figures
     dedicated_servers: int = 0
+    #: of the pages in flight, those handed to a callback
+    #: (``meta["cdp_include_page"]``), each holding its slot until closed
+    live_pages: int = 0
 
     def as_json(self) -> dict[str, Any]:
         """A JSON-ready dict (tuples as lists, ``None`` as ``null``)."""
@@ -127,7 +130,7 @@ class StatusSample:
             0.1 MB active of 5.0 MB, backout no; 120 responses/min, 0 items/min,
             220 responses, 0 items, 0 retries, 0 download errors; crawler RSS
             92.4 MB; server lightpanda (embedded) 41.2 MB PSS in 1 process;
-            pool ready, 2 pages in flight, 0 leases waiting, holds none;
+            pool ready, 2 pages in flight (0 live), 0 leases waiting, holds none;
             per connection (contexts/pages) #0 ready 1/1, #1 ready 1/1;
             per endpoint http://127.0.0.1:40133 lightpanda 2/2; budget none
 
@@ -139,7 +142,7 @@ class StatusSample:
             "%s on disk), %d waiting for their identity; scraper %s active of %s, "
             "backout %s; %.0f responses/min, %.0f items/min, %d responses, %d items, "
             "%d retries, %d download errors; crawler RSS %s; server %s; pool %s, "
-            "%d pages in flight, %d leases waiting, holds %s; per connection "
+            "%d pages in flight (%d live), %d leases waiting, holds %s; per connection "
             "(contexts/pages) %s; per endpoint %s; budget %s"
         )
         args = (
@@ -163,6 +166,7 @@ class StatusSample:
             self._server_text(),
             self.pool_state or "not created",
             self.pages_in_flight,
+            self.live_pages,
             self.pool_waiting_leases,
             ", ".join(self.pool_holds) or "none",
             ", ".join(

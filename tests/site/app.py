@@ -19,6 +19,7 @@ Routes live in small modules grouped by purpose:
 - ``pagecontrol``: /pc/* (network capture, init scripts, URL blocking, console)
 - ``cache``: /cache/<key>/* (scripts with each kind of cache header)
 - ``ladder``: /ladder/* (static, script-rendered and Chromium-only pages: issue 17)
+- ``livepage``: /live/* (pages driven through a live page)
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from . import (
     fidelity2,
     jobsite,
     ladder,
+    livepage,
     pagecontrol,
     protocol,
     sessions,
@@ -60,6 +62,7 @@ def make_app() -> web.Application:
     app[browser.NEVER] = asyncio.Event()
     app[PARKED] = set()
     app[behaviour.TICKS] = defaultdict(list)
+    app[livepage.RECORDS] = []
     app.on_shutdown.append(cancel_parked)
     for module in (protocol, assets, browser, shop, stats, sessions):
         app.router.add_routes(module.routes)
@@ -73,6 +76,7 @@ def make_app() -> web.Application:
     app.router.add_routes(cache.routes)
     app[ladder.SWITCHED] = {}
     app.router.add_routes(ladder.routes)
+    app.router.add_routes(livepage.routes)
     return app
 
 
