@@ -14,7 +14,6 @@ from typing import Any
 
 import scrapy
 from scrapy.crawler import CrawlerProcess
-from scrapy.utils.reactor import install_reactor
 
 from tests.crawl import BASE_SETTINGS, RecordingSpider
 
@@ -22,10 +21,6 @@ from tests.crawl import BASE_SETTINGS, RecordingSpider
 def main(argv: list[str]) -> None:
     settings = json.loads(argv[0])
     urls = argv[1:]
-    # The add-on checks Scrapy's engine internals when applied, which needs the
-    # reactor: CrawlerProcess installs it only in start() (as merged from issue
-    # 15, CrawlerProcess(...).crawl() before start() fails without this line).
-    install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     process = CrawlerProcess({**BASE_SETTINGS, "LOG_LEVEL": "WARNING", **settings})
     crawler = process.create_crawler(RecordingSpider)
     process.crawl(crawler, requests=[scrapy.Request(u, meta={"cdp": True}) for u in urls])

@@ -104,7 +104,8 @@ def test_two_workers_share_one_bound(site: SiteServer, redis_server: RedisServer
     for answer in answers:
         assert answer["failures"] == 0
         stats = answer["stats"]
-        assert stats["cdp_pool/cluster/budget/crawler_pages"] == 8
+        # a page retried under load (a timeout) takes a share again
+        assert stats["cdp_pool/cluster/budget/crawler_pages"] == 8 + stats.get("retry/count", 0)
         assert stats["cdp_pool/cluster/budget/crawler_pages_in_flight_max"] <= 3
         assert stats["cdp_pool/cluster/budget/max"] == 3
     assert client.zcard(LEASES) == 0  # every share given back
