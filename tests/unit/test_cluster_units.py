@@ -14,7 +14,7 @@ from scrapy_cdp_pool.config import PoolConfig
 
 @pytest.mark.parametrize("value", ["http://:pw@redis:6379/0", "redis.internal:6379", 6379])
 def test_a_bad_redis_url_is_refused_by_name_without_its_value(value: Any) -> None:
-    with pytest.raises(ValueError, match=r"CDP_POOL_CLUSTER_REDIS_URL: .* is not a Redis") as raised:
+    with pytest.raises(ValueError, match=r"REDIS_URL: .* is not a Redis") as raised:
         PoolConfig.from_settings(Settings({"CDP_POOL_CLUSTER_REDIS_URL": value}))
     assert "pw" not in str(raised.value)
 
