@@ -1,0 +1,22 @@
+"""Sphinx configuration of scrapy-cdp-pool's reference documentation.
+
+Built in CI with warnings as errors (the README's test command):
+``sphinx-build -W --keep-going -q -b html docs docs/_build/html``. Pages are Markdown (MyST), so a
+section moves between the README and the reference without rewriting.
+"""
+
+project = "scrapy-cdp-pool"
+author = "scrapy-cdp-pool contributors"
+copyright = "2026, scrapy-cdp-pool contributors"
+
+extensions = ["myst_parser"]
+source_suffix = {".md": "markdown"}
+master_doc = "index"
+exclude_patterns = ["_build"]
+
+# Headings become link targets as on GitHub: "[Profiles](profiles.md#files)" works.
+myst_heading_anchors = 4
+myst_enable_extensions = ["colon_fence"]
+
+html_theme = "alabaster"
+html_title = "scrapy-cdp-pool"
