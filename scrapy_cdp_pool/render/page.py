@@ -39,6 +39,7 @@ from scrapy_cdp_pool.render.errors import (
 from scrapy_cdp_pool.render.interception import FetchInterceptor, cdp_resource_type
 from scrapy_cdp_pool.render.navigation_schemes import SchemeFilter
 from scrapy_cdp_pool.render.network_idle import NetworkActivity
+from scrapy_cdp_pool.render.response_log import ResponseLog
 from scrapy_cdp_pool.render.spec import RenderSpec
 from scrapy_cdp_pool.render.url_patterns import fetch_url_pattern
 
@@ -55,6 +56,11 @@ _CONTEXT_GONE = (
     "Execution context was destroyed", "Cannot find context", "context not found",
     "Inspected target navigated or closed",
 )  # fmt: skip
+
+
+def is_context_gone(error: BaseException) -> bool:
+    """Whether a script's error says its document went away (navigated)."""
+    return any(marker in str(error) for marker in _CONTEXT_GONE)
 
 
 class Page:
@@ -75,7 +81,13 @@ class Page:
         self.target_id = target_id
         self.session_id = session_id
         self.spec = spec
+        self.kind = kind
         self.tracker = DocumentTracker(main_frame_id=target_id)
+        #: the main frame's URL, same-document navigations included
+        self.frame_url = ""
+        waited = tuple(a.args[0] for a in spec.actions if a.name == "wait_for_response")
+        #: the responses ``wait_for_response`` actions wait for
+        self.responses = ResponseLog(waited) if waited else None
         self.interceptor = FetchInterceptor(self)
         self.dialogs = DialogAnswerer(
             self, accept=spec.dialogs == "accept", browser_answers=kind == "lightpanda"
@@ -147,6 +159,7 @@ class Page:
             network_events
             or spec.wait_until == "networkidle"
             or spec.capture is not None
+            or page.responses is not None
             or (context is not None and context.needs_network_domain)
         ):
             commands.append(page.command("Network.enable"))
@@ -200,7 +213,11 @@ class Page:
         commands = [page.command("Fetch.enable", _fetch_params(spec, guard_cache=guard_cache))]
         if user_agent is not None:  # this request's, which may not be the last one's
             commands.append(page.command(*user_agent))
-        if spec.wait_until == "networkidle" or spec.capture is not None:
+        if (
+            spec.wait_until == "networkidle"
+            or spec.capture is not None
+            or page.responses is not None
+        ):
             commands.append(page.command("Network.enable"))
         if spec.console:
             commands.append(page.command("Runtime.enable"))
@@ -416,7 +433,7 @@ class Page:
             try:
                 value = await self.evaluate(_READ_HTML, max(0.1, deadline - loop.time()))
             except (CDPProtocolError, PageScriptError) as e:
-                if not any(marker in str(e) for marker in _CONTEXT_GONE):
+                if not is_context_gone(e):
                     raise
             else:
                 if tracker.generation == generation and tracker.committed:
@@ -459,10 +476,19 @@ class Page:
                 if method == "Network.requestWillBeSent" and params.get("type") == "Document":
                     self._note_origin(str(params.get("documentURL", "")))
             elif method == "Page.frameNavigated":
-                self._note_origin(str((params.get("frame") or {}).get("url", "")))
+                frame = params.get("frame") or {}
+                self._note_origin(str(frame.get("url", "")))
+                if frame.get("id") == self.target_id:
+                    self.frame_url = str(frame.get("url", ""))
+            elif method == "Page.navigatedWithinDocument":
+                if params.get("frameId") == self.target_id:
+                    self.frame_url = str(params.get("url", ""))
+                    self.tracker.changed.set()
             elif method == "Page.frameStoppedLoading" and params.get("frameId") == self.target_id:
                 self.stopped_loading.set()
             self.tracker.on_event(method, params)
+            if self.responses is not None and method.startswith("Network."):
+                self.responses.on_event(method, params)
             if self.capture is not None and method.startswith("Network."):
                 self.capture.on_event(method, params)
             elif self.console is not None and method.startswith("Runtime."):

@@ -18,6 +18,7 @@ Routes live in small modules grouped by purpose:
   workers, late content, other schemes, memory hog, infinite scroll)
 - ``pagecontrol``: /pc/* (network capture, init scripts, URL blocking, console)
 - ``cache``: /cache/<key>/* (scripts with each kind of cache header)
+- ``actions``: /act/* (page actions: what each one made the page see)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections import defaultdict
 from aiohttp import web
 
 from . import (
+    actions,
     assets,
     behaviour,
     browser,
@@ -58,6 +60,7 @@ def make_app() -> web.Application:
     app[browser.NEVER] = asyncio.Event()
     app[PARKED] = set()
     app[behaviour.TICKS] = defaultdict(list)
+    app[actions.REPORTS] = defaultdict(list)
     app.on_shutdown.append(cancel_parked)
     for module in (protocol, assets, browser, shop, stats, sessions):
         app.router.add_routes(module.routes)
@@ -69,6 +72,7 @@ def make_app() -> web.Application:
     app.router.add_routes(behaviour.routes)
     app.router.add_routes(pagecontrol.routes)
     app.router.add_routes(cache.routes)
+    app.router.add_routes(actions.routes)
     return app
 
 

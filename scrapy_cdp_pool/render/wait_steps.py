@@ -1,0 +1,171 @@
+"""The actions that wait for the page or move it: ``wait_for_function``,
+``wait_for_url``, ``wait_for_response``, ``goto`` and ``scroll_until_stable``
+(issue 18 item 4). Names and arguments are Playwright's where it has them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scrapy_cdp_pool.cdp import CDPProtocolError
+from scrapy_cdp_pool.render.errors import NavigationFailed, PageScriptError
+from scrapy_cdp_pool.render.input_events import in_page_ms, js_template
+from scrapy_cdp_pool.render.url_patterns import matches_any
+
+if TYPE_CHECKING:
+    from scrapy_cdp_pool.render.actions import Action
+    from scrapy_cdp_pool.render.page import Page
+
+# The expression goes in as code (it is the user's script, as for
+# ``evaluate``): a function is called with ``arg`` at each poll, anything
+# else is evaluated again at each poll.
+_FUNCTION = """(async () => {
+  const predicate = async (arg) => (/*EXPRESSION*/);
+  const arg = __ARG__, polling = __POLLING__, deadline = Date.now() + __MS__;
+  const next = () => new Promise(r => polling === 'raf'
+    ? requestAnimationFrame(() => r()) : setTimeout(r, polling));
+  for (;;) {
+    let value = await predicate(arg);
+    if (typeof value === 'function') value = await value(arg);
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('no truthy value within ' + __MS__ + ' ms');
+    await next();
+  }
+})()"""
+
+
+async def wait_for_function(page: Page, action: Action, timeout_s: float) -> Any:
+    """Poll the expression (``polling``: ``"raf"``, every animation frame,
+    the default, or milliseconds) until it is truthy; return that value
+    (JSON). A navigation meanwhile restarts the poll in the new document,
+    as Playwright's does."""
+    script = js_template(
+        _FUNCTION,
+        ARG=action.kwargs.get("arg"),
+        POLLING=action.kwargs.get("polling", "raf"),
+        MS=in_page_ms(timeout_s),
+    ).replace("/*EXPRESSION*/", action.args[0], 1)
+    # page.py imports the spec, which imports the actions: not at load time
+    from scrapy_cdp_pool.render.page import is_context_gone
+
+    while True:
+        generation = page.tracker.generation
+        try:
+            return await page.evaluate(script, timeout_s + 1)
+        except (CDPProtocolError, PageScriptError) as e:
+            if page.tracker.generation == generation and not is_context_gone(e):
+                raise
+        await page.wait_settled("domcontentloaded", timeout_s)
+
+
+async def wait_for_url(page: Page, action: Action, timeout_s: float) -> None:
+    """Wait until the main frame's URL (``location.href``, same-document
+    navigations included) matches the pattern, then until ``wait_until``
+    (``"load"`` by default)."""
+    pattern = action.args[0]
+    state = action.kwargs.get("wait_until", "load")
+    tracker = page.tracker
+    while True:
+        tracker.changed.clear()
+        if matches_any((pattern,), page.frame_url):
+            await page.wait_settled(state, timeout_s)
+            if matches_any((pattern,), page.frame_url):
+                return
+            continue
+        if tracker.crashed or page.too_large is not None:
+            await page.wait_settled(state, timeout_s)  # raises by name
+        await tracker.changed.wait()
+
+
+async def wait_for_response(page: Page, action: Action, timeout_s: float) -> dict[str, Any]:
+    """The first response whose URL matches the pattern, received since the
+    previous action began (see :mod:`~scrapy_cdp_pool.render.response_log`),
+    as ``{"url", "status", "method", "resource_type", "headers"}``."""
+    if page.responses is None:  # the page makes one for a request with this action
+        raise PageScriptError("no response log on this page")
+    return await page.responses.wait_for(action.args[0])
+
+
+async def goto(page: Page, action: Action, timeout_s: float) -> dict[str, Any] | None:
+    """Navigate the page to the URL and wait for ``wait_until`` (``"load"``
+    by default); return the final document's ``{"url", "status"}``, or
+    ``None`` for a navigation within the document (as Playwright's).
+
+    :raises NavigationFailed: the browser could not load the URL.
+    """
+    url = action.args[0]
+    params: dict[str, Any] = {"url": url}
+    if "referer" in action.kwargs:
+        params["referrer"] = action.kwargs["referer"]
+    tracker = page.tracker
+    before = tracker.document
+    tracker.navigation_pending = True
+    answer = await page.command("Page.navigate", params, timeout_s)
+    if answer.get("errorText") and tracker.document is before:
+        tracker.navigation_pending = False
+        raise NavigationFailed(url, str(answer["errorText"]))
+    if not answer.get("loaderId") and tracker.document is before:
+        tracker.navigation_pending = False  # within the document: nothing to load
+        return None
+    await page.wait_settled(action.kwargs.get("wait_until", "load"), timeout_s)
+    document = tracker.document
+    if document is None or document is before:
+        raise NavigationFailed(url, tracker.failure or "no document")
+    return {"url": document.url, "status": document.status}
+
+
+_SCROLL = """(async () => {
+  const sel = __SEL__, stableMs = __STABLE__, maxScrolls = __MAX_SCROLLS__, maxMs = __MAX_MS__;
+  const t0 = Date.now(), deadline = t0 + __MS__;
+  const root = () => document.scrollingElement || document.documentElement;
+  const measure = () => [root().scrollHeight, sel ? document.querySelectorAll(sel).length : 0];
+  let [height, count] = measure(), scrolls = 0, since = Date.now();
+  const scroll = () => {
+    const all = sel ? document.querySelectorAll(sel) : [];
+    if (all.length) all[all.length - 1].scrollIntoView({block: 'end'});
+    window.scrollTo(0, root().scrollHeight);
+    scrolls++;
+  };
+  scroll();
+  for (;;) {
+    await new Promise(r => setTimeout(r, 50));
+    const [h, n] = measure();
+    if (h > height || n > count) {
+      height = Math.max(h, height); count = Math.max(n, count); since = Date.now();
+      if (scrolls >= maxScrolls) return {scrolls, height, count, stopped: 'max_scrolls'};
+      scroll();
+      continue;
+    }
+    const result = stopped => ({scrolls, height, count, stopped});
+    if (Date.now() - since >= stableMs) return result('stable');
+    if (maxMs !== null && Date.now() - t0 >= maxMs) return result('max_ms');
+    if (Date.now() > deadline) throw new Error('still growing after ' + scrolls + ' scrolls ('
+      + count + ' elements, height ' + height + ' px): raise timeout, or set max_ms');
+  }
+})()"""
+
+
+async def scroll_until_stable(page: Page, action: Action, timeout_s: float) -> dict[str, Any]:
+    """Scroll to the bottom (and the last element matching the optional
+    selector into view, for a feed in a scrolling box) until neither the
+    page's height nor the count of the selector's elements grew for
+    ``stable_ms`` (default 1000), scrolling again after each growth, at most
+    ``max_scrolls`` times (default 50) and ``max_ms`` milliseconds (default:
+    the action's timeout, which fails it).
+
+    :returns: ``{"scrolls", "height", "count", "stopped"}``, ``stopped``
+        being ``"stable"``, ``"max_scrolls"`` or ``"max_ms"``.
+    """
+    kwargs = action.kwargs
+    script = js_template(
+        _SCROLL,
+        SEL=action.args[0] if action.args else None,
+        STABLE=kwargs.get("stable_ms", 1000),
+        MAX_SCROLLS=kwargs.get("max_scrolls", 50),
+        MAX_MS=kwargs.get("max_ms"),
+        MS=in_page_ms(timeout_s),
+    )
+    result = await page.evaluate(script, timeout_s + 1)
+    if not isinstance(result, dict):
+        raise PageScriptError(f"unexpected result {result!r}")
+    return result
