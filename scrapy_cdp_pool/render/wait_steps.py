@@ -118,29 +118,36 @@ _SCROLL = """(async () => {
   const sel = __SEL__, stableMs = __STABLE__, maxScrolls = __MAX_SCROLLS__, maxMs = __MAX_MS__;
   const t0 = Date.now(), deadline = t0 + __MS__;
   const root = () => document.scrollingElement || document.documentElement;
+  const frame = () => new Promise(r => { requestAnimationFrame(() => r()); setTimeout(r, 250); });
   const measure = () => [root().scrollHeight, sel ? document.querySelectorAll(sel).length : 0];
-  let [height, count] = measure(), scrolls = 0, since = Date.now();
-  const scroll = () => {
+  let [height, count] = measure(), scrolls = 0, since = Date.now(), nudged = Date.now();
+  const toBottom = () => {
     const all = sel ? document.querySelectorAll(sel) : [];
     if (all.length) all[all.length - 1].scrollIntoView({block: 'end'});
     window.scrollTo(0, root().scrollHeight);
-    scrolls++;
   };
-  scroll();
+  // Up one screen, two frames, back down: an IntersectionObserver (or a
+  // scroll listener) sees its target leave the viewport, then come back.
+  const scroll = async () => {
+    window.scrollBy(0, -innerHeight); await frame(); await frame(); toBottom();
+    nudged = Date.now();
+  };
+  await scroll(); scrolls++;
   for (;;) {
     await new Promise(r => setTimeout(r, 50));
     const [h, n] = measure();
+    const result = stopped => ({scrolls, height, count, stopped});
     if (h > height || n > count) {
       height = Math.max(h, height); count = Math.max(n, count); since = Date.now();
-      if (scrolls >= maxScrolls) return {scrolls, height, count, stopped: 'max_scrolls'};
-      scroll();
+      if (scrolls >= maxScrolls) return result('max_scrolls');
+      await scroll(); scrolls++;
       continue;
     }
-    const result = stopped => ({scrolls, height, count, stopped});
     if (Date.now() - since >= stableMs) return result('stable');
     if (maxMs !== null && Date.now() - t0 >= maxMs) return result('max_ms');
     if (Date.now() > deadline) throw new Error('still growing after ' + scrolls + ' scrolls ('
       + count + ' elements, height ' + height + ' px): raise timeout, or set max_ms');
+    if (Date.now() - nudged >= Math.min(250, stableMs / 3)) await scroll();  // not counted
   }
 })()"""
 
@@ -151,7 +158,11 @@ async def scroll_until_stable(page: Page, action: Action, timeout_s: float) -> d
     page's height nor the count of the selector's elements grew for
     ``stable_ms`` (default 1000), scrolling again after each growth, at most
     ``max_scrolls`` times (default 50) and ``max_ms`` milliseconds (default:
-    the action's timeout, which fails it).
+    the action's timeout, which fails it). Each scroll goes up one screen
+    and, two animation frames later, to the bottom, so that an
+    ``IntersectionObserver`` sees its sentinel come into view again; while
+    nothing grows, the same nudge is repeated every ``min(250, stable_ms / 3)``
+    ms (not counted in ``scrolls``).
 
     :returns: ``{"scrolls", "height", "count", "stopped"}``, ``stopped``
         being ``"stable"``, ``"max_scrolls"`` or ``"max_ms"``.
