@@ -141,6 +141,11 @@ ACTIONS: dict[str, _Signature] = {
 """The allow-list; the README's "Page actions" describes each."""
 
 
+def _names(expected: _TypeSpec) -> str:
+    types = expected if isinstance(expected, tuple) else (expected,)
+    return " or ".join(t.__name__ for t in types)
+
+
 def parse_actions(raw: Any) -> tuple[Action, ...]:
     """Check ``meta["cdp_actions"]`` against the allow-list.
 
@@ -175,7 +180,8 @@ def parse_actions(raw: Any) -> tuple[Action, ...]:
         for position, (value, expected) in enumerate(zip(args, expected_types, strict=False)):
             if isinstance(value, bool) or not isinstance(value, expected):
                 raise ValueError(
-                    f"action #{index} {name!r}: argument {position} {value!r} has the wrong type"
+                    f"action #{index} {name!r}: argument {position} {value!r} has the wrong "
+                    f"type (expected {_names(expected)})"
                 )
         for key, value in kwargs.items():
             expected_kw = signature.keywords.get(key)
@@ -188,7 +194,8 @@ def parse_actions(raw: Any) -> tuple[Action, ...]:
                 isinstance(value, bool) and expected_kw is not bool and expected_kw is not object
             ):
                 raise ValueError(
-                    f"action #{index} {name!r}: keyword {key}={value!r} has the wrong type"
+                    f"action #{index} {name!r}: keyword {key}={value!r} has the wrong type "
+                    f"(expected {_names(expected_kw)})"
                 )
         action = Action(name, tuple(args), kwargs)
         if signature.check is not None:
