@@ -159,3 +159,23 @@ async def test_unchecking_a_radio_button_fails_by_name(site: SiteServer, browser
     message = str(failure.value)
     assert "action #1" in message
     assert "cannot uncheck radio button #r1" in message
+
+
+@pytest.mark.parametrize(
+    ("selector", "why"),
+    [("#under", "div#overlay would receive the event instead of button#under (#under)"),
+     ("#hidden", "button#hidden (#hidden) is not visible"),
+     ("#absent", "no element matches #absent")],
+    ids=["covered", "hidden", "absent"],
+)  # fmt: skip
+@pytest_twisted.ensureDeferred
+async def test_a_click_waits_for_an_actionable_element_then_fails_naming_why_on_chromium(
+    site: SiteServer, selector: str, why: str
+) -> None:
+    spider, _ = await crawl(
+        [scrapy.Request(site.url(f"/act/covered?{token()}"), meta={"cdp": True, "cdp_actions": [
+            ["click", selector, {"timeout": 1}]]})],
+        {"CDP_POOL_BROWSER": "chromium"},
+    )  # fmt: skip
+    [failure] = spider.failures
+    assert f"action #0 click['{selector}']: Error: {why}" in str(failure.value)

@@ -26,9 +26,10 @@ from scrapy_cdp_pool.render.keyboard import CHARACTERS, MODIFIERS, Key, parse_co
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
 
-#: the share of an action's timeout after which a check in the page gives up
-#: with its reason (the action's own deadline then names only the action)
-IN_PAGE_SHARE = 0.9
+#: a check in the page gives up with its reason this long (or a tenth of the
+#: action's timeout, if longer) before the action's timeout, so that its
+#: answer comes back in time: the action's own deadline names only the action
+IN_PAGE_MARGIN_S = 0.5
 
 _POINT = """(async () => {
   const sel = __SEL__, deadline = Date.now() + __MS__, needHit = __HIT__, needEnabled = __ENABLED__;
@@ -76,7 +77,7 @@ def js_template(template: str, **values: Any) -> str:
 
 def in_page_ms(timeout_s: float) -> int:
     """Milliseconds a check in the page may poll within an action's timeout."""
-    return int(timeout_s * 1000 * IN_PAGE_SHARE)
+    return max(0, int((timeout_s - max(IN_PAGE_MARGIN_S, timeout_s / 10)) * 1000))
 
 
 def has_layout(page: Page) -> bool:

@@ -17,6 +17,8 @@ what the site was told, not what the browser returned.
 - ``/act/feed?key=K``: an infinite feed: 10 ``.card`` elements, 10 more
   fetched from ``/act/feed-page?key=K&page=N`` each time its sentinel comes
   into view, 6 pages in all (60 cards); each page served is stored under ``K``.
+- ``/act/covered``: ``button#under`` under ``div#overlay`` (absolutely
+  positioned over it), and ``button#hidden`` with ``display: none``.
 - ``/act/shot``: ``#box``, 200x100 CSS pixels, ``rgb(0, 128, 255)``, at
   (40, 60), on white.
 """
@@ -160,6 +162,17 @@ async def feed_page(request: web.Request) -> web.Response:
         f"card-{(page - 1) * FEED_PAGE_SIZE + i + 1}" for i in range(FEED_PAGE_SIZE)
     ]
     return web.json_response(items)
+
+
+@routes.get("/act/covered")
+async def covered(request: web.Request) -> web.Response:
+    return html_response(
+        "Covered",
+        '<button id="under" style="width:100px;height:40px">under</button>'
+        '<div id="overlay" style="position:absolute;left:0;top:0;width:300px;height:200px">'
+        "</div>"
+        '<button id="hidden" style="display:none">hidden</button>',
+    )
 
 
 @routes.get("/act/shot")
