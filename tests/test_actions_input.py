@@ -112,6 +112,24 @@ async def test_press_enter_is_a_trusted_key(site: SiteServer, browser: str) -> N
 
 @pytest.mark.parametrize("browser", BACKENDS)
 @pytest_twisted.ensureDeferred
+async def test_typing_then_pressing_enter_submits_the_form_as_a_user_would(
+    site: SiteServer, browser: str
+) -> None:
+    key = token()
+    spider, _ = await crawl(
+        [scrapy.Request(site.url(f"/act/form?key={key}"), meta={"cdp": True, "cdp_actions": [
+            ["type", "#q", "hello you"], ["press", "#q", "Enter"]]})],
+        {"CDP_POOL_BROWSER": browser},
+    )  # fmt: skip
+    assert not spider.failures, spider.failures[0].value
+    response = spider.responses[0]
+    assert response.url == site.url(f"/act/next?key={key}&q=hello+you")
+    assert response.css("#next::text").get() == "next"
+    assert reports(site, key) == [{"next": site.url(f"/act/form?key={key}")}]
+
+
+@pytest.mark.parametrize("browser", BACKENDS)
+@pytest_twisted.ensureDeferred
 async def test_select_option_by_value_label_and_index(site: SiteServer, browser: str) -> None:
     events, response = await seen_by_site(
         site,

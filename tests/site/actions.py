@@ -17,6 +17,8 @@ what the site was told, not what the browser returned.
 - ``/act/feed?key=K``: an infinite feed: 10 ``.card`` elements, 10 more
   fetched from ``/act/feed-page?key=K&page=N`` each time its sentinel comes
   into view, 6 pages in all (60 cards); each page served is stored under ``K``.
+- ``/act/form?key=K``: a GET form to ``/act/next`` with ``input#q``
+  (``name=q``) and a hidden ``key``.
 - ``/act/covered``: ``button#under`` under ``div#overlay`` (absolutely
   positioned over it), and ``button#hidden`` with ``display: none``.
 - ``/act/shot``: ``#box``, 200x100 CSS pixels, ``rgb(0, 128, 255)``, at
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from html import escape
 from typing import Any
 
 from aiohttp import web
@@ -162,6 +165,16 @@ async def feed_page(request: web.Request) -> web.Response:
         f"card-{(page - 1) * FEED_PAGE_SIZE + i + 1}" for i in range(FEED_PAGE_SIZE)
     ]
     return web.json_response(items)
+
+
+@routes.get("/act/form")
+async def form(request: web.Request) -> web.Response:
+    key = escape(request.query.get("key", ""))
+    return html_response(
+        "Form",
+        f'<form action="/act/next"><input type="hidden" name="key" value="{key}">'
+        '<input id="q" name="q"></form>',
+    )
 
 
 @routes.get("/act/covered")
