@@ -114,10 +114,13 @@ async def mouse_move(page: Page, x: float, y: float) -> None:
 
 
 async def mouse_click(page: Page, x: float, y: float) -> None:
-    """Move, press and release the left button at ``(x, y)`` (one click)."""
-    await mouse_move(page, x, y)
-    await _mouse(page, "mousePressed", x, y, button="left", buttons=1, clickCount=1)
-    await _mouse(page, "mouseReleased", x, y, button="left", buttons=0, clickCount=1)
+    """Move, press and release the left button at ``(x, y)`` (one click),
+    sent in one write: a session's commands are handled in order."""
+    await asyncio.gather(
+        _mouse(page, "mouseMoved", x, y, button="none"),
+        _mouse(page, "mousePressed", x, y, button="left", buttons=1, clickCount=1),
+        _mouse(page, "mouseReleased", x, y, button="left", buttons=0, clickCount=1),
+    )
 
 
 async def _key(page: Page, down: bool, key: Key, modifiers: int, text: str = "") -> None:
