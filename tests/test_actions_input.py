@@ -197,3 +197,24 @@ async def test_a_click_waits_for_an_actionable_element_then_fails_naming_why_on_
     )  # fmt: skip
     [failure] = spider.failures
     assert f"action #0 click['{selector}']: Error: {why}" in str(failure.value)
+
+
+@pytest.mark.parametrize("browser", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_where_lightpanda_hits_another_element_the_event_goes_to_the_element_by_script(
+    site: SiteServer, browser: str
+) -> None:
+    key = token()
+    spider, _ = await crawl(
+        [scrapy.Request(site.url(f"/act/misplaced?key={key}"), meta={"cdp": True, "cdp_actions": [
+            ["click", "#target"], ["hover", "#target"], REPORT]})],
+        {"CDP_POOL_BROWSER": browser},
+    )  # fmt: skip
+    assert not spider.failures, spider.failures[0].value
+    [events] = reports(site, key)
+    # Never on the element Lightpanda's made-up boxes put there instead.
+    assert not [e for e in events if e[1] == "next"]
+    trusted = browser == "chromium"
+    assert ["click", "target", trusted] in events
+    assert ["mouseover", "target", trusted] in events
+    assert ["mouseenter", "target", trusted] in events

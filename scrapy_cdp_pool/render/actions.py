@@ -2,9 +2,13 @@
 
 ``meta["cdp_actions"]`` is a list of ``[name, *args]`` lists, a trailing dict
 being keyword arguments, e.g. ``["wait_for_selector", ".quote", {"timeout": 5}]``.
-Names follow Playwright's ``Page`` methods where they overlap. Times given to
-actions are seconds (``timeout``), except ``wait_for_timeout`` which takes
-milliseconds as Playwright's does.
+Names and arguments follow Playwright's ``Page`` methods where they overlap.
+``timeout`` is seconds; times inside an action (``wait_for_timeout``,
+``delay``, ``polling``, ``stable_ms``, ``max_ms``) are milliseconds, as
+Playwright's. The actions run in render/input_steps.py (elements, trusted
+input), render/wait_steps.py (waits, ``goto``, scrolling),
+render/screenshots.py and here; argument values are checked in
+render/action_args.py.
 """
 
 from __future__ import annotations

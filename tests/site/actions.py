@@ -21,6 +21,10 @@ what the site was told, not what the browser returned.
   (``name=q``) and a hidden ``key``.
 - ``/act/covered``: ``button#under`` under ``div#overlay`` (absolutely
   positioned over it), and ``button#hidden`` with ``display: none``.
+- ``/act/misplaced?key=K``: ``i#target`` (inline, ``width: 300px``) inside
+  a first ``div``, then ``div#next``: at the centre Lightpanda 1.0.2 gives
+  ``i#target`` its hit test finds ``div#next`` (Chromium: the target itself).
+  Mouse events are recorded as on ``/act/input``.
 - ``/act/shot``: ``#box``, 200x100 CSS pixels, ``rgb(0, 128, 255)``, at
   (40, 60), on white.
 """
@@ -186,6 +190,22 @@ async def covered(request: web.Request) -> web.Response:
         "</div>"
         '<button id="hidden" style="display:none">hidden</button>',
     )
+
+
+# No text between the two divs: Lightpanda gives each text node a box too.
+MISPLACED = """<div id="first"><b>x</b><i id="target" style="width:300px">target</i></div>\
+<div id="next"><b>x</b><i>next</i></div>
+<script>
+for (const t of ["click", "mousedown", "mouseup", "mouseover", "mouseenter", "mousemove"])
+  document.addEventListener(t, function (e) {
+    window.seen.push([e.type, e.target.id || e.target.nodeName, e.isTrusted]);
+  }, true);
+</script>"""
+
+
+@routes.get("/act/misplaced")
+async def misplaced(request: web.Request) -> web.Response:
+    return html_response("Misplaced", _report_script(request.query.get("key", "")) + MISPLACED)
 
 
 @routes.get("/act/shot")
