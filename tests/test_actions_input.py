@@ -196,7 +196,7 @@ async def test_a_click_waits_for_an_actionable_element_then_fails_naming_why_on_
         {"CDP_POOL_BROWSER": "chromium"},
     )  # fmt: skip
     [failure] = spider.failures
-    assert f"action #0 click['{selector}']: Error: {why}" in str(failure.value)
+    assert f"action #0 click['{selector}'] timed out: {why}" in str(failure.value)
 
 
 @pytest.mark.parametrize("browser", BACKENDS)

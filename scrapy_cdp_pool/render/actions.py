@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.render import action_args as args
 from scrapy_cdp_pool.render import input_steps, screenshots, wait_steps
+from scrapy_cdp_pool.render.elements import run_on_element, wait_for_selector
 from scrapy_cdp_pool.render.errors import ActionUnsupported
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ _T: dict[str, _TypeSpec] = {"timeout": _NUMBER}  # every action takes a timeout
 
 async def _wait_for_selector(page: Page, action: Action, timeout_s: float) -> None:
     state = action.kwargs.get("state", "attached")
-    await page.wait_for_selector(action.args[0], visible=state == "visible", timeout_s=timeout_s)
+    await wait_for_selector(page, action.args[0], visible=state == "visible", timeout_s=timeout_s)
 
 
 async def _wait_for_timeout(page: Page, action: Action, timeout_s: float) -> None:
@@ -78,7 +79,7 @@ async def _fill(page: Page, action: Action, timeout_s: float) -> None:
         "el.dispatchEvent(new Event('input', {bubbles: true}));"
         "el.dispatchEvent(new Event('change', {bubbles: true}))"
     )
-    await page.run_on_element(action.args[0], script, timeout_s)
+    await run_on_element(page, action.args[0], script, timeout_s)
 
 
 async def _scroll_to_bottom(page: Page, action: Action, timeout_s: float) -> None:

@@ -17,19 +17,13 @@ instead (``isTrusted`` false), never at another element: see the README's
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
 from scrapy_cdp_pool.render.keyboard import CHARACTERS, MODIFIERS, Key, parse_combo
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
-
-#: a check in the page gives up with its reason this long (or a tenth of the
-#: action's timeout, if longer) before the action's timeout, so that its
-#: answer comes back in time: the action's own deadline names only the action
-IN_PAGE_MARGIN_S = 0.5
 
 _POINT = """(async () => {
   const sel = __SEL__, deadline = Date.now() + __MS__, needHit = __HIT__, needEnabled = __ENABLED__;
@@ -62,22 +56,10 @@ _POINT = """(async () => {
         }
       }
     }
-    if (Date.now() > deadline) throw new Error(why);
+    if (Date.now() > deadline) throw new Error(__TIMED_OUT__ + why);
     await frame();
   }
 })()"""
-
-
-def js_template(template: str, **values: Any) -> str:
-    """``template`` with each ``__NAME__`` replaced by ``values[NAME]`` as a
-    JavaScript literal (JSON), in one pass (a value is never read as a
-    placeholder)."""
-    return re.sub(r"__([A-Z_]+?)__", lambda m: json.dumps(values[m.group(1)]), template)
-
-
-def in_page_ms(timeout_s: float) -> int:
-    """Milliseconds a check in the page may poll within an action's timeout."""
-    return max(0, int((timeout_s - max(IN_PAGE_MARGIN_S, timeout_s / 10)) * 1000))
 
 
 def has_layout(page: Page) -> bool:
@@ -93,13 +75,13 @@ async def element_point(
     on a browser without layout when the hit test there finds another
     element (the caller dispatches on the element by script).
 
-    :raises PageScriptError: not actionable within the timeout, naming why
-        (no element, not visible, disabled, covered by another element).
+    :raises TimeoutError: not actionable in time, naming why (no element,
+        not visible, disabled, covered by another element).
     """
     script = js_template(
         _POINT, SEL=selector, MS=in_page_ms(timeout_s), HIT=has_layout(page), ENABLED=enabled
     )
-    point = await page.evaluate(script, timeout_s + 1)
+    point = await poll_in_page(page, script, timeout_s)
     if not point["hit"]:
         return None
     return float(point["x"]), float(point["y"])
@@ -192,7 +174,7 @@ _FOCUS = """(async () => {
   for (;;) {
     const el = document.querySelector(sel);
     if (el) { el.focus(); return document.activeElement === el; }
-    if (Date.now() > deadline) throw new Error('no element matches ' + sel);
+    if (Date.now() > deadline) throw new Error(__TIMED_OUT__ + 'no element matches ' + sel);
     await new Promise(r => setTimeout(r, 50));
   }
 })()"""
@@ -202,7 +184,7 @@ async def focus(page: Page, selector: str, timeout_s: float) -> None:
     """Focus the first element matching ``selector`` once there is one (as
     Playwright's ``type`` and ``press`` do, by script).
 
-    :raises PageScriptError: no element within the timeout.
+    :raises TimeoutError: no element in time.
     """
     script = js_template(_FOCUS, SEL=selector, MS=in_page_ms(timeout_s))
-    await page.evaluate(script, timeout_s + 1)
+    await poll_in_page(page, script, timeout_s)

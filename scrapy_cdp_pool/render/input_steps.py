@@ -11,12 +11,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.render.elements import (
+    in_page_ms,
+    js_template,
+    poll_in_page,
+    run_on_element,
+    wait_for_selector,
+)
 from scrapy_cdp_pool.render.errors import PageScriptError
 from scrapy_cdp_pool.render.input_events import (
     element_point,
     focus,
-    in_page_ms,
-    js_template,
     mouse_click,
     mouse_move,
     press_key,
@@ -41,7 +46,7 @@ async def click_element(page: Page, selector: str, timeout_s: float) -> None:
     element there)."""
     point = await element_point(page, selector, timeout_s, enabled=True)
     if point is None:
-        await page.run_on_element(selector, "el.click()", timeout_s)
+        await run_on_element(page, selector, "el.click()", timeout_s)
     else:
         await mouse_click(page, *point)
 
@@ -54,7 +59,7 @@ async def click(page: Page, action: Action, timeout_s: float) -> None:
 async def hover(page: Page, action: Action, timeout_s: float) -> None:
     point = await element_point(page, action.args[0], timeout_s)
     if point is None:
-        await page.run_on_element(action.args[0], _HOVER_BY_SCRIPT, timeout_s)
+        await run_on_element(page, action.args[0], _HOVER_BY_SCRIPT, timeout_s)
     else:
         await mouse_move(page, *point)
 
@@ -100,7 +105,7 @@ _SELECT = """(async () => {
         return options.filter(o => o.selected).map(o => o.value);
       }
     }
-    if (Date.now() > deadline) throw new Error(why);
+    if (Date.now() > deadline) throw new Error(__TIMED_OUT__ + why);
     await new Promise(r => setTimeout(r, 50));
   }
 })()"""
@@ -128,7 +133,7 @@ async def select_option(page: Page, action: Action, timeout_s: float) -> list[st
     script = js_template(
         _SELECT, SEL=action.args[0], WANTED=select_wanted(action), MS=in_page_ms(timeout_s)
     )
-    result = await page.evaluate(script, timeout_s + 1)
+    result = await poll_in_page(page, script, timeout_s)
     await page.settle(timeout_s)
     return list(result or [])
 
@@ -147,7 +152,7 @@ _STATE = """(() => {
 
 async def _wait_attached(page: Page, selector: str, timeout_s: float) -> None:
     """Wait until an element matches ``selector``."""
-    await page.wait_for_selector(selector, visible=False, timeout_s=timeout_s * 0.9)
+    await wait_for_selector(page, selector, visible=False, timeout_s=timeout_s)
 
 
 async def _set_checked(page: Page, selector: str, checked: bool, timeout_s: float) -> None:

@@ -12,7 +12,6 @@ other schemes kept from the tracker by
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Coroutine
@@ -373,39 +372,6 @@ class Page:
             message = exception.get("description") or details.get("text") or "script error"
             raise PageScriptError(str(message).splitlines()[0])
         return result.get("result", {}).get("value")
-
-    async def run_on_element(self, selector: str, script: str, timeout_s: float) -> Any:
-        """Run ``script`` with ``el`` bound to the first element matching
-        ``selector``.
-
-        :raises PageScriptError: no element matches, or the script threw.
-        """
-        sel = json.dumps(selector)
-        expression = (
-            f"(() => {{ const el = document.querySelector({sel});"
-            f" if (!el) throw new Error('no element matches ' + {sel}); {script}; }})()"
-        )
-        return await self.evaluate(expression, timeout_s)
-
-    async def wait_for_selector(self, selector: str, *, visible: bool, timeout_s: float) -> None:
-        """Wait until an element matches ``selector`` (and has a layout box
-        when ``visible``), checking every 50 ms in the page.
-
-        :raises PageScriptError: not found within ``timeout_s`` seconds.
-        """
-        sel = json.dumps(selector)
-        check = "el && (!VIS || el.getClientRects().length > 0)".replace(
-            "VIS", "true" if visible else "false"
-        )
-        expression = (
-            f"new Promise((resolve, reject) => {{ const t0 = Date.now();"
-            f" (function poll() {{ const el = document.querySelector({sel});"
-            f" if ({check}) return resolve(true);"
-            f" if (Date.now() - t0 > {int(timeout_s * 1000)}) return reject("
-            f"new Error('no element matches ' + {sel} + ' after {timeout_s:g} s'));"
-            f" setTimeout(poll, 50); }})(); }})"
-        )
-        await self.evaluate(expression, timeout_s + 1)
 
     async def read_html(self, timeout_s: float) -> str:
         """The current document's rendered DOM, doctype included, read once

@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.render.input_events import in_page_ms, js_template
+from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.actions import Action
@@ -28,7 +28,7 @@ _ELEMENT_BOX = """(async () => {
       return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height};
     }
     if (Date.now() > deadline)
-      throw new Error((el ? sel + ' is not visible' : 'no element matches ' + sel));
+      throw new Error(__TIMED_OUT__ + (el ? sel + ' is not visible' : 'no element matches ' + sel));
     await new Promise(r => setTimeout(r, 50));
   }
 })()"""
@@ -51,7 +51,7 @@ async def screenshot(page: Page, action: Action, timeout_s: float) -> bytes:
     clip = None
     if "selector" in kwargs:
         script = js_template(_ELEMENT_BOX, SEL=kwargs["selector"], MS=in_page_ms(timeout_s))
-        clip = await page.evaluate(script, timeout_s + 1)
+        clip = await poll_in_page(page, script, timeout_s)
     elif "clip" in kwargs:
         offset = await page.evaluate(_SCROLL_OFFSET, timeout_s)
         clip = dict(kwargs["clip"])

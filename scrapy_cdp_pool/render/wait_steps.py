@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.cdp import CDPProtocolError
+from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
 from scrapy_cdp_pool.render.errors import NavigationFailed, PageScriptError
-from scrapy_cdp_pool.render.input_events import in_page_ms, js_template
 from scrapy_cdp_pool.render.url_patterns import matches_any
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ _FUNCTION = """(async () => {
     let value = await predicate(arg);
     if (typeof value === 'function') value = await value(arg);
     if (value) return value;
-    if (Date.now() > deadline) throw new Error('no truthy value within ' + __MS__ + ' ms');
+    if (Date.now() > deadline) throw new Error(__TIMED_OUT__ + 'no truthy value');
     await next();
   }
 })()"""
@@ -51,7 +51,7 @@ async def wait_for_function(page: Page, action: Action, timeout_s: float) -> Any
     while True:
         generation = page.tracker.generation
         try:
-            return await page.evaluate(script, timeout_s + 1)
+            return await poll_in_page(page, script, timeout_s)
         except (CDPProtocolError, PageScriptError) as e:
             if page.tracker.generation == generation and not is_context_gone(e):
                 raise
@@ -145,8 +145,8 @@ _SCROLL = """(async () => {
     }
     if (Date.now() - since >= stableMs) return result('stable');
     if (maxMs !== null && Date.now() - t0 >= maxMs) return result('max_ms');
-    if (Date.now() > deadline) throw new Error('still growing after ' + scrolls + ' scrolls ('
-      + count + ' elements, height ' + height + ' px): raise timeout, or set max_ms');
+    if (Date.now() > deadline) throw new Error(__TIMED_OUT__ + 'still growing after ' + scrolls
+      + ' scrolls (' + count + ' elements, height ' + height + ' px): raise timeout or set max_ms');
     if (Date.now() - nudged >= Math.min(250, stableMs / 3)) await scroll();  // not counted
   }
 })()"""
@@ -176,7 +176,7 @@ async def scroll_until_stable(page: Page, action: Action, timeout_s: float) -> d
         MAX_MS=kwargs.get("max_ms"),
         MS=in_page_ms(timeout_s),
     )
-    result = await page.evaluate(script, timeout_s + 1)
+    result = await poll_in_page(page, script, timeout_s)
     if not isinstance(result, dict):
         raise PageScriptError(f"unexpected result {result!r}")
     return result
