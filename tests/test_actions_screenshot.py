@@ -13,7 +13,7 @@ import pytest_twisted
 import scrapy
 from PIL import Image
 
-from scrapy_cdp_pool.render.errors import ActionUnsupported
+from scrapy_cdp_pool.errors import ActionUnsupported
 from tests.crawl import crawl
 from tests.profiles import hits, token
 from tests.servers import SiteServer

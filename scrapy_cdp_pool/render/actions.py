@@ -20,10 +20,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.backends import Backend, Capability
+from scrapy_cdp_pool.errors import ActionUnsupported
 from scrapy_cdp_pool.render import action_args as args
 from scrapy_cdp_pool.render import input_steps, screenshots, wait_steps
 from scrapy_cdp_pool.render.elements import run_on_element, wait_for_selector
-from scrapy_cdp_pool.render.errors import ActionUnsupported
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -108,7 +109,9 @@ ACTIONS: dict[str, _Signature] = {
         (), _T, _wait_for_load_state, optional=(str,), check=args.wait_for_load_state
     ),
     "wait_for_function": _Signature(
-        (str,), {**_T, "arg": object, "polling": (str, int, float)}, wait_steps.wait_for_function,
+        (str,),
+        {**_T, "arg": object, "polling": (str, int, float)},
+        wait_steps.wait_for_function,
         check=args.wait_for_function,
     ),
     "wait_for_url": _Signature(
@@ -126,23 +129,31 @@ ACTIONS: dict[str, _Signature] = {
     "type": _Signature((str, str), {**_T, "delay": _NUMBER}, input_steps.type_, check=args.type_),
     "press": _Signature((str, str), {**_T, "delay": _NUMBER}, input_steps.press, check=args.press),
     "select_option": _Signature(
-        (str,), {**_T, "value": _STR_OR_LIST, "label": _STR_OR_LIST, "index": (int, list)},
-        input_steps.select_option, optional=(_STR_OR_LIST,), check=args.select_option,
+        (str,),
+        {**_T, "value": _STR_OR_LIST, "label": _STR_OR_LIST, "index": (int, list)},
+        input_steps.select_option,
+        optional=(_STR_OR_LIST,),
+        check=args.select_option,
     ),
     "check": _Signature((str,), _T, input_steps.check),
     "uncheck": _Signature((str,), _T, input_steps.uncheck),
     "scroll_to_bottom": _Signature((), _T, _scroll_to_bottom),
     "scroll_until_stable": _Signature(
-        (), {**_T, "stable_ms": _NUMBER, "max_scrolls": int, "max_ms": _NUMBER},
-        wait_steps.scroll_until_stable, optional=(str,), check=args.scroll_until_stable,
+        (),
+        {**_T, "stable_ms": _NUMBER, "max_scrolls": int, "max_ms": _NUMBER},
+        wait_steps.scroll_until_stable,
+        optional=(str,),
+        check=args.scroll_until_stable,
     ),
     "evaluate": _Signature((str,), _T, _evaluate),
     "screenshot": _Signature(
-        (), {**_T, "full_page": bool, "type": str, "quality": int, "selector": str, "clip": dict},
-        screenshots.screenshot, check=args.screenshot,
+        (),
+        {**_T, "full_page": bool, "type": str, "quality": int, "selector": str, "clip": dict},
+        screenshots.screenshot,
+        check=args.screenshot,
     ),
     "pdf": _Signature((), {**_T, "print_background": bool}, _pdf),
-}  # fmt: skip
+}
 """The allow-list; the README's "Page actions" describes each."""
 
 
@@ -232,14 +243,15 @@ LIGHTPANDA_UNSUPPORTED: dict[str, tuple[Callable[[Action], bool], str]] = {
 }
 
 
-def check_supported(actions: tuple[Action, ...], kind: str) -> None:
-    """Fail before the page is opened when the backend (``kind``, e.g.
-    ``"lightpanda"``) cannot perform one of ``actions``.
+def check_supported(actions: tuple[Action, ...], backend: Backend) -> None:
+    """Fail before the page is opened when ``backend`` (one without
+    :attr:`Capability.LAYOUT <scrapy_cdp_pool.backends.Capability.LAYOUT>`:
+    Lightpanda) cannot perform one of ``actions``.
 
     :raises ActionUnsupported: naming the action, its position, the backend
         and what to do (use Chromium).
     """
-    if kind != "lightpanda":
+    if backend.can(Capability.LAYOUT):
         return
     for index, action in enumerate(actions):
         check = LIGHTPANDA_UNSUPPORTED.get(action.name)

@@ -16,7 +16,7 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.render.errors import PageScriptError
+from scrapy_cdp_pool.errors import PageScriptError
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.backends import Capability
 from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
 from scrapy_cdp_pool.render.keyboard import CHARACTERS, MODIFIERS, Key, parse_combo
 
@@ -64,7 +65,7 @@ _POINT = """(async () => {
 
 def has_layout(page: Page) -> bool:
     """Whether the page's browser lays pages out (hit tests are real)."""
-    return page.kind != "lightpanda"
+    return page.backend.can(Capability.LAYOUT)
 
 
 async def element_point(
@@ -116,9 +117,12 @@ async def _key(page: Page, down: bool, key: Key, modifiers: int, text: str = "")
     }
     if down:
         params.update(
-            type="keyDown" if text else "rawKeyDown", text=text, unmodifiedText=text,
-            autoRepeat=False, isKeypad=False,
-        )  # fmt: skip
+            type="keyDown" if text else "rawKeyDown",
+            text=text,
+            unmodifiedText=text,
+            autoRepeat=False,
+            isKeypad=False,
+        )
     await page.command("Input.dispatchKeyEvent", params)
 
 

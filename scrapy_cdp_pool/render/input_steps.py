@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.errors import PageScriptError
 from scrapy_cdp_pool.render.elements import (
     in_page_ms,
     js_template,
@@ -18,7 +19,6 @@ from scrapy_cdp_pool.render.elements import (
     run_on_element,
     wait_for_selector,
 )
-from scrapy_cdp_pool.render.errors import PageScriptError
 from scrapy_cdp_pool.render.input_events import (
     element_point,
     focus,

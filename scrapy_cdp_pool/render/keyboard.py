@@ -53,11 +53,18 @@ _NAMED = {
 
 # (code, keyCode, unshifted, shifted) of the punctuation keys
 _PUNCTUATION = (
-    ("Minus", 189, "-", "_"), ("Equal", 187, "=", "+"), ("BracketLeft", 219, "[", "{"),
-    ("BracketRight", 221, "]", "}"), ("Backslash", 220, "\\", "|"),
-    ("Semicolon", 186, ";", ":"), ("Quote", 222, "'", '"'), ("Backquote", 192, "`", "~"),
-    ("Comma", 188, ",", "<"), ("Period", 190, ".", ">"), ("Slash", 191, "/", "?"),
-)  # fmt: skip
+    ("Minus", 189, "-", "_"),
+    ("Equal", 187, "=", "+"),
+    ("BracketLeft", 219, "[", "{"),
+    ("BracketRight", 221, "]", "}"),
+    ("Backslash", 220, "\\", "|"),
+    ("Semicolon", 186, ";", ":"),
+    ("Quote", 222, "'", '"'),
+    ("Backquote", 192, "`", "~"),
+    ("Comma", 188, ",", "<"),
+    ("Period", 190, ".", ">"),
+    ("Slash", 191, "/", "?"),
+)
 
 
 def _characters() -> dict[str, Key]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.cdp import CDPProtocolError
+from scrapy_cdp_pool.errors import NavigationFailed, PageScriptError
 from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
-from scrapy_cdp_pool.render.errors import NavigationFailed, PageScriptError
 from scrapy_cdp_pool.render.url_patterns import matches_any
 
 if TYPE_CHECKING:

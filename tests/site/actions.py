@@ -9,8 +9,9 @@ what the site was told, not what the browser returned.
   a multiple select, a checkbox and two radio buttons; every mouse, key,
   input and change event is recorded as ``[type, target id, isTrusted,
   key, value]``.
-- ``/act/wait?key=K``: ``#go`` starts, 300 ms after its click, a
-  ``fetch`` of ``/act/data?key=K``, then sets ``window.ready`` and pushes
+- ``/act/wait?key=K``: ``#go`` starts, 300 ms after its click, a ``fetch``
+  of ``/act/data?key=K&call=N`` (N: 1, 2... per click), then sets
+  ``window.ready``, counts it in ``window.done`` and pushes
   ``/act/wait/pushed?key=K`` into the history; ``#leave`` navigates to
   ``/act/next?key=K`` 300 ms after its click.
 - ``/act/next?key=K``: stores ``{"next": Referer}`` under ``K`` when served.
@@ -101,10 +102,13 @@ async def input_page(request: web.Request) -> web.Response:
 
 WAIT = """<button id="go">go</button> <button id="leave">leave</button>
 <script>
+var calls = 0;
 document.getElementById("go").addEventListener("click", function () {
   setTimeout(function () {
-    fetch("/act/data?key=" + encodeURIComponent(KEY)).then(r => r.json()).then(function (d) {
-      window.ready = d;
+    calls++;
+    fetch("/act/data?key=" + encodeURIComponent(KEY) + "&call=" + calls)
+      .then(r => r.json()).then(function (d) {
+      window.ready = d; window.done = (window.done || 0) + 1;
       history.pushState({}, "", "/act/wait/pushed?key=" + encodeURIComponent(KEY));
     });
   }, 300);
