@@ -118,19 +118,20 @@ _SCROLL = """(async () => {
   const sel = __SEL__, stableMs = __STABLE__, maxScrolls = __MAX_SCROLLS__, maxMs = __MAX_MS__;
   const t0 = Date.now(), deadline = t0 + __MS__;
   const root = () => document.scrollingElement || document.documentElement;
-  const frame = () => new Promise(r => { requestAnimationFrame(() => r()); setTimeout(r, 250); });
+  // An animation frame (a rendering update, with its IntersectionObserver
+  // checks, comes between two); a page that renders none goes on after 1 s.
+  const frame = () => new Promise(r => { requestAnimationFrame(() => r()); setTimeout(r, 1000); });
   const measure = () => [root().scrollHeight, sel ? document.querySelectorAll(sel).length : 0];
-  let [height, count] = measure(), scrolls = 0, since = Date.now(), nudged = Date.now();
-  const toBottom = () => {
+  let [height, count] = measure(), scrolls = 0, nudged = false, since = 0;
+  // Up one screen, two frames, to the bottom (and the last element into
+  // view): an IntersectionObserver (or a scroll listener) sees its target
+  // leave the viewport, then come back.
+  const scroll = async () => {
+    window.scrollBy(0, -innerHeight); await frame(); await frame();
     const all = sel ? document.querySelectorAll(sel) : [];
     if (all.length) all[all.length - 1].scrollIntoView({block: 'end'});
     window.scrollTo(0, root().scrollHeight);
-  };
-  // Up one screen, two frames, back down: an IntersectionObserver (or a
-  // scroll listener) sees its target leave the viewport, then come back.
-  const scroll = async () => {
-    window.scrollBy(0, -innerHeight); await frame(); await frame(); toBottom();
-    nudged = Date.now();
+    since = Date.now();
   };
   await scroll(); scrolls++;
   for (;;) {
@@ -138,31 +139,33 @@ _SCROLL = """(async () => {
     const [h, n] = measure();
     const result = stopped => ({scrolls, height, count, stopped});
     if (h > height || n > count) {
-      height = Math.max(h, height); count = Math.max(n, count); since = Date.now();
+      height = Math.max(h, height); count = Math.max(n, count); nudged = false;
       if (scrolls >= maxScrolls) return result('max_scrolls');
       await scroll(); scrolls++;
       continue;
     }
-    if (Date.now() - since >= stableMs) return result('stable');
+    if (Date.now() - since >= stableMs) {
+      if (nudged) return result('stable');
+      await scroll(); nudged = true;  // once more, not counted: then it is stable
+      continue;
+    }
     if (maxMs !== null && Date.now() - t0 >= maxMs) return result('max_ms');
     if (Date.now() > deadline) throw new Error(__TIMED_OUT__ + 'still growing after ' + scrolls
       + ' scrolls (' + count + ' elements, height ' + height + ' px): raise timeout or set max_ms');
-    if (Date.now() - nudged >= Math.min(250, stableMs / 3)) await scroll();  // not counted
   }
 })()"""
 
 
 async def scroll_until_stable(page: Page, action: Action, timeout_s: float) -> dict[str, Any]:
     """Scroll to the bottom (and the last element matching the optional
-    selector into view, for a feed in a scrolling box) until neither the
-    page's height nor the count of the selector's elements grew for
-    ``stable_ms`` (default 1000), scrolling again after each growth, at most
-    ``max_scrolls`` times (default 50) and ``max_ms`` milliseconds (default:
-    the action's timeout, which fails it). Each scroll goes up one screen
-    and, two animation frames later, to the bottom, so that an
-    ``IntersectionObserver`` sees its sentinel come into view again; while
-    nothing grows, the same nudge is repeated every ``min(250, stable_ms / 3)``
-    ms (not counted in ``scrolls``).
+    selector into view, for a feed in a scrolling box), and again after each
+    growth, until neither the page's height nor the count of the selector's
+    elements grew for ``stable_ms`` (default 1000) after a scroll and after
+    one more scroll (not counted); at most ``max_scrolls`` scrolls (default
+    50) and ``max_ms`` milliseconds (default: the action's timeout, which
+    fails it). Each scroll goes up one screen and, two animation frames
+    later, to the bottom, so that an ``IntersectionObserver`` sees its
+    sentinel come into view again.
 
     :returns: ``{"scrolls", "height", "count", "stopped"}``, ``stopped``
         being ``"stable"``, ``"max_scrolls"`` or ``"max_ms"``.
