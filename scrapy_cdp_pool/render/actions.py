@@ -2,9 +2,13 @@
 
 ``meta["cdp_actions"]`` is a list of ``[name, *args]`` lists, a trailing dict
 being keyword arguments, e.g. ``["wait_for_selector", ".quote", {"timeout": 5}]``.
-Names follow Playwright's ``Page`` methods where they overlap. Times given to
-actions are seconds (``timeout``), except ``wait_for_timeout`` which takes
-milliseconds as Playwright's does.
+Names and arguments follow Playwright's ``Page`` methods where they overlap.
+``timeout`` is seconds; times inside an action (``wait_for_timeout``,
+``delay``, ``polling``, ``stable_ms``, ``max_ms``) are milliseconds, as
+Playwright's. The actions run in render/input_steps.py (elements, trusted
+input), render/wait_steps.py (waits, ``goto``, scrolling),
+render/screenshots.py and here; argument values are checked in
+render/action_args.py.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.backends import Backend, Capability
 from scrapy_cdp_pool.errors import ActionUnsupported
+from scrapy_cdp_pool.render import action_args as args
+from scrapy_cdp_pool.render import input_steps, screenshots, wait_steps
+from scrapy_cdp_pool.render.elements import run_on_element, wait_for_selector
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -35,21 +42,27 @@ class Action:
         return f"{self.name}{list(self.args)!r}"
 
 
+_TypeSpec = type | tuple[type, ...]
+
+
 @dataclass(frozen=True)
 class _Signature:
-    positional: tuple[type | tuple[type, ...], ...]  # required, in order
-    keywords: dict[str, type | tuple[type, ...]]  # optional
+    positional: tuple[_TypeSpec, ...]  # required, in order
+    keywords: dict[str, _TypeSpec]  # optional
     run: Callable[[Page, Action, float], Awaitable[Any]]
+    #: optional positional arguments, after the required ones
+    optional: tuple[_TypeSpec, ...] = ()
+    #: further checks of the values (see render/action_args.py)
+    check: Callable[[Action], None] | None = None
 
 
-_NUMBER = (int, float)
+_NUMBER: _TypeSpec = (int, float)
+_T: dict[str, _TypeSpec] = {"timeout": _NUMBER}  # every action takes a timeout
 
 
 async def _wait_for_selector(page: Page, action: Action, timeout_s: float) -> None:
     state = action.kwargs.get("state", "attached")
-    if state not in ("attached", "visible"):
-        raise ValueError(f"{action.describe()}: state must be 'attached' or 'visible'")
-    await page.wait_for_selector(action.args[0], visible=state == "visible", timeout_s=timeout_s)
+    await wait_for_selector(page, action.args[0], visible=state == "visible", timeout_s=timeout_s)
 
 
 async def _wait_for_timeout(page: Page, action: Action, timeout_s: float) -> None:
@@ -57,17 +70,7 @@ async def _wait_for_timeout(page: Page, action: Action, timeout_s: float) -> Non
 
 
 async def _wait_for_load_state(page: Page, action: Action, timeout_s: float) -> None:
-    state = action.args[0] if action.args else "load"
-    if state not in ("load", "domcontentloaded", "networkidle"):
-        raise ValueError(
-            f"{action.describe()}: state must be 'load', 'domcontentloaded' or 'networkidle'"
-        )
-    await page.wait_for_load(state, timeout_s)
-
-
-async def _click(page: Page, action: Action, timeout_s: float) -> None:
-    await page.run_on_element(action.args[0], "el.click()", timeout_s)
-    await page.settle(timeout_s)
+    await page.wait_for_load(action.args[0] if action.args else "load", timeout_s)
 
 
 async def _fill(page: Page, action: Action, timeout_s: float) -> None:
@@ -77,19 +80,7 @@ async def _fill(page: Page, action: Action, timeout_s: float) -> None:
         "el.dispatchEvent(new Event('input', {bubbles: true}));"
         "el.dispatchEvent(new Event('change', {bubbles: true}))"
     )
-    await page.run_on_element(action.args[0], script, timeout_s)
-
-
-async def _press(page: Page, action: Action, timeout_s: float) -> None:
-    key = json.dumps(action.args[1])
-    script = (
-        f"el.focus(); for (const t of ['keydown', 'keypress', 'keyup'])"
-        f" el.dispatchEvent(new KeyboardEvent(t, {{key: {key}, bubbles: true}}));"
-        f" if ({key} === 'Enter' && el.form) el.form.requestSubmit ? el.form.requestSubmit()"
-        " : el.form.submit()"
-    )
-    await page.run_on_element(action.args[0], script, timeout_s)
-    await page.settle(timeout_s)
+    await run_on_element(page, action.args[0], script, timeout_s)
 
 
 async def _scroll_to_bottom(page: Page, action: Action, timeout_s: float) -> None:
@@ -102,39 +93,73 @@ async def _evaluate(page: Page, action: Action, timeout_s: float) -> Any:
     return result
 
 
-async def _screenshot(page: Page, action: Action, timeout_s: float) -> bytes:
-    image_type = action.kwargs.get("type", "png")
-    if image_type not in ("png", "jpeg"):
-        raise ValueError(f"{action.describe()}: type must be 'png' or 'jpeg'")
-    params: dict[str, Any] = {"format": image_type}
-    if action.kwargs.get("full_page"):
-        params["captureBeyondViewport"] = True
-    result = await page.command("Page.captureScreenshot", params, timeout_s)
-    return base64.b64decode(result["data"])
-
-
 async def _pdf(page: Page, action: Action, timeout_s: float) -> bytes:
     params = {"printBackground": bool(action.kwargs.get("print_background", False))}
     result = await page.command("Page.printToPDF", params, timeout_s)
     return base64.b64decode(result["data"])
 
 
+_STR_OR_LIST = (str, list)
 ACTIONS: dict[str, _Signature] = {
-    "wait_for_selector": _Signature((str,), {"timeout": _NUMBER, "state": str}, _wait_for_selector),
-    "wait_for_timeout": _Signature((_NUMBER,), {}, _wait_for_timeout),
-    "wait_for_load_state": _Signature((), {"timeout": _NUMBER}, _wait_for_load_state),
-    "click": _Signature((str,), {"timeout": _NUMBER}, _click),
-    "fill": _Signature((str, str), {"timeout": _NUMBER}, _fill),
-    "press": _Signature((str, str), {"timeout": _NUMBER}, _press),
-    "scroll_to_bottom": _Signature((), {"timeout": _NUMBER}, _scroll_to_bottom),
-    "evaluate": _Signature((str,), {"timeout": _NUMBER}, _evaluate),
-    "screenshot": _Signature((), {"full_page": bool, "type": str, "timeout": _NUMBER}, _screenshot),
-    "pdf": _Signature((), {"print_background": bool, "timeout": _NUMBER}, _pdf),
+    "wait_for_selector": _Signature(
+        (str,), {**_T, "state": str}, _wait_for_selector, check=args.wait_for_selector
+    ),
+    "wait_for_timeout": _Signature((_NUMBER,), {}, _wait_for_timeout, check=args.wait_for_timeout),
+    "wait_for_load_state": _Signature(
+        (), _T, _wait_for_load_state, optional=(str,), check=args.wait_for_load_state
+    ),
+    "wait_for_function": _Signature(
+        (str,),
+        {**_T, "arg": object, "polling": (str, int, float)},
+        wait_steps.wait_for_function,
+        check=args.wait_for_function,
+    ),
+    "wait_for_url": _Signature(
+        (str,), {**_T, "wait_until": str}, wait_steps.wait_for_url, check=args.url_pattern
+    ),
+    "wait_for_response": _Signature(
+        (str,), _T, wait_steps.wait_for_response, check=args.url_pattern
+    ),
+    "goto": _Signature(
+        (str,), {**_T, "wait_until": str, "referer": str}, wait_steps.goto, check=args.goto
+    ),
+    "click": _Signature((str,), _T, input_steps.click),
+    "hover": _Signature((str,), _T, input_steps.hover),
+    "fill": _Signature((str, str), _T, _fill),
+    "type": _Signature((str, str), {**_T, "delay": _NUMBER}, input_steps.type_, check=args.type_),
+    "press": _Signature((str, str), {**_T, "delay": _NUMBER}, input_steps.press, check=args.press),
+    "select_option": _Signature(
+        (str,),
+        {**_T, "value": _STR_OR_LIST, "label": _STR_OR_LIST, "index": (int, list)},
+        input_steps.select_option,
+        optional=(_STR_OR_LIST,),
+        check=args.select_option,
+    ),
+    "check": _Signature((str,), _T, input_steps.check),
+    "uncheck": _Signature((str,), _T, input_steps.uncheck),
+    "scroll_to_bottom": _Signature((), _T, _scroll_to_bottom),
+    "scroll_until_stable": _Signature(
+        (),
+        {**_T, "stable_ms": _NUMBER, "max_scrolls": int, "max_ms": _NUMBER},
+        wait_steps.scroll_until_stable,
+        optional=(str,),
+        check=args.scroll_until_stable,
+    ),
+    "evaluate": _Signature((str,), _T, _evaluate),
+    "screenshot": _Signature(
+        (),
+        {**_T, "full_page": bool, "type": str, "quality": int, "selector": str, "clip": dict},
+        screenshots.screenshot,
+        check=args.screenshot,
+    ),
+    "pdf": _Signature((), {**_T, "print_background": bool}, _pdf),
 }
-"""The allow-list. ``wait_for_load_state`` also takes one optional positional
-state (``"load"``, ``"domcontentloaded"`` or ``"networkidle"``)."""
+"""The allow-list; the README's "Page actions" describes each."""
 
-_OPTIONAL_POSITIONAL = {"wait_for_load_state": 1}
+
+def _names(expected: _TypeSpec) -> str:
+    types = expected if isinstance(expected, tuple) else (expected,)
+    return " or ".join(t.__name__ for t in types)
 
 
 def parse_actions(raw: Any) -> tuple[Action, ...]:
@@ -160,17 +185,19 @@ def parse_actions(raw: Any) -> tuple[Action, ...]:
         kwargs: dict[str, Any] = {}
         if args and isinstance(args[-1], dict):
             kwargs = dict(args.pop())
-        optional = _OPTIONAL_POSITIONAL.get(name, 0)
         required = len(signature.positional)
-        if not required <= len(args) <= required + optional:
+        if not required <= len(args) <= required + len(signature.optional):
+            optional = f" (and {len(signature.optional)} optional)" if signature.optional else ""
             raise ValueError(
-                f"action #{index} {name!r}: takes {required} positional argument(s), "
+                f"action #{index} {name!r}: takes {required} positional argument(s){optional}, "
                 f"got {len(args)}: {args!r}"
             )
-        for position, (value, expected) in enumerate(zip(args, signature.positional, strict=False)):
+        expected_types = signature.positional + signature.optional
+        for position, (value, expected) in enumerate(zip(args, expected_types, strict=False)):
             if isinstance(value, bool) or not isinstance(value, expected):
                 raise ValueError(
-                    f"action #{index} {name!r}: argument {position} {value!r} has the wrong type"
+                    f"action #{index} {name!r}: argument {position} {value!r} has the wrong "
+                    f"type (expected {_names(expected)})"
                 )
         for key, value in kwargs.items():
             expected_kw = signature.keywords.get(key)
@@ -180,28 +207,38 @@ def parse_actions(raw: Any) -> tuple[Action, ...]:
                     f"allowed: {', '.join(signature.keywords) or 'none'}"
                 )
             if not isinstance(value, expected_kw) or (
-                isinstance(value, bool) and expected_kw is _NUMBER
+                isinstance(value, bool) and expected_kw is not bool and expected_kw is not object
             ):
                 raise ValueError(
-                    f"action #{index} {name!r}: keyword {key}={value!r} has the wrong type"
+                    f"action #{index} {name!r}: keyword {key}={value!r} has the wrong type "
+                    f"(expected {_names(expected_kw)})"
                 )
-        actions.append(Action(name, tuple(args), kwargs))
+        action = Action(name, tuple(args), kwargs)
+        if signature.check is not None:
+            try:
+                signature.check(action)
+            except ValueError as e:
+                raise ValueError(f"action #{index} {name!r}: {e}") from e
+        actions.append(action)
     return tuple(actions)
 
+
+_NO_LAYOUT_SCROLL = (
+    "Lightpanda has no layout: scrolling fires no IntersectionObserver event and "
+    "its page heights are made up, so content loaded on scroll never comes"
+)
 
 #: What Lightpanda cannot do (it has no layout and renders no pixels): action
 #: name -> (test on the action, why). Checked before the page is opened.
 LIGHTPANDA_UNSUPPORTED: dict[str, tuple[Callable[[Action], bool], str]] = {
-    "scroll_to_bottom": (
-        lambda a: True,
-        (
-            "Lightpanda has no layout: scrolling moves nothing and fires no scroll or "
-            "IntersectionObserver event, so content loaded on scroll never comes"
-        ),
-    ),
+    "scroll_to_bottom": (lambda a: True, _NO_LAYOUT_SCROLL),
+    "scroll_until_stable": (lambda a: True, _NO_LAYOUT_SCROLL),
     "screenshot": (
-        lambda a: a.kwargs.get("type", "png") != "png",
-        "Lightpanda takes PNG screenshots only",
+        lambda a: a.kwargs.get("type", "png") != "png" or bool({"selector", "clip"} & {*a.kwargs}),
+        (
+            "Lightpanda takes PNG screenshots of the whole viewport only (it renders no "
+            "pixels: an element or a clip would be a blank image)"
+        ),
     ),
 }
 
@@ -233,5 +270,7 @@ async def run_action(page: Page, action: Action, default_timeout_s: float) -> An
     :raises TimeoutError: the action did not finish in time.
     """
     timeout_s = float(action.kwargs.get("timeout", default_timeout_s))
+    if page.responses is not None:
+        page.responses.mark()
     async with asyncio.timeout(timeout_s):
         return await ACTIONS[action.name].run(page, action, timeout_s)

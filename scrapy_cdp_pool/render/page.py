@@ -12,7 +12,6 @@ other schemes kept from the tracker by
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Coroutine
@@ -40,6 +39,7 @@ from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.interception import FetchInterceptor, cdp_resource_type
 from scrapy_cdp_pool.render.navigation_schemes import SchemeFilter
 from scrapy_cdp_pool.render.network_idle import NetworkActivity
+from scrapy_cdp_pool.render.response_log import ResponseLog
 from scrapy_cdp_pool.render.spec import RenderSpec
 from scrapy_cdp_pool.render.url_patterns import fetch_url_pattern
 
@@ -60,6 +60,11 @@ _CONTEXT_GONE = (
 )
 
 
+def is_context_gone(error: BaseException) -> bool:
+    """Whether a script's error says its document went away (navigated)."""
+    return any(marker in str(error) for marker in _CONTEXT_GONE)
+
+
 class Page:
     """A target in a browser context, driven through one CDP session.
 
@@ -78,7 +83,13 @@ class Page:
         self.target_id = target_id
         self.session_id = session_id
         self.spec = spec
+        self.backend = backend
         self.tracker = DocumentTracker(main_frame_id=target_id)
+        #: the main frame's URL, same-document navigations included
+        self.frame_url = ""
+        waited = tuple(a.args[0] for a in spec.actions if a.name == "wait_for_response")
+        #: the responses ``wait_for_response`` actions wait for
+        self.responses = ResponseLog(waited) if waited else None
         self.interceptor = FetchInterceptor(self)
         self.dialogs = DialogAnswerer(
             self, accept=spec.dialogs == "accept", browser_answers=backend.answers_dialogs
@@ -150,6 +161,7 @@ class Page:
             network_events
             or spec.wait_until == "networkidle"
             or spec.capture is not None
+            or page.responses is not None
             or (context is not None and context.needs_network_domain)
         ):
             commands.append(page.command("Network.enable"))
@@ -203,7 +215,11 @@ class Page:
         commands = [page.command("Fetch.enable", _fetch_params(spec, guard_cache=guard_cache))]
         if user_agent is not None:  # this request's, which may not be the last one's
             commands.append(page.command(*user_agent))
-        if spec.wait_until == "networkidle" or spec.capture is not None:
+        if (
+            spec.wait_until == "networkidle"
+            or spec.capture is not None
+            or page.responses is not None
+        ):
             commands.append(page.command("Network.enable"))
         if spec.console:
             commands.append(page.command("Runtime.enable"))
@@ -361,39 +377,6 @@ class Page:
             raise PageScriptError(str(message).splitlines()[0])
         return result.get("result", {}).get("value")
 
-    async def run_on_element(self, selector: str, script: str, timeout_s: float) -> Any:
-        """Run ``script`` with ``el`` bound to the first element matching
-        ``selector``.
-
-        :raises PageScriptError: no element matches, or the script threw.
-        """
-        sel = json.dumps(selector)
-        expression = (
-            f"(() => {{ const el = document.querySelector({sel});"
-            f" if (!el) throw new Error('no element matches ' + {sel}); {script}; }})()"
-        )
-        return await self.evaluate(expression, timeout_s)
-
-    async def wait_for_selector(self, selector: str, *, visible: bool, timeout_s: float) -> None:
-        """Wait until an element matches ``selector`` (and has a layout box
-        when ``visible``), checking every 50 ms in the page.
-
-        :raises PageScriptError: not found within ``timeout_s`` seconds.
-        """
-        sel = json.dumps(selector)
-        check = "el && (!VIS || el.getClientRects().length > 0)".replace(
-            "VIS", "true" if visible else "false"
-        )
-        expression = (
-            f"new Promise((resolve, reject) => {{ const t0 = Date.now();"
-            f" (function poll() {{ const el = document.querySelector({sel});"
-            f" if ({check}) return resolve(true);"
-            f" if (Date.now() - t0 > {int(timeout_s * 1000)}) return reject("
-            f"new Error('no element matches ' + {sel} + ' after {timeout_s:g} s'));"
-            f" setTimeout(poll, 50); }})(); }})"
-        )
-        await self.evaluate(expression, timeout_s + 1)
-
     async def read_html(self, timeout_s: float) -> str:
         """The current document's rendered DOM, doctype included, read once
         the page's event loop turned (a navigation it schedules right after
@@ -420,7 +403,7 @@ class Page:
             try:
                 value = await self.evaluate(_READ_HTML, max(0.1, deadline - loop.time()))
             except (CDPProtocolError, PageScriptError) as e:
-                if not any(marker in str(e) for marker in _CONTEXT_GONE):
+                if not is_context_gone(e):
                     raise
             else:
                 if tracker.generation == generation and tracker.committed:
@@ -463,10 +446,19 @@ class Page:
                 if method == "Network.requestWillBeSent" and params.get("type") == "Document":
                     self._note_origin(str(params.get("documentURL", "")))
             elif method == "Page.frameNavigated":
-                self._note_origin(str((params.get("frame") or {}).get("url", "")))
+                frame = params.get("frame") or {}
+                self._note_origin(str(frame.get("url", "")))
+                if frame.get("id") == self.target_id:
+                    self.frame_url = str(frame.get("url", ""))
+            elif method == "Page.navigatedWithinDocument":
+                if params.get("frameId") == self.target_id:
+                    self.frame_url = str(params.get("url", ""))
+                    self.tracker.changed.set()
             elif method == "Page.frameStoppedLoading" and params.get("frameId") == self.target_id:
                 self.stopped_loading.set()
             self.tracker.on_event(method, params)
+            if self.responses is not None and method.startswith("Network."):
+                self.responses.on_event(method, params)
             if self.capture is not None and method.startswith("Network."):
                 self.capture.on_event(method, params)
             elif self.console is not None and method.startswith("Runtime."):

@@ -204,7 +204,10 @@ async def _render_page(
         except (PageScriptError, ValueError) as e:
             raise ActionError(f"{spec.url}: action #{index} {action.describe()}: {e}") from e
         except TimeoutError as e:
-            raise TimeoutError(f"{spec.url}: action #{index} {action.describe()} timed out") from e
+            why = f": {e}" if str(e) else ""  # what the action waited for, when it says
+            raise TimeoutError(
+                f"{spec.url}: action #{index} {action.describe()} timed out{why}"
+            ) from e
     tracker = page.tracker
     # The DOM, then the document it was read from (the page may have
     # navigated on after its load: status, headers and body of one document).

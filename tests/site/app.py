@@ -20,6 +20,7 @@ Routes live in small modules grouped by purpose:
 - ``cache``: /cache/<key>/* (scripts with each kind of cache header)
 - ``ladder``: /ladder/* (static, script-rendered and Chromium-only pages: issue 17)
 - ``livepage``: /live/* (pages driven through a live page)
+- ``actions``: /act/* (page actions: what each one made the page see)
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from collections import defaultdict
 from aiohttp import web
 
 from . import (
+    actions,
     assets,
     behaviour,
     browser,
@@ -63,6 +65,7 @@ def make_app() -> web.Application:
     app[PARKED] = set()
     app[behaviour.TICKS] = defaultdict(list)
     app[livepage.RECORDS] = []
+    app[actions.REPORTS] = defaultdict(list)
     app.on_shutdown.append(cancel_parked)
     for module in (protocol, assets, browser, shop, stats, sessions):
         app.router.add_routes(module.routes)
@@ -77,6 +80,7 @@ def make_app() -> web.Application:
     app[ladder.SWITCHED] = {}
     app.router.add_routes(ladder.routes)
     app.router.add_routes(livepage.routes)
+    app.router.add_routes(actions.routes)
     return app
 
 

@@ -1,0 +1,188 @@
+"""The actions that act on an element as a user would: ``click``, ``hover``,
+``type``, ``press``, ``select_option``, ``check``, ``uncheck`` (issue 18 item 4).
+
+Clicks, hovers and keys are trusted input events (see
+:mod:`~scrapy_cdp_pool.render.input_events`); ``select_option`` sets the
+options and fires ``input`` and ``change`` by script, as Playwright's does.
+An action that may start a navigation waits for it (:meth:`Page.settle`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scrapy_cdp_pool.errors import PageScriptError
+from scrapy_cdp_pool.render.elements import (
+    in_page_ms,
+    js_template,
+    poll_in_page,
+    run_on_element,
+    wait_for_selector,
+)
+from scrapy_cdp_pool.render.input_events import (
+    element_point,
+    focus,
+    mouse_click,
+    mouse_move,
+    press_key,
+    type_text,
+)
+
+if TYPE_CHECKING:
+    from scrapy_cdp_pool.render.actions import Action
+    from scrapy_cdp_pool.render.page import Page
+
+# Lightpanda, where the hit test found another element: the events a user's
+# hover fires, dispatched on the element by script.
+_HOVER_BY_SCRIPT = (
+    "for (const [t, b] of [['mouseover', true], ['mouseenter', false], ['mousemove', true]])"
+    " el.dispatchEvent(new MouseEvent(t, {bubbles: b, cancelable: b, composed: b}))"
+)
+
+
+async def click_element(page: Page, selector: str, timeout_s: float) -> None:
+    """A trusted click at the element's centre once it is actionable (by
+    script, ``el.click()``, where a browser without layout hits another
+    element there)."""
+    point = await element_point(page, selector, timeout_s, enabled=True)
+    if point is None:
+        await run_on_element(page, selector, "el.click()", timeout_s)
+    else:
+        await mouse_click(page, *point)
+
+
+async def click(page: Page, action: Action, timeout_s: float) -> None:
+    await click_element(page, action.args[0], timeout_s)
+    await page.settle(timeout_s)
+
+
+async def hover(page: Page, action: Action, timeout_s: float) -> None:
+    point = await element_point(page, action.args[0], timeout_s)
+    if point is None:
+        await run_on_element(page, action.args[0], _HOVER_BY_SCRIPT, timeout_s)
+    else:
+        await mouse_move(page, *point)
+
+
+async def type_(page: Page, action: Action, timeout_s: float) -> None:
+    await focus(page, action.args[0], timeout_s)
+    await type_text(page, action.args[1], float(action.kwargs.get("delay", 0)))
+    await page.settle(timeout_s)
+
+
+async def press(page: Page, action: Action, timeout_s: float) -> None:
+    await focus(page, action.args[0], timeout_s)
+    await press_key(page, action.args[1], float(action.kwargs.get("delay", 0)))
+    await page.settle(timeout_s)
+
+
+_SELECT = """(async () => {
+  const sel = __SEL__, wanted = __WANTED__, deadline = Date.now() + __MS__;
+  const fits = (o, i, w) => ('any' in w ? o.value === w.any || o.label === w.any : true)
+    && ('value' in w ? o.value === w.value : true) && ('label' in w ? o.label === w.label : true)
+    && ('index' in w ? i === w.index : true);
+  let why = 'no element matches ' + sel;
+  for (;;) {
+    const el = document.querySelector(sel);
+    if (el) {
+      if (el.nodeName !== 'SELECT') throw new Error(sel + ' is not a <select> element');
+      const options = Array.from(el.options);
+      let remaining = wanted.slice();
+      const chosen = [];
+      options.forEach((o, i) => {
+        if (!remaining.length || !remaining.some(w => fits(o, i, w))) return;
+        chosen.push(o);
+        remaining = el.multiple ? remaining.filter(w => !fits(o, i, w)) : [];
+      });
+      if (el.disabled) why = sel + ' is disabled';
+      else if (remaining.length)
+        why = 'no option of ' + sel + ' matches ' + JSON.stringify(remaining);
+      else {
+        for (const o of options) o.selected = false;
+        for (const o of chosen) o.selected = true;
+        el.dispatchEvent(new Event('input', {bubbles: true, composed: true}));
+        el.dispatchEvent(new Event('change', {bubbles: true}));
+        return options.filter(o => o.selected).map(o => o.value);
+      }
+    }
+    if (Date.now() > deadline) throw new Error(__TIMED_OUT__ + why);
+    await new Promise(r => setTimeout(r, 50));
+  }
+})()"""
+
+
+def select_wanted(action: Action) -> list[dict[str, Any]]:
+    """The options ``select_option`` asks for, as Playwright's matchers: a
+    positional string (or list) matches an option's value or label;
+    ``value=``, ``label=`` and ``index=`` (each one or a list) match that
+    property alone."""
+    wanted: list[dict[str, Any]] = []
+    if action.args[1:]:
+        wanted.extend({"any": v} for v in _as_list(action.args[1]))
+    for key in ("value", "label", "index"):
+        if key in action.kwargs:
+            wanted.extend({key: v} for v in _as_list(action.kwargs[key]))
+    return wanted
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+async def select_option(page: Page, action: Action, timeout_s: float) -> list[str]:
+    script = js_template(
+        _SELECT, SEL=action.args[0], WANTED=select_wanted(action), MS=in_page_ms(timeout_s)
+    )
+    result = await poll_in_page(page, script, timeout_s)
+    await page.settle(timeout_s)
+    return list(result or [])
+
+
+_STATE = """(() => {
+  const el = document.querySelector(__SEL__);
+  if (!el) throw new Error('no element matches ' + __SEL__);
+  if (el.nodeName === 'INPUT' && (el.type === 'checkbox' || el.type === 'radio'))
+    return {checked: el.checked, radio: el.type === 'radio'};
+  const role = el.getAttribute('role');
+  if (role === 'checkbox' || role === 'radio')
+    return {checked: el.getAttribute('aria-checked') === 'true', radio: role === 'radio'};
+  throw new Error(__SEL__ + ' is not a checkbox or radio button');
+})()"""
+
+
+async def _wait_attached(page: Page, selector: str, timeout_s: float) -> None:
+    """Wait until an element matches ``selector``."""
+    await wait_for_selector(page, selector, visible=False, timeout_s=timeout_s)
+
+
+async def _set_checked(page: Page, selector: str, checked: bool, timeout_s: float) -> None:
+    """Playwright's ``check``/``uncheck``: nothing if the state is already
+    the wanted one, else a click, after which the state must be the wanted
+    one.
+
+    :raises PageScriptError: not a checkbox or radio button, a radio button
+        to uncheck, or the click did not change the state.
+    """
+    await _wait_attached(page, selector, timeout_s)
+    script = js_template(_STATE, SEL=selector)
+    state = await page.evaluate(script, timeout_s)
+    if state["checked"] == checked:
+        return
+    if state["radio"] and not checked:
+        raise PageScriptError(
+            f"cannot uncheck radio button {selector}: a radio button is unchecked by "
+            "checking another one of its group"
+        )
+    await click_element(page, selector, timeout_s)
+    await page.settle(timeout_s)
+    state = await page.evaluate(script, timeout_s)
+    if state["checked"] != checked:
+        raise PageScriptError(f"clicking {selector} did not change its state")
+
+
+async def check(page: Page, action: Action, timeout_s: float) -> None:
+    await _set_checked(page, action.args[0], True, timeout_s)
+
+
+async def uncheck(page: Page, action: Action, timeout_s: float) -> None:
+    await _set_checked(page, action.args[0], False, timeout_s)
