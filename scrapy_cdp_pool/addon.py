@@ -21,6 +21,7 @@ from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.jobdir.install import durable_settings, refuse_durable_queue
 from scrapy_cdp_pool.jobdir.store import check_jobdir
 from scrapy_cdp_pool.paths import check_directory, check_writable_file, make_private_directory
+from scrapy_cdp_pool.playwright_keys import warn_playwright_handler, warn_playwright_settings
 from scrapy_cdp_pool.pool.servers import embedded_server
 from scrapy_cdp_pool.runtime import CrawlerRuntime, RuntimeOwner
 
@@ -102,6 +103,8 @@ class Addon(RuntimeOwner):
     def update_settings(self, settings: BaseSettings) -> None:
         scrapy_internals.check()
         config = PoolConfig.from_settings(settings)
+        extra = {"crawler": self.crawler} if self.crawler is not None else None
+        warn_playwright_settings(settings, extra=extra)
         if self.crawler is not None:
             runtime = CrawlerRuntime(self.crawler, config)
             runtime.check_pool()
@@ -127,6 +130,7 @@ class Addon(RuntimeOwner):
             previous = handlers.get(scheme)
             if previous is not None and _path(previous) != HANDLER:
                 fallbacks[scheme] = previous
+                warn_playwright_handler(scheme, _path(previous), extra=extra)
         settings.set("CDP_POOL_FALLBACK_HANDLERS", fallbacks, "addon")
         download_handlers = settings["DOWNLOAD_HANDLERS"]
         if isinstance(download_handlers, BaseSettings):

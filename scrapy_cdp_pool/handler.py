@@ -23,6 +23,7 @@ from scrapy_cdp_pool.errors import (
 )
 from scrapy_cdp_pool.ladder.climb import CHROMIUM_RUNG, HTTP, Fetch
 from scrapy_cdp_pool.ladder.plain import decoded
+from scrapy_cdp_pool.playwright_keys import PlaywrightMetaWarner
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
 from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY
@@ -97,6 +98,7 @@ class CDPDownloadHandler:
         self.live_pages = runtime.live_pages
         self._pool_failed = False
         self._refused_user_agent = RefusedUserAgentWarning()
+        self._playwright_meta = PlaywrightMetaWarner(extra={"crawler": crawler})
         self.snapshots = (
             SnapshotWriter(
                 self.config.snapshot_dir,
@@ -116,6 +118,7 @@ class CDPDownloadHandler:
         return is_rendered(request, self.config.render_all)
 
     async def download_request(self, request: Request) -> Response:
+        self._playwright_meta.check(request.meta)  # scrapy-playwright's keys: warned once
         if not self.should_render(request):
             return await self._plain(request)
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))

@@ -72,6 +72,26 @@ def warn_playwright_settings(
     return found
 
 
+def warn_playwright_handler(
+    scheme: str, handler_path: str, *, extra: Mapping[str, Any] | None = None
+) -> bool:
+    """Log a WARNING when the ``DOWNLOAD_HANDLERS`` entry the add-on keeps as the
+    fallback of ``scheme`` is scrapy-playwright's: requests that are not rendered
+    would then open its browser. Returns whether it warned."""
+    if "scrapy_playwright" not in handler_path:
+        return False
+    logger.warning(
+        "DOWNLOAD_HANDLERS[%r] is scrapy-playwright's handler (%s): the add-on keeps it for "
+        "the requests it does not render, which would start Playwright's browser; remove the "
+        "entry to use Scrapy's own HTTP handler (%s)",
+        scheme,
+        handler_path,
+        MIGRATION_GUIDE,
+        extra=extra,
+    )
+    return True
+
+
 class PlaywrightMetaWarner:
     """Warns once per crawl for each ``playwright*`` meta key seen on a rendered request.
 

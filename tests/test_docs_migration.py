@@ -6,6 +6,8 @@ import logging
 from pathlib import Path
 
 import pytest
+import pytest_twisted
+import scrapy
 
 from scrapy_cdp_pool.playwright_keys import (
     MIGRATION_GUIDE,
@@ -14,6 +16,8 @@ from scrapy_cdp_pool.playwright_keys import (
     PlaywrightMetaWarner,
     warn_playwright_settings,
 )
+from tests.crawl import crawl
+from tests.servers import SiteServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,3 +50,26 @@ def test_meta_keys_warned_once_per_crawl(caplog: pytest.LogCaptureFixture) -> No
     assert len(messages) == 2
     assert "'playwright'" in messages[0]
     assert "cdp_actions" in messages[1]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_crawl_with_scrapy_playwright_habits_is_told_once_what_to_use(
+    site: SiteServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A real crawl with a ``PLAYWRIGHT_*`` setting and ``playwright`` meta
+    keys: each is named once in a WARNING with its replacement, and the
+    requests go on (plain, as their meta asks nothing of this plugin)."""
+    urls = [site.url(f"/js?n={n}") for n in (1, 2, 3)]
+    with caplog.at_level(logging.WARNING, logger="scrapy_cdp_pool.playwright_keys"):
+        spider, _ = await crawl(
+            [scrapy.Request(url, meta={"playwright": True}) for url in urls],
+            {"PLAYWRIGHT_BROWSER_TYPE": "chromium"},
+        )
+    assert not spider.failures
+    assert len(spider.responses) == 3
+    messages = [record.getMessage() for record in caplog.records]
+    assert len(messages) == 2, messages
+    assert "PLAYWRIGHT_BROWSER_TYPE" in messages[0]
+    assert "CDP_POOL_BROWSER" in messages[0]
+    assert "meta['playwright']" in messages[1]
+    assert 'meta["cdp"]' in messages[1]
