@@ -42,6 +42,8 @@ class ContextLease:
         self.origins: set[str] = set()
         #: the identity's cookies, set again in a kept page (``None``: none)
         self.keep_cookies: list[dict[str, Any]] | None = None
+        #: the page's per-request commands in force (see :class:`IdlePage`)
+        self.applied: dict[str, dict[str, Any]] = {}
         cdp = connection.cdp
         info = connection.info
         if cdp is None or info is None:  # _pick() hands out READY connections only
@@ -106,9 +108,11 @@ class ContextLease:
         )  # fmt: skip
         if not cleaned or self.cdp.closed:
             return False
-        self.connection.idle_pages.append(
-            IdlePage(self.keep_key, self.context_id, self.target_id, self.session_id)
-        )
+        kept = IdlePage(
+            self.keep_key, self.context_id, self.target_id, self.session_id,
+            applied=self.applied, no_cookies=not self.keep_cookies,
+        )  # fmt: skip
+        self.connection.idle_pages.append(kept)
         self.context_id = None
         if self.page_open:
             self.page_open = False

@@ -4,6 +4,7 @@ actions, read what the browser shows. The caller's lease disposes the context.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -115,8 +116,10 @@ async def render(
     if idle is not None:
         page = await Page.reattach(
             lease.cdp, idle.context_id, idle.target_id, idle.session_id, spec,
-            clear_cookies=options is None or not options.name, user_agent=user_agent,
-            kind=lease.info.kind, guard_cache=True,
+            # cleaned when it was kept: no cookie unless a profile's were set again
+            clear_cookies=(options is None or not options.name) and not idle.no_cookies,
+            user_agent=user_agent, kind=lease.info.kind, guard_cache=True,
+            applied=idle.applied,
         )  # fmt: skip
     else:
         await lease.evict_idle_pages()
@@ -146,6 +149,7 @@ async def render(
     lease.page_opened()
     lease.keep_key, lease.target_id, lease.session_id = key, page.target_id, page.session_id
     lease.origins = page.origins
+    lease.applied = page.applied
     lease.keep_cookies = options.storage_cookies() if options is not None else None
     if hooks is not None:
         page.tracker.on_response = hooks.on_document
@@ -216,12 +220,10 @@ async def _render_page(
     storage_state = None
     if options is not None and options.save_state:
         storage_state = await _storage_state(lease, page, options, spec.action_timeout_s)
-    cookies = None
-    if collect_cookies:
-        cookies = await browser_cookies(page, spec.action_timeout_s)
     network = None
     if page.capture is not None:
         network = await page.capture.collect(spec.action_timeout_s)
+    cookies = await _read_cookies_and_stop(lease, page, collect_cookies, spec.action_timeout_s)
     lease.finished_cleanly = True
     headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
     headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
@@ -244,11 +246,26 @@ async def _render_page(
         network=network,
         console=page.console.messages() if page.console is not None else None,
     )
-    if lease.keep_key is not None and not await stop_page(
-        lease.cdp, page.session_id, page.stopped_loading, lease.config.context_close_timeout_s
-    ):
-        lease.keep_key = None  # still running: dispose it rather than keep it
     return result
+
+
+async def _read_cookies_and_stop(
+    lease: ContextLease, page: Page, collect_cookies: bool, timeout_s: float
+) -> list[dict[str, Any]] | None:
+    """The context's cookies when ``collect_cookies`` (else ``None``), and a
+    page to keep stopped (:func:`stop_page`), its session storage cleared in
+    the same round trip as the cookie read."""
+    reading = asyncio.ensure_future(browser_cookies(page, timeout_s)) if collect_cookies else None
+    try:
+        if lease.keep_key is not None and not await stop_page(
+            lease.cdp, page.session_id, page.stopped_loading,
+            lease.config.context_close_timeout_s, alongside=reading,
+        ):  # fmt: skip
+            lease.keep_key = None  # still running: dispose it rather than keep it
+        return await reading if reading is not None else None
+    finally:
+        if reading is not None and not reading.done():
+            reading.cancel()
 
 
 async def _signed_out(page: Page, spec: RenderSpec) -> bool:
