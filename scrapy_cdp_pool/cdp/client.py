@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
+from scrapy_cdp_pool.cdp import codec
 from scrapy_cdp_pool.cdp.errors import (
     CDPBacklogExceeded,
     CDPConnectError,
@@ -266,7 +266,7 @@ class CDPConnection:
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[msg_id] = (method, future)
         timeout = self.command_timeout_s if timeout_s is None else timeout_s
-        data = json.dumps(message).encode()
+        data = codec.encode(message)
         if len(data) >= LARGE_MESSAGE:
             self._large[msg_id] = len(data)
         try:
@@ -305,7 +305,7 @@ class CDPConnection:
         if self._closed.is_set():
             return  # the rest of a batch read with a message that closed it
         try:
-            message = json.loads(raw)
+            message = codec.decode(raw)
         except ValueError as e:
             self._malformed(f"a message that is not JSON ({e})")
             return
