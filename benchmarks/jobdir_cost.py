@@ -41,7 +41,7 @@ from scrapy.utils.reactor import install_reactor  # noqa: E402
 from scrapy.utils.test import get_crawler  # noqa: E402
 
 from scrapy_cdp_pool import Addon  # noqa: E402
-from scrapy_cdp_pool.scheduling.gates import gates_for  # noqa: E402
+from scrapy_cdp_pool.runtime import runtime_of  # noqa: E402
 
 MODES: dict[str, dict[str, Any]] = {
     "memory (no JOBDIR)": {},
@@ -77,7 +77,7 @@ def scheduler_path(mode: dict[str, Any], total: int, workdir: Path) -> tuple[flo
     crawler.spider = spider
     in_progress: set[scrapy.Request] = set()
     crawler.engine = SimpleNamespace(_slot=SimpleNamespace(inprogress=in_progress))  # type: ignore[assignment]
-    gates = gates_for(crawler)
+    gates = runtime_of(crawler).gates
     scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
     scheduler.open(spider)
     cpu, wall = time.process_time(), time.perf_counter()

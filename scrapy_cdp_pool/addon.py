@@ -6,13 +6,16 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from scrapy.utils.misc import load_object
 
+from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.jobdir.install import durable_settings, refuse_durable_queue
 from scrapy_cdp_pool.jobdir.store import check_jobdir
 from scrapy_cdp_pool.paths import check_directory, check_writable_file, make_private_directory
-from scrapy_cdp_pool.pool.registry import check_pool_config
-from scrapy_cdp_pool.pool.servers import ServerStartError, embedded_server
+from scrapy_cdp_pool.pool.servers import embedded_server
+from scrapy_cdp_pool.runtime import CrawlerRuntime, RuntimeOwner
 
 if TYPE_CHECKING:
     from typing import Self
@@ -29,18 +32,24 @@ EXTENSION = "scrapy_cdp_pool.telemetry.EngineStatusExtension"
 CACHE_STORAGE = "scrapy_cdp_pool.httpcache.RenderAwareCacheStorage"
 BUDGET_EXTENSION = "scrapy_cdp_pool.budget.extension.BudgetExtension"
 SCRAPY_RETRY_MIDDLEWARE = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
-RESILIENCE_COMPONENTS = (
-    ("DOWNLOADER_MIDDLEWARES", SCRAPY_RETRY_MIDDLEWARE, None),
+RETRY_POLICY_MIDDLEWARE = "scrapy_cdp_pool.resilience.RetryPolicyMiddleware"
+#: (setting, component, order) the add-on adds unless the project set the
+#: component itself (to an order, or to None to disable it)
+COMPONENTS = (
     ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.RequestChecksMiddleware", 530),
     ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.FailureRecorderMiddleware", 540),
-    ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.RetryPolicyMiddleware", 550),
+    ("DOWNLOADER_MIDDLEWARES", RETRY_POLICY_MIDDLEWARE, 550),
+    ("DOWNLOADER_MIDDLEWARES", GATE_RELEASE_MIDDLEWARE, 950),
     ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.HostPauseMiddleware", 960),
+    ("DOWNLOADER_MIDDLEWARES", PROFILE_MIDDLEWARE, 970),
     ("EXTENSIONS", "scrapy_cdp_pool.resilience.HostLimits", 0),
+    ("EXTENSIONS", BUDGET_EXTENSION, 0),
+    ("EXTENSIONS", EXTENSION, 500),
 )
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
 
-class Addon:
+class Addon(RuntimeOwner):
     """Installs :class:`~scrapy_cdp_pool.CDPDownloadHandler` for ``http`` and
     ``https`` and keeps the handlers that were there before as the fallback for
     requests that are not rendered (``CDP_POOL_FALLBACK_HANDLERS``).
@@ -60,19 +69,29 @@ class Addon:
         JOBDIR (:class:`~scrapy_cdp_pool.jobdir.JobdirLocked`) or its database
         is damaged, empty or not this plugin's
         (:class:`~scrapy_cdp_pool.jobdir.JobdirCorrupt`).
+
+    Built by Scrapy with the crawler, it reads the settings once
+    (:class:`PoolConfig`) and makes the crawler's
+    :class:`~scrapy_cdp_pool.runtime.CrawlerRuntime` (:attr:`runtime`), which
+    the plugin's components take in their ``from_crawler``
+    (:func:`~scrapy_cdp_pool.runtime.runtime_of`).
     """
 
     def __init__(self, crawler: Crawler | None = None) -> None:
         self.crawler = crawler
+        self.runtime: CrawlerRuntime | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     def update_settings(self, settings: BaseSettings) -> None:
+        scrapy_internals.check()
         config = PoolConfig.from_settings(settings)
         if self.crawler is not None:
-            check_pool_config(self.crawler, config)
+            runtime = CrawlerRuntime(self.crawler, config)
+            runtime.check_pool()
+            self.runtime = runtime
         _check_paths(config, settings.get("JOBDIR"))
         if not config.endpoints:
             try:
@@ -107,7 +126,7 @@ class Addon:
                 {**(download_handlers or {}), "http": HANDLER, "https": HANDLER},
                 "addon",
             )
-        settings.set("SCHEDULER_PRIORITY_QUEUE", PRIORITY_QUEUE, "addon")
+        _set_priority_queue(settings, self.crawler)
         _warn_if_starved(settings, config, self.crawler)
         _wrap_cache_storage(settings)
         if settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
@@ -118,16 +137,7 @@ class Addon:
                 check_jobdir(str(settings.get("JOBDIR")))
         elif settings.get("JOBDIR"):
             refuse_durable_queue(str(settings.get("JOBDIR")))
-        _add_component(settings, "DOWNLOADER_MIDDLEWARES", GATE_RELEASE_MIDDLEWARE, 950)
-        _add_component(settings, "DOWNLOADER_MIDDLEWARES", PROFILE_MIDDLEWARE, 970)
-        for setting, component, order in RESILIENCE_COMPONENTS:
-            _add_component(settings, setting, component, order)
-        _add_component(settings, "EXTENSIONS", BUDGET_EXTENSION, 0)
-        extensions = settings["EXTENSIONS"]
-        if isinstance(extensions, BaseSettings):
-            extensions.set(EXTENSION, 500, "addon")
-        else:
-            settings.set("EXTENSIONS", {EXTENSION: 500, **(extensions or {})}, "addon")
+        _install_components(settings)
 
 
 def _warn_if_starved(settings: BaseSettings, config: PoolConfig, crawler: Crawler | None) -> None:
@@ -145,10 +155,15 @@ def _warn_if_starved(settings: BaseSettings, config: PoolConfig, crawler: Crawle
             logger.warning(
                 "%s = %d is below the CDP pool's %d slots (CDP_POOL_CONNECTIONS = %d): at most "
                 "%d pages render at once%s; set it to %d (twice the slots) to keep the pool fed",
-                name, value, slots, config.connections, value,
-                " per site" if name.endswith("_DOMAIN") else "", 2 * slots,
+                name,
+                value,
+                slots,
+                config.connections,
+                value,
+                " per site" if name.endswith("_DOMAIN") else "",
+                2 * slots,
                 extra={"crawler": crawler},
-            )  # fmt: skip
+            )
 
 
 def _wrap_cache_storage(settings: BaseSettings) -> None:
@@ -179,13 +194,48 @@ def _check_paths(config: PoolConfig, jobdir: Any) -> None:
         make_private_directory("JOBDIR", str(jobdir))
 
 
-def _add_component(settings: BaseSettings, name: str, path: str, order: int | None) -> None:
-    components = settings[name]
-    if isinstance(components, BaseSettings):
-        if components.get(path) is None:
-            components.set(path, order, "addon")
-    else:
-        settings.set(name, {path: order, **(components or {})}, "addon")
+def _install_components(settings: BaseSettings) -> None:
+    """Add the plugin's middlewares and extensions, each at its order unless
+    the project set it itself (to another order, or None to disable it).
+    Scrapy's ``RetryMiddleware`` is replaced by ``RetryPolicyMiddleware``
+    (a subclass): at the project's order if the project lists it, and
+    disabled in Scrapy's base list, so that a request is retried once per
+    failure, not twice."""
+    name = "DOWNLOADER_MIDDLEWARES"
+    scrapy_retry = load_object(SCRAPY_RETRY_MIDDLEWARE)
+    policy = load_object(RETRY_POLICY_MIDDLEWARE)
+    listed = {load_object(key): order for key, order in settings.getdict(name).items()}
+    if listed.get(scrapy_retry) is not None and policy not in listed:
+        settings.replace_in_component_priority_dict(name, scrapy_retry, policy)
+    for setting, path, order in COMPONENTS:
+        settings.setdefault_in_component_priority_dict(setting, load_object(path), order)
+    settings.set_in_component_priority_dict(name, scrapy_retry, None)
+
+
+def _set_priority_queue(settings: BaseSettings, crawler: Crawler | None) -> None:
+    """Install :data:`PRIORITY_QUEUE`, unless the project set a
+    ``SCHEDULER_PRIORITY_QUEUE`` of its own: that one is kept, with a warning
+    saying what it disables."""
+    current = settings.get("SCHEDULER_PRIORITY_QUEUE")
+    ours = load_object(PRIORITY_QUEUE)
+    chosen = (settings.getpriority("SCHEDULER_PRIORITY_QUEUE") or 0) > SETTINGS_PRIORITIES[
+        "default"
+    ]
+    if not chosen or current is None:
+        settings.set("SCHEDULER_PRIORITY_QUEUE", PRIORITY_QUEUE, "addon")
+        return
+    cls = load_object(current)
+    if isinstance(cls, type) and issubclass(cls, ours):
+        return
+    logger.warning(
+        "SCHEDULER_PRIORITY_QUEUE = %r is kept (the project set it), in place of %s: "
+        "requests of one identity (meta['cdp_profile']) may be in flight at once, and "
+        "retry backoff (meta['cdp_not_before']), host pauses after 429/Retry-After and "
+        "CDP_POOL_HOST_CONCURRENCY / CDP_POOL_HOST_RATE no longer hold requests in the queue",
+        _path(current),
+        PRIORITY_QUEUE,
+        extra={"crawler": crawler},
+    )
 
 
 def _path(obj: Any) -> str:

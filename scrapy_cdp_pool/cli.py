@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from scrapy_cdp_pool.backends import LIGHTPANDA
 from scrapy_cdp_pool.config import BROWSERS
 from scrapy_cdp_pool.identity import cli as profile_cli
 
@@ -41,13 +42,17 @@ class Subcommand:
 def _plot_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("status_file", type=Path, help="a CDP_POOL_STATUS_FILE (JSON lines)")
     parser.add_argument(
-        "-o", "--output", type=Path, default=None,
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
         help="the PNG to write (default: the status file's name with .png)",
-    )  # fmt: skip
+    )
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from scrapy_cdp_pool.telemetry.plot import PlotError, plot_status_file
+    from scrapy_cdp_pool.errors import PlotError
+    from scrapy_cdp_pool.telemetry.plot import plot_status_file
 
     output = args.output or args.status_file.with_suffix(".png")
     try:
@@ -104,9 +109,11 @@ def _measure_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", help="the page to open again and again")
     server = parser.add_mutually_exclusive_group()
     server.add_argument(
-        "--browser", choices=BROWSERS, default="lightpanda",
+        "--browser",
+        choices=BROWSERS,
+        default=LIGHTPANDA.kind,
         help="start this embedded server (default: lightpanda)",
-    )  # fmt: skip
+    )
     server.add_argument(
         "--endpoint",
         help="measure a running server instead (http://host:port or ws://...); its "
@@ -114,40 +121,52 @@ def _measure_arguments(parser: argparse.ArgumentParser) -> None:
         "loopback endpoint's port",
     )
     parser.add_argument(
-        "--server-pid", type=_positive_int, default=None,
+        "--server-pid",
+        type=_positive_int,
+        default=None,
         help="with --endpoint: the server's process id",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--connections", type=_positive_int, default=4,
+        "--connections",
+        type=_positive_int,
+        default=4,
         help="connections opened before any page (default: 4); Chromium spreads the "
         "pages over them, Lightpanda needs one more per page past them",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--steps", type=_steps, default=[10, 40, 100],
+        "--steps",
+        type=_steps,
+        default=[10, 40, 100],
         help="open pages, cumulative, at each reading (default: 10,40,100)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--timeout", type=_timeout, default=30.0,
+        "--timeout",
+        type=_timeout,
+        default=30.0,
         help="seconds for the server to answer and a page to load (default: 30)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--settle", type=_seconds, default=1.0,
+        "--settle",
+        type=_seconds,
+        default=1.0,
         help="seconds to let memory settle before each reading (default: 1)",
-    )  # fmt: skip
+    )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     parser.add_argument(
-        "--profile", default=None,
+        "--profile",
+        default=None,
         help="open every page as this stored profile (its cookies, localStorage, user agent...)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--profiles-dir", default=".",
+        "--profiles-dir",
+        default=".",
         help="with --profile: the profiles directory (default: the current one)",
-    )  # fmt: skip
+    )
 
 
 def _measure(args: argparse.Namespace) -> int:
     from scrapy_cdp_pool.cdp import CDPError
-    from scrapy_cdp_pool.pool.servers import ServerStartError
+    from scrapy_cdp_pool.errors import ServerStartError
     from scrapy_cdp_pool.telemetry.sizing import measure, report_lines
 
     if args.server_pid is not None and args.endpoint is None:
@@ -156,7 +175,7 @@ def _measure(args: argparse.Namespace) -> int:
     out = sys.stderr if args.json else sys.stdout
     context = None
     if args.profile is not None:
-        from scrapy_cdp_pool.identity.errors import ProfileError
+        from scrapy_cdp_pool.errors import ProfileError
         from scrapy_cdp_pool.identity.options import context_options
         from scrapy_cdp_pool.identity.store import ProfileStore
 

@@ -14,31 +14,24 @@ from scrapy.http import Response
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.identity.registry import identities_for
-from scrapy_cdp_pool.pool.registry import acquire_pool, release_pool
-from scrapy_cdp_pool.pool.routing import CapabilityUnavailable
+from scrapy_cdp_pool.boundary import error_kind, scrapy_errors
+from scrapy_cdp_pool.errors import (
+    ActionError,
+    CapabilityUnavailable,
+    PoolUnavailable,
+    ProxyUnsupported,
+)
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
 from scrapy_cdp_pool.render.document import DocumentResponse
-from scrapy_cdp_pool.render.errors import (
-    ActionError,
-    PoolUnavailable,
-    SlotWaitTimeout,
-    error_kind,
-    to_scrapy_error,
-)
 from scrapy_cdp_pool.render.redirects import is_handed_back
-from scrapy_cdp_pool.render.request_proxy import (
-    ProxyUnsupported,
-    request_proxy,
-    with_request_proxy,
-)
+from scrapy_cdp_pool.render.request_proxy import request_proxy, with_request_proxy
 from scrapy_cdp_pool.render.response import build_response
 from scrapy_cdp_pool.render.session import RenderHooks, RenderResult, render
 from scrapy_cdp_pool.render.snapshots import SnapshotWriter
 from scrapy_cdp_pool.render.spec import build_spec, default_header_values, is_rendered
 from scrapy_cdp_pool.render.user_agent import RefusedUserAgentWarning
-from scrapy_cdp_pool.scheduling.gates import HostPauses, gates_for, host_of
+from scrapy_cdp_pool.runtime import CrawlerRuntime, runtime_of
+from scrapy_cdp_pool.scheduling.gates import HostPauses, host_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -56,6 +49,11 @@ class _HostPaused(Exception):
     """The request's host was paused while the request waited for its slot."""
 
 
+#: raised by the render as they are: an action's failure (counted), and what
+#: the handler itself handles
+_PASSTHROUGH = (_HostPaused, ActionError, CapabilityUnavailable)
+
+
 class CDPDownloadHandler:
     """Download handler for ``http`` and ``https``.
 
@@ -65,14 +63,19 @@ class CDPDownloadHandler:
     scheme (``CDP_POOL_FALLBACK_HANDLERS``, set by :class:`~scrapy_cdp_pool.Addon`),
     built on first use.
 
-    :raises ValueError: at start-up, for an invalid ``CDP_POOL_*`` setting.
+    Its pool, identities and gates come from the crawler's runtime
+    (:mod:`scrapy_cdp_pool.runtime`).
+
+    :raises ValueError: at start-up, without the add-on (see
+        :func:`~scrapy_cdp_pool.runtime.runtime_of`).
     """
 
     lazy = False
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, runtime: CrawlerRuntime) -> None:
         self.crawler = crawler
-        self.config = PoolConfig.from_settings(crawler.settings)
+        self.runtime = runtime
+        self.config = runtime.config
         self.stats = crawler.stats
         fallbacks = crawler.settings.getdict("CDP_POOL_FALLBACK_HANDLERS")
         self._fallback_paths: dict[str, Any] = {
@@ -83,8 +86,8 @@ class CDPDownloadHandler:
         self._default_headers = default_header_values(
             crawler.settings.getdict("DEFAULT_REQUEST_HEADERS")
         )
-        self.pool = acquire_pool(crawler, self.config)
-        self.identities = identities_for(crawler, self.config)
+        self.pool = runtime.acquire_pool()
+        self.identities = runtime.identities
         self._pool_failed = False
         self._refused_user_agent = RefusedUserAgentWarning()
         self.snapshots = (
@@ -100,13 +103,13 @@ class CDPDownloadHandler:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        return cls(crawler, runtime_of(crawler))
 
     def should_render(self, request: Request) -> bool:
         return is_rendered(request, self.config.render_all)
 
     async def download_request(self, request: Request) -> Response:
-        pauses = gates_for(self.crawler).host_pauses
+        pauses = self.runtime.gates.host_pauses
         if not self.should_render(request):
             # Scrapy's downloader may hold it past a pause that started
             # after the scheduler handed it out: it waits here, holding that
@@ -127,9 +130,12 @@ class CDPDownloadHandler:
             self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
             raise
         spec = build_spec(
-            request, self.config, self._default_headers, context=context,
+            request,
+            self.config,
+            self._default_headers,
+            context=context,
             signed_out=self.identities.signed_out_rule(request) if profile else None,
-        )  # fmt: skip
+        )
         requires = context.requirements() if context is not None else frozenset()
         server_options = context.server_options() if context is not None else None
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
@@ -137,53 +143,39 @@ class CDPDownloadHandler:
         hooks = self._hooks(request, pauses, host)
         spent_s = 0.0  # under download_timeout: not the waits for a host pause
         jar_middleware = self._cookie_jar_middleware(request)
+        where = str(request)
+        if context is not None and context.proxy_server:
+            whose = "the profile's proxy" if profile is not None else "meta['proxy']"
+            where += f" (through {whose} {context.proxy_server})"
         while True:
             if pauses is not None:
                 await self._wait_pause(pauses, host)
             started = time.monotonic()
-            leased = False
             try:
                 # download_timeout bounds the page, not a wait for a dedicated
                 # server's turn (see ConnectionPool.lease).
-                async with self.pool.lease(requires, server_options, timeout_s - spent_s) as lease:
-                    leased = True
-                    if pauses is not None and pauses.remaining(host) > 0:
-                        raise _HostPaused  # before a context is made
-                    self._count_page(lease)
-                    self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
-                    result = await render(
-                        lease, spec, hooks, collect_cookies=jar_middleware is not None,
-                        on_failure=self._snapshot_hook(request),
-                    )  # fmt: skip
+                with scrapy_errors(where, timeout_s, self._count_error, _PASSTHROUGH):
+                    async with self.pool.lease(
+                        requires, server_options, timeout_s - spent_s
+                    ) as lease:
+                        if pauses is not None and pauses.remaining(host) > 0:
+                            raise _HostPaused  # before a context is made
+                        self._count_page(lease)
+                        self._refused_user_agent.check(spec, lease.info, {"crawler": self.crawler})
+                        result = await render(
+                            lease,
+                            spec,
+                            hooks,
+                            collect_cookies=jar_middleware is not None,
+                            on_failure=self._snapshot_hook(request),
+                        )
                 break
             except _HostPaused:
                 continue  # paused while it waited for its slot: slot given back
-            except ActionError as e:
-                self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
-                raise
             except CapabilityUnavailable as e:  # this profile only, not the whole pool
-                self.stats.inc_value(f"cdp_pool/errors/{error_kind(e)}")
                 if profile is None:  # its meta["proxy"]
                     raise ProxyUnsupported(f"{request}: meta['proxy']: {e}") from e
                 raise self.identities.unsupported(request, e) from e
-            except Exception as e:
-                waited = isinstance(e, TimeoutError) and not str(e) and not leased
-                kind = "SlotWaitTimeout" if waited else error_kind(e)
-                self.stats.inc_value(f"cdp_pool/errors/{kind}")
-                if isinstance(e, PoolUnavailable):
-                    self._on_pool_unavailable(e)
-                where = str(request)
-                if context is not None and context.proxy_server:
-                    whose = "the profile's proxy" if profile is not None else "meta['proxy']"
-                    where += f" (through {whose} {context.proxy_server})"
-                if isinstance(e, TimeoutError) and not str(e):
-                    if waited:
-                        raise SlotWaitTimeout(
-                            f"{where}: no browser slot within download_timeout = {timeout_s:g} s "
-                            "(every connection of the pool busy)"
-                        ) from e
-                    e = TimeoutError(f"no response within download_timeout = {timeout_s:g} s")
-                raise to_scrapy_error(e, where) from e
             finally:
                 spent_s += time.monotonic() - started
         seconds = spent_s
@@ -209,13 +201,25 @@ class CDPDownloadHandler:
                 self.stats.inc_value("cdp_pool/console_messages", messages)
             if "exception" in kinds:
                 self.stats.inc_value("cdp_pool/page_errors", kinds.count("exception"))
-        if self.config.download_warnsize and len(result.body) > self.config.download_warnsize:
+        if spec.warnsize and len(result.body) > spec.warnsize:
+            # meta["download_warnsize"] or DOWNLOAD_WARNSIZE, in plain Scrapy's words
             logger.warning(
-                "Received %d bytes, larger than DOWNLOAD_WARNSIZE (%d bytes), for %s",
-                len(result.body), self.config.download_warnsize, request,
+                "Received %d bytes which is larger than download warn size (%d) in request %s.",
+                len(result.body),
+                spec.warnsize,
+                request,
                 extra={"crawler": self.crawler},
-            )  # fmt: skip
+            )
         return build_response(request, result)
+
+    def _count_error(self, error: BaseException) -> None:
+        """Count a failed render (``cdp_pool/errors/<kind>``); stop the crawl
+        on a pool that cannot work at all."""
+        if isinstance(error, _HostPaused):
+            return
+        self.stats.inc_value(f"cdp_pool/errors/{error_kind(error)}")
+        if isinstance(error, PoolUnavailable) and not isinstance(error, CapabilityUnavailable):
+            self._on_pool_unavailable(error)
 
     def _snapshot_hook(self, request: Request) -> Any:
         """The render's ``on_failure``: a failure snapshot named by the
@@ -281,9 +285,10 @@ class CDPDownloadHandler:
             return
         self._pool_failed = True
         logger.error(
-            "The CDP pool is unavailable, closing the spider: %s", error,
+            "The CDP pool is unavailable, closing the spider: %s",
+            error,
             extra={"crawler": self.crawler},
-        )  # fmt: skip
+        )
         engine = self.crawler.engine
         if engine is not None:
             asyncio.get_running_loop().create_task(
@@ -324,7 +329,7 @@ class CDPDownloadHandler:
         for handler in self._fallbacks.values():
             await handler.close()
         self._fallbacks.clear()
-        await release_pool(self.crawler)
+        await self.runtime.release_pool()
 
 
 def _outcome_stat(result: RenderResult) -> str:

@@ -28,6 +28,7 @@ from scrapy.http import Headers
 from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool.render.spec import is_rendered
+from scrapy_cdp_pool.scrapy_internals import cache_fingerprinter, set_cache_fingerprinter
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -86,9 +87,11 @@ class RenderAwareCacheStorage:
         self.inner.open_spider(spider)
         # Scrapy's filesystem and DBM storages key entries with the
         # fingerprinter they take from the crawler at open_spider.
-        fingerprinter = getattr(self.inner, "_fingerprinter", None)
+        fingerprinter = cache_fingerprinter(self.inner)
         if fingerprinter is not None:
-            self.inner._fingerprinter = RenderKeyFingerprinter(fingerprinter, self.render_all)
+            set_cache_fingerprinter(
+                self.inner, RenderKeyFingerprinter(fingerprinter, self.render_all)
+            )
         else:
             logger.warning(
                 "HTTPCACHE_STORAGE %s has no fingerprinter to extend: a rendered and a plain "

@@ -20,7 +20,7 @@ from twisted.internet.defer import Deferred
 
 from scrapy_cdp_pool import ConcurrencyBudget
 from scrapy_cdp_pool.budget import LoadThresholds, budget_for
-from scrapy_cdp_pool.pool.registry import get_pool
+from scrapy_cdp_pool.runtime import runtime_of
 from tests.crawl import BASE_SETTINGS, RecordingSpider
 from tests.servers import SiteServer, process_tree_alive
 
@@ -58,7 +58,7 @@ def remember_pool(seen: dict[str, Any], tag: str) -> Any:
     """A ``then`` hook keeping the crawler's pool and its server's pid."""
 
     def then(spider: RecordingSpider, response: scrapy.http.Response) -> list[scrapy.Request]:
-        pool = get_pool(spider.crawler)
+        pool = runtime_of(spider.crawler).pool
         assert pool is not None
         assert pool.server is not None
         seen[tag] = (pool, pool.server.pid)
@@ -250,8 +250,8 @@ async def test_same_name_shares_one_pool_and_server_and_its_budget(site: SiteSer
     assert seen["a"][0] is seen["b"][0]  # one pool
     assert seen["a"][1] == seen["b"][1]  # one server
     assert not process_tree_alive(seen["a"][1])  # stopped by the last crawler
-    assert get_pool(alpha) is None
-    assert get_pool(beta) is None
+    assert runtime_of(alpha).pool is None
+    assert runtime_of(beta).pool is None
     assert site.stats()["inflight_max"][key] <= 3
     assert alpha.stats.get_value("cdp_pool/budget/max") == 3
     for each in (alpha, beta):  # each crawler's own pages, not the shared pool's

@@ -207,14 +207,15 @@ def test_browser_behaviour_settings_refused_by_name(name: str, value: Any, expec
 
 
 def test_heap_limit_arguments_per_backend() -> None:
+    from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA
     from scrapy_cdp_pool.pool.heap_limit import heap_limit_args
 
-    assert heap_limit_args(config(), "lightpanda") == ["--v8-max-heap-mb", "512"]
-    assert heap_limit_args(config(), "chromium") == ["--js-flags=--max-old-space-size=512"]
-    assert heap_limit_args(config(CDP_POOL_PAGE_HEAP_LIMIT_MB=0), "chromium") == []
+    assert heap_limit_args(config(), LIGHTPANDA) == ["--v8-max-heap-mb", "512"]
+    assert heap_limit_args(config(), CHROMIUM) == ["--js-flags=--max-old-space-size=512"]
+    assert heap_limit_args(config(CDP_POOL_PAGE_HEAP_LIMIT_MB=0), CHROMIUM) == []
     # the user's own flag wins
     own = config(CDP_POOL_CHROMIUM_ARGS=["--js-flags=--expose-gc"])
-    assert heap_limit_args(own, "chromium") == []
+    assert heap_limit_args(own, CHROMIUM) == []
 
 
 def test_addon_warns_when_scrapy_limits_starve_the_pool(caplog: pytest.LogCaptureFixture) -> None:

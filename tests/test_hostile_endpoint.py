@@ -160,7 +160,11 @@ def test_the_process_exits_when_the_spider_closes_during_discovery(
     settings = {"CDP_POOL_CONNECT_TIMEOUT_SECONDS": 600, "DOWNLOAD_TIMEOUT": 2}
     result, _ = run_crawl(hostile.endpoint, settings)  # fails if it never exits
     [failure] = result["failures"]
-    assert failure["type"] == "SlotWaitTimeout"
+    # The pool was still starting (discovery), not every connection busy:
+    # before, the handler guessed "slot wait" from an empty TimeoutError.
+    assert failure["type"] == "PoolStartTimeout"
+    assert "the CDP pool did not start within download_timeout = 2 s" in failure["message"]
+    assert "every connection" not in failure["message"]
 
 
 @pytest.mark.parametrize("hostile", [("version-endless",)], indirect=True)

@@ -13,12 +13,15 @@ import pytest
 import pytest_twisted
 import scrapy
 from scrapy.http import HtmlResponse, Response
+from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
+from scrapy_cdp_pool import Addon, CDPDownloadHandler
+from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.pool import ConnectionPool
-from scrapy_cdp_pool.pool.registry import get_pool
 from scrapy_cdp_pool.pool.servers import free_port
+from scrapy_cdp_pool.runtime import runtime_of
 from tests.crawl import crawl
 from tests.servers import SiteServer, process_tree_alive
 
@@ -81,7 +84,7 @@ async def test_embedded_server_is_stopped_at_close(site: SiteServer, browser: st
     seen: dict[str, Any] = {}
 
     def then(spider: Any, response: Any) -> Any:
-        pool = get_pool(spider.crawler)
+        pool = runtime_of(spider.crawler).pool
         assert pool is not None
         assert pool.server is not None
         seen["pid"] = pool.server.pid
@@ -97,7 +100,7 @@ async def test_embedded_server_is_stopped_at_close(site: SiteServer, browser: st
     assert not process_tree_alive(seen["pid"])
     assert seen["private_dir"]
     assert not os.path.exists(seen["private_dir"])  # noqa: ASYNC240 - a test check
-    assert get_pool(crawler) is None  # released by both handlers
+    assert runtime_of(crawler).pool is None  # released by both handlers
 
 
 @pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
@@ -108,7 +111,7 @@ async def test_killed_server_is_replaced_and_later_requests_succeed(
     killed: list[int] = []
 
     def kill_then_follow(spider: Any, response: Any) -> Any:
-        pool = get_pool(spider.crawler)
+        pool = runtime_of(spider.crawler).pool
         assert pool is not None
         assert pool.server is not None
         assert pool.server.pid
@@ -178,3 +181,61 @@ async def test_retiring_a_connection_on_chromiums_pipe_restarts_the_browser() ->
         "shared": True, "target": True, "new_pipe": True, "restarts": 1,
         "new_browser": True, "old_gone": True,
     }  # fmt: skip
+
+
+@pytest_twisted.ensureDeferred
+async def test_settings_are_read_once_per_crawl(
+    site: SiteServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The add-on reads the settings once and its runtime hands the config to
+    every component (before: eleven reads per crawl). The real parser,
+    counted."""
+    reads: list[object] = []
+    parse = PoolConfig.from_settings.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[PoolConfig], settings: Any) -> PoolConfig:
+        reads.append(settings)
+        return parse(cls, settings)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(PoolConfig, "from_settings", classmethod(counted))
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url("/js?once"), meta={"cdp": True})],
+        {"CDP_POOL_AUTOSCALE": True, "CDP_POOL_HOST_CONCURRENCY": 2},
+    )
+    assert [r.url for r in spider.responses] == [site.url("/js?once")]
+    assert crawler.stats.get_value("cdp_pool/pages") == 1
+    assert len(reads) == 1
+
+
+def test_a_component_without_the_addon_is_refused_by_name() -> None:
+    crawler = get_crawler(scrapy.Spider, {})
+    with pytest.raises(ValueError, match=r"set ADDONS = \{'scrapy_cdp_pool.Addon': 0\}"):
+        runtime_of(crawler)
+    with pytest.raises(ValueError, match="scrapy_cdp_pool's components need its add-on"):
+        CDPDownloadHandler.from_crawler(crawler)
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_runtime_holds_a_pool_per_backend() -> None:
+    """A second backend's pool (the render ladder's Chromium beside the
+    crawl's Lightpanda) is made on first need, embedded, apart from the
+    crawl's, and closed with its last release."""
+    crawler = get_crawler(scrapy.Spider, {"ADDONS": {Addon: 0}})
+    runtime = runtime_of(crawler)
+    assert runtime.backend is LIGHTPANDA
+    own = runtime.acquire_pool()
+    other = runtime.acquire_pool(CHROMIUM)
+    assert other is not own
+    assert runtime.acquire_pool(CHROMIUM) is other
+    assert other.config.browser == "chromium"
+    assert other.config.endpoints == ()
+    assert runtime.pool is own
+    assert runtime.pool_of(CHROMIUM) is other
+    await runtime.release_pool(CHROMIUM)
+    assert other.state.value != "closed"  # still held once
+    await runtime.release_pool(CHROMIUM)
+    assert other.state.value == "closed"
+    assert runtime.pool_of(CHROMIUM) is None
+    assert runtime.pool is own
+    await runtime.release_pool()
+    assert own.state.value == "closed"

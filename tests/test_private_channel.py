@@ -30,8 +30,8 @@ from scrapy_cdp_pool.cdp import CDPConnection
 from scrapy_cdp_pool.cdp.transport import split_unix_url
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.identity.relay import unix_socket_relay
-from scrapy_cdp_pool.pool.registry import get_pool
 from scrapy_cdp_pool.pool.servers import embedded_server
+from scrapy_cdp_pool.runtime import runtime_of
 from tests.crawl import crawl
 from tests.profiles import write_profile
 from tests.servers import SiteServer
@@ -122,7 +122,7 @@ async def test_no_other_user_can_reach_a_server_the_crawl_started(
         meta["cdp_profile"] = "tokyo"
 
     def probe(spider: Any, response: Any) -> list[Any]:
-        pool = get_pool(spider.crawler)
+        pool = runtime_of(spider.crawler).pool
         assert pool is not None
         assert pool.server is not None
         pids = pool.server_pids()

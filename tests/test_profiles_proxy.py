@@ -20,8 +20,8 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.pool.registry import get_pool
 from scrapy_cdp_pool.pool.servers import free_port
+from scrapy_cdp_pool.runtime import runtime_of
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import token, write_profile
 from tests.servers import ProxyServer, SiteServer
@@ -57,7 +57,7 @@ def record_servers(spider: RecordingSpider, response: scrapy.http.Response) -> l
     """A ``then`` hook: keep the command lines and proxy variables of the
     pool's servers while they run (a request is in flight on each dedicated
     one)."""
-    pool = get_pool(spider.crawler)
+    pool = runtime_of(spider.crawler).pool
     assert pool is not None
     for pid in pool.server_pids():
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")

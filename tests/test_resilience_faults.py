@@ -21,7 +21,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError
 from twisted.python.failure import Failure
 
-from scrapy_cdp_pool.pool.registry import get_pool
+from scrapy_cdp_pool.runtime import runtime_of
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import LightpandaProcess, SiteServer
 from tests.site.shop import PRODUCTS
@@ -113,7 +113,7 @@ async def test_lightpanda_watchdog_is_set_below_the_download_timeout(site: SiteS
     seen: dict[str, Any] = {}
 
     def then(spider: Any, response: Any) -> Any:
-        pool = get_pool(spider.crawler)
+        pool = runtime_of(spider.crawler).pool
         assert pool is not None
         assert pool.server is not None
         assert pool.server.pid
@@ -176,7 +176,7 @@ async def test_embedded_server_killed_mid_crawl_every_item_exactly_once(
 
     def kill_on_page_2(spider: Any, response: Any) -> None:
         if "page=2" in response.url:
-            pool = get_pool(spider.crawler)
+            pool = runtime_of(spider.crawler).pool
             assert pool is not None
             assert pool.server is not None
             assert pool.server.pid

@@ -17,7 +17,7 @@ import pytest_twisted
 import scrapy
 from scrapy import signals
 
-from scrapy_cdp_pool.scheduling.gates import gates_for
+from scrapy_cdp_pool.runtime import runtime_of
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer
 
@@ -120,7 +120,9 @@ class DequeueTimesSpider(RecordingSpider):
 
     async def start(self) -> Any:
         self.dequeued: list[float] = []
-        gates_for(self.crawler).add_dequeue_hook(lambda request, now: self.dequeued.append(now))
+        runtime_of(self.crawler).gates.add_dequeue_hook(
+            lambda request, now: self.dequeued.append(now)
+        )
         for request in self.to_send:
             yield self.prepare(request)
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import urllib.request
 import uuid
-from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +15,17 @@ import pytest
 import pytest_twisted
 import scrapy
 from scrapy.crawler import Crawler
+from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.settings import Settings
+from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool import Addon
-from scrapy_cdp_pool.resilience.backoff import backoff_delay, parse_retry_after, pause_delay
+from scrapy_cdp_pool.resilience import HostPauseMiddleware, RetryPolicyMiddleware
 from scrapy_cdp_pool.resilience.retry import retry_http_codes
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
+SCRAPY_RETRY = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
 BASE = 0.4  # CDP_POOL_RETRY_BACKOFF_BASE_SECONDS in these crawls
 RETRYING: dict[str, Any] = {
     "RETRY_ENABLED": True,
@@ -32,6 +33,12 @@ RETRYING: dict[str, Any] = {
     "CDP_POOL_RETRY_BACKOFF_BASE_SECONDS": BASE,
     "CDP_POOL_RETRY_BACKOFF_MAX_SECONDS": 5,
 }
+
+
+def downloader_middlewares(settings: Settings) -> dict[Any, Any]:
+    """Class -> order, as Scrapy reads them (the project's entry wins)."""
+    merged = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
+    return {load_object(path): order for path, order in merged.items()}
 
 
 def token() -> str:
@@ -52,27 +59,6 @@ def assert_contexts_balanced(crawler: Crawler) -> None:
 # Pure parts ------------------------------------------------------------------
 
 
-def test_backoff_doubles_with_jitter_in_the_upper_half_and_is_capped() -> None:
-    for attempt, step in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (5, 10.0), (9, 10.0)]:
-        delays = [backoff_delay(attempt, 1.0, 10.0) for _ in range(200)]
-        assert all(step / 2 <= d <= step for d in delays), (attempt, min(delays), max(delays))
-        assert len(set(delays)) > 1  # jittered
-    assert [pause_delay(n, 0.5, 3.0) for n in (1, 2, 3, 4)] == [0.5, 1.0, 2.0, 3.0]
-
-
-def test_retry_after_seconds_and_http_dates() -> None:
-    now = datetime(2030, 1, 1, 12, 0, 0, tzinfo=UTC)
-    assert parse_retry_after(b"2", now) == 2.0
-    assert parse_retry_after(" 120 ", now) == 120.0
-    later = format_datetime(now + timedelta(seconds=30), usegmt=True)
-    assert parse_retry_after(later, now) == 30.0
-    assert parse_retry_after("Tue, 01 Jan 2030 12:00:05 -0000", now) == 5.0
-    assert parse_retry_after("Mon, 31 Dec 2029 00:00:00 GMT", now) == 0.0  # past
-    assert parse_retry_after("soon", now) is None
-    assert parse_retry_after("-1", now) is None
-    assert parse_retry_after(None, now) is None
-
-
 def test_default_retry_codes_drop_408_but_keep_429_and_a_set_value_is_kept() -> None:
     settings = Settings()
     Addon().update_settings(settings)
@@ -86,12 +72,59 @@ def test_default_retry_codes_drop_408_but_keep_429_and_a_set_value_is_kept() -> 
 def test_addon_swaps_scrapys_retry_middleware_for_the_policy() -> None:
     settings = Settings()
     Addon().update_settings(settings)
-    middlewares = settings.getwithbase("DOWNLOADER_MIDDLEWARES")
-    assert middlewares["scrapy.downloadermiddlewares.retry.RetryMiddleware"] is None
-    assert middlewares["scrapy_cdp_pool.resilience.RetryPolicyMiddleware"] == 550
+    middlewares = downloader_middlewares(settings)
+    assert middlewares[RetryMiddleware] is None
+    assert middlewares[RetryPolicyMiddleware] == 550
+
+
+def test_addon_replaces_a_retry_middleware_the_project_lists_at_its_order() -> None:
+    settings = Settings({"DOWNLOADER_MIDDLEWARES": {SCRAPY_RETRY: 560}})
+    Addon().update_settings(settings)
+    middlewares = downloader_middlewares(settings)
+    assert middlewares[RetryMiddleware] is None
+    assert middlewares[RetryPolicyMiddleware] == 560
+
+
+def test_addon_keeps_the_order_or_the_none_the_project_gave_its_components() -> None:
+    settings = Settings(
+        {
+            "DOWNLOADER_MIDDLEWARES": {
+                "scrapy_cdp_pool.resilience.RetryPolicyMiddleware": 500,
+                "scrapy_cdp_pool.resilience.HostPauseMiddleware": None,
+            }
+        }
+    )
+    Addon().update_settings(settings)
+    middlewares = downloader_middlewares(settings)
+    assert middlewares[RetryPolicyMiddleware] == 500
+    assert middlewares[HostPauseMiddleware] is None
+    assert middlewares[RetryMiddleware] is None
 
 
 # Crawls ----------------------------------------------------------------------
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_project_listing_scrapys_retry_middleware_retries_once_per_failure(
+    site: SiteServer,
+) -> None:
+    """Scrapy's RetryMiddleware listed by the project is replaced, not run
+    beside ours: a 503 is requested exactly RETRY_TIMES + 1 times."""
+    key = token()
+    _, crawler = await crawl(
+        [scrapy.Request(site.url(f"/flaky?key={key}&fail=99&status=503"))],
+        {
+            **RETRYING,
+            "RETRY_TIMES": 2,
+            "CDP_POOL_RETRY_BACKOFF_BASE_SECONDS": 0.05,
+            "DOWNLOADER_MIDDLEWARES": {SCRAPY_RETRY: 550},
+        },
+    )
+    assert len(records(site, key)["arrivals"]) == 3
+    stats = crawler.stats.get_stats()
+    assert stats["downloader/response_status_count/503"] == 3
+    assert stats["retry/count"] == 2
+    assert stats["retry/max_reached"] == 1
 
 
 @pytest_twisted.ensureDeferred

@@ -90,9 +90,10 @@ def test_the_addon_installs_the_extension() -> None:
 
     settings = Settings()
     Addon().update_settings(settings)
-    assert (
-        settings.getwithbase("EXTENSIONS")["scrapy_cdp_pool.telemetry.EngineStatusExtension"] == 500
-    )
+    from scrapy.utils.misc import load_object
+
+    extensions = {load_object(k): v for k, v in settings.getwithbase("EXTENSIONS").items()}
+    assert extensions[EngineStatusExtension] == 500
     assert EngineStatusExtension.__module__ == "scrapy_cdp_pool.telemetry.extension"
 
 

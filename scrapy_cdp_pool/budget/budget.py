@@ -146,8 +146,12 @@ class ConcurrencyBudget:
         self._record("limits")
         logger.info(
             "Concurrency budget %r: min %d, max %d, desired %d -> %d pages",
-            self.name, low, high, before, self._desired,
-        )  # fmt: skip
+            self.name,
+            low,
+            high,
+            before,
+            self._desired,
+        )
         self._wake_waiting()
 
     @property
@@ -297,15 +301,24 @@ class ConcurrencyBudget:
                 "Concurrency budget %r: %s; desired %d -> %d pages (min %d, max %d)",
                 self.name,
                 f"overloaded ({', '.join(overloaded)})" if overloaded else "no longer overloaded",
-                before, self._desired, self._min, self._max,
-            )  # fmt: skip
+                before,
+                self._desired,
+                self._min,
+                self._max,
+            )
         else:
             logger.debug(
                 "Concurrency budget %r tick %d: overloaded %s, peak %d pages, "
                 "desired %d -> %d pages (min %d, max %d)",
-                self.name, self.ticks, ", ".join(overloaded) or "no", peak,
-                before, self._desired, self._min, self._max,
-            )  # fmt: skip
+                self.name,
+                self.ticks,
+                ", ".join(overloaded) or "no",
+                peak,
+                before,
+                self._desired,
+                self._min,
+                self._max,
+            )
         self._overloaded = overloaded
         state = self._record("tick")
         if self._desired > before:

@@ -19,18 +19,12 @@ from typing import TYPE_CHECKING
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
+from scrapy_cdp_pool.backends import backend_of
 from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
 from scrapy_cdp_pool.budget.load import LoadThresholds
-from scrapy_cdp_pool.budget.registry import (
-    BudgetSettings,
-    acquire_named,
-    crawler_name,
-    release_named,
-    use_budget,
-)
 from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.pool.registry import get_pool
-from scrapy_cdp_pool.scheduling.gates import gates_for
+from scrapy_cdp_pool.runtime import CrawlerRuntime, runtime_of
+from scrapy_cdp_pool.sharing import BUDGETS, Settings, crawler_name
 
 if TYPE_CHECKING:
     from typing import Self
@@ -43,12 +37,12 @@ def pool_capacity(config: PoolConfig) -> int:
     contexts per connection (one on the embedded Lightpanda). The default of
     ``CDP_POOL_BUDGET_MAX``."""
     endpoints = max(1, len(config.endpoints))
-    one_context = not config.endpoints and config.browser == "lightpanda"
+    one_context = not config.endpoints and backend_of(config).max_contexts_per_connection == 1
     contexts = 1 if one_context else config.contexts_per_connection
     return endpoints * config.connections * contexts
 
 
-def budget_settings(config: PoolConfig) -> BudgetSettings:
+def budget_settings(config: PoolConfig) -> Settings:
     """The settings a budget is built from, as crawlers sharing it must agree."""
     return (
         ("CDP_POOL_BUDGET_MIN", config.budget_min),
@@ -94,20 +88,22 @@ class BudgetExtension:
     """
 
     def __init__(
-        self, crawler: Crawler, budget: ConcurrencyBudget, config: PoolConfig,
+        self,
+        runtime: CrawlerRuntime,
+        budget: ConcurrencyBudget,
         shared_name: str | None = None,
-    ) -> None:  # fmt: skip
-        self.crawler = crawler
+    ) -> None:
+        crawler = self.crawler = runtime.crawler
         self.budget = budget
         self._shared_name = shared_name
-        gates = gates_for(crawler)
+        gates = runtime.gates
         self.member = budget.attach(
             crawler_name(crawler),
             wake=gates.wake,
-            pool=lambda: get_pool(crawler),
-            render_all=config.render_all,
+            pool=lambda: runtime.pool,
+            render_all=runtime.config.render_all,
         )
-        use_budget(crawler, budget)
+        runtime.budget = budget
         gates.add_start_check(self.member.may_start)
         gates.add_dequeue_hook(self.member.on_dequeued)
         gates.add_finish_hook(self.member.on_finished)
@@ -120,18 +116,19 @@ class BudgetExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = PoolConfig.from_settings(crawler.settings)
+        runtime = runtime_of(crawler)
+        config = runtime.config
         if config.budget is not None:
-            return cls(crawler, config.budget, config)
+            return cls(runtime, config.budget)
         if not config.autoscale:
             raise NotConfigured  # no budget: the crawler scales on its own
         name = config.pool_name
         if name is None:
-            return cls(crawler, budget_from_config(config, crawler_name(crawler)), config)
-        budget = acquire_named(
+            return cls(runtime, budget_from_config(config, crawler_name(crawler)))
+        budget = BUDGETS.join(
             name, crawler, budget_settings(config), lambda: budget_from_config(config, name)
         )
-        return cls(crawler, budget, config, shared_name=name)
+        return cls(runtime, budget, shared_name=name)
 
     def engine_started(self) -> None:
         self.budget.start_monitor()
@@ -170,7 +167,7 @@ class BudgetExtension:
         opened). Idempotent."""
         self.budget.detach(self.member)
         if self._shared_name is not None:
-            release_named(self._shared_name, self.crawler)
+            BUDGETS.leave(self._shared_name, self.crawler)
             self._shared_name = None
 
     def _budget_counters(self) -> tuple[int, int, int, int]:

@@ -99,8 +99,10 @@ class LoadMonitor:
         if not task.cancelled() and task.exception() is not None:
             logger.error(
                 "Concurrency budget %r: its load monitor stopped; desired stays %d pages",
-                self.budget.name, self.budget.desired, exc_info=task.exception(),
-            )  # fmt: skip
+                self.budget.name,
+                self.budget.desired,
+                exc_info=task.exception(),
+            )
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

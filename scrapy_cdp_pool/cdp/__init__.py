@@ -2,7 +2,7 @@
 connection, flat sessions, events dispatched by session id."""
 
 from scrapy_cdp_pool.cdp.client import CDPConnection, EventHandler
-from scrapy_cdp_pool.cdp.errors import (
+from scrapy_cdp_pool.errors import (
     CDPBacklogExceeded,
     CDPConnectError,
     CDPConnectionClosed,

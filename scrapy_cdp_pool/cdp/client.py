@@ -18,7 +18,9 @@ from typing import Any
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
 from scrapy_cdp_pool.cdp import codec
-from scrapy_cdp_pool.cdp.errors import (
+from scrapy_cdp_pool.cdp.messages import Malformed, excerpt, optional
+from scrapy_cdp_pool.cdp.transport import PayloadTooBig, Stream, open_pipe, open_stream
+from scrapy_cdp_pool.errors import (
     CDPBacklogExceeded,
     CDPConnectError,
     CDPConnectionClosed,
@@ -28,8 +30,6 @@ from scrapy_cdp_pool.cdp.errors import (
     CDPRequestTooLarge,
     CDPTimeoutError,
 )
-from scrapy_cdp_pool.cdp.messages import Malformed, excerpt, optional
-from scrapy_cdp_pool.cdp.transport import PayloadTooBig, Stream, open_pipe, open_stream
 
 logger = logging.getLogger(__name__)
 
@@ -187,9 +187,6 @@ class CDPConnection:
         if isinstance(base, CDPMessageTooLarge):
             return CDPMessageTooLarge(message, limit_bytes=base.limit_bytes)
         return type(base)(message)
-
-    async def wait_closed(self) -> None:
-        await self._closed.wait()
 
     def on_close(self, callback: Callable[[], None]) -> None:
         """Call ``callback()`` once when the connection closes, by either side."""

@@ -25,10 +25,11 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.backends import CHROMIUM
 from scrapy_cdp_pool.cdp.transport import UNIX_SCHEME
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import PoolUnavailable
 from scrapy_cdp_pool.identity.relay import unix_socket_relay
-from scrapy_cdp_pool.render.errors import PoolUnavailable
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page
@@ -62,13 +63,14 @@ async def playwright_page(
     async with contextlib.AsyncExitStack() as stack:
         playwright = await stack.enter_async_context(async_playwright())
         if endpoint.startswith("pipe:"):
-            config = config or PoolConfig(browser="chromium")
+            config = config or PoolConfig(browser=CHROMIUM.kind)
             private = make_private_dir("hook")
             stack.callback(shutil.rmtree, private, True)
             args = [
-                a for a in (*CHROMIUM_FLAGS, *config.chromium_args)
+                a
+                for a in (*CHROMIUM_FLAGS, *config.chromium_args)
                 if not a.startswith(_NOT_FOR_LAUNCH)
-            ]  # fmt: skip
+            ]
             browser = await playwright.chromium.launch(
                 executable_path=config.chromium_path,
                 args=[*args, f"--crash-dumps-dir={private / 'crashes'}"],

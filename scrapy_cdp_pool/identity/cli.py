@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA, backend_named
 from scrapy_cdp_pool.config import BROWSERS, PoolConfig
+from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.identity.browser import playwright_page, run_hook
-from scrapy_cdp_pool.identity.errors import ProfileFileError
 from scrapy_cdp_pool.identity.options import describe_requirements
 from scrapy_cdp_pool.identity.store import Profile, ProfileStore, check_name
 from scrapy_cdp_pool.identity.validate import identity_problems
@@ -44,37 +45,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     create.add_argument("--script", type=Path, help="a Python file with async def sign_in(page)")
     _dir_argument(create)
     server = create.add_mutually_exclusive_group()
-    server.add_argument("--browser", choices=BROWSERS, default=None,
-                        help="embedded server to start (default: lightpanda, started with "
-                        "the proxy and time zone if any; chromium for a \"Mozilla\" user "
-                        "agent)")  # fmt: skip
+    server.add_argument(
+        "--browser",
+        choices=BROWSERS,
+        default=None,
+        help="embedded server to start (default: lightpanda, started with "
+        'the proxy and time zone if any; chromium for a "Mozilla" user '
+        "agent)",
+    )
     server.add_argument("--endpoint", help="a running CDP server (http://host:port or ws://...)")
     create.add_argument("--timeout", type=float, default=60.0, help="seconds (default: 60)")
     create.add_argument("--user-agent", help="identity: User-Agent")
     create.add_argument("--locale", help="identity: locale, e.g. fr-FR")
     create.add_argument("--timezone", help="identity: time zone, e.g. Europe/Paris")
     create.add_argument("--viewport", help="identity: WIDTHxHEIGHT, e.g. 1280x800")
-    create.add_argument("--header", action="append", default=[], metavar="'NAME: VALUE'",
-                        help="identity: an extra HTTP header (repeatable)")  # fmt: skip
+    create.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="'NAME: VALUE'",
+        help="identity: an extra HTTP header (repeatable)",
+    )
     create.add_argument("--proxy", help="identity: proxy server, e.g. http://proxy:3128")
-    create.add_argument("--proxy-username",
-                        help=f"identity: the proxy's user name; its password is read from the "
-                        f"environment variable {PROXY_PASSWORD_ENV}")  # fmt: skip
+    create.add_argument(
+        "--proxy-username",
+        help=f"identity: the proxy's user name; its password is read from the "
+        f"environment variable {PROXY_PASSWORD_ENV}",
+    )
     create.add_argument("--signed-out", help='identity: signed-out rule, "url:REGEX" or "css:SEL"')
     check = actions.add_parser("check", help="validate every profile file")
     _dir_argument(check)
 
 
 def _dir_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--dir", type=Path, default=None,
-                        help="the profiles directory (default: CDP_POOL_PROFILES_DIR)")  # fmt: skip
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="the profiles directory (default: CDP_POOL_PROFILES_DIR)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     directory = args.dir or _settings_dir()
     if directory is None:
-        print(f"{PROG}: no profile directory: pass --dir or set CDP_POOL_PROFILES_DIR",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG}: no profile directory: pass --dir or set CDP_POOL_PROFILES_DIR",
+            file=sys.stderr,
+        )
         return 2
     store = ProfileStore(directory)
     if args.profile_command == "check":
@@ -104,8 +122,11 @@ def identity_from_args(args: argparse.Namespace) -> dict[str, Any]:
     :raises ValueError: an option is malformed.
     """
     identity: dict[str, Any] = {}
-    for key, value in (("userAgent", args.user_agent), ("locale", args.locale),
-                       ("timezoneId", args.timezone)):  # fmt: skip
+    for key, value in (
+        ("userAgent", args.user_agent),
+        ("locale", args.locale),
+        ("timezoneId", args.timezone),
+    ):
         if value:
             identity[key] = value
     if args.viewport:
@@ -169,8 +190,11 @@ def _create(store: ProfileStore, args: argparse.Namespace) -> int:
         print(f"{PROG} create: {e.path}: {e.problem}", file=sys.stderr)
         return 1
     except TimeoutError:
-        print(f"{PROG} create: not done within --timeout {args.timeout:g} s (opening the page "
-              "or the sign-in script)", file=sys.stderr)  # fmt: skip
+        print(
+            f"{PROG} create: not done within --timeout {args.timeout:g} s (opening the page "
+            "or the sign-in script)",
+            file=sys.stderr,
+        )
         return 1
     except Exception as e:  # noqa: BLE001 - the user's script, the browser: say what failed
         print(f"{PROG} create: {type(e).__name__}: {e}", file=sys.stderr)
@@ -203,13 +227,15 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
     if endpoint is None:
         # As in a crawl: Lightpanda, with the proxy and time zone for the
         # whole server, unless the identity needs what only Chromium does.
-        browser = args.browser or ("chromium" if needs - SERVER_LEVEL else "lightpanda")
-        if browser == "lightpanda" and server_options is not None:
+        backend = backend_named(args.browser) if args.browser else None
+        if backend is None:
+            backend = CHROMIUM if needs - SERVER_LEVEL else LIGHTPANDA
+        if backend.dedicated_servers and server_options is not None:
             # Like a crawl's dedicated server: the proxy and time zone for the
             # whole (embedded, short-lived) server.
             needs -= server_options.covers
             dedicated = True
-        config = PoolConfig(browser=browser)
+        config = PoolConfig(browser=backend.kind)
         server = embedded_server(config, server_options if dedicated else None)
         endpoint = await server.ensure_running()
     try:
@@ -219,8 +245,10 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
             info = await discover(endpoint, args.timeout)
         missing = needs & info.unsupported
         if missing:
-            raise ValueError(f"{info.label} cannot honour {describe_requirements(missing)}; "
-                             "use --browser chromium or an --endpoint that can")  # fmt: skip
+            raise ValueError(
+                f"{info.label} cannot honour {describe_requirements(missing)}; "
+                "use --browser chromium or an --endpoint that can"
+            )
         async with (
             asyncio.timeout(args.timeout),
             playwright_page(
@@ -246,8 +274,10 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
                 ) from e
             if response is not None and response.status == 407:
                 if not (profile.identity.get("proxy") or {}).get("username"):
-                    raise ValueError(f"{args.url}: the proxy asks for credentials (407): add "
-                                     f"--proxy-username and {PROXY_PASSWORD_ENV}")  # fmt: skip
+                    raise ValueError(
+                        f"{args.url}: the proxy asks for credentials (407): add "
+                        f"--proxy-username and {PROXY_PASSWORD_ENV}"
+                    )
                 raise ValueError(f"{args.url}: the proxy refused the profile's credentials (407)")
             if sign_in is not None:
                 await run_hook(sign_in, page)

@@ -24,8 +24,6 @@ class IdentityHealth:
     in service."""
 
     name: str
-    uses: int = 0
-    failures: int = 0
     consecutive_failures: int = 0
     retired: str | None = None
 
@@ -55,7 +53,6 @@ class HealthBook:
 
     def used(self, name: str) -> None:
         """A request of ``name`` goes to the browser."""
-        self[name].uses += 1
         self.inc(name, "requests")
 
     def succeeded(self, name: str) -> None:
@@ -65,7 +62,6 @@ class HealthBook:
         """A request of ``name`` failed (``why``: an exception type or a
         status). Returns the retirement reason when this failure retires it."""
         record = self[name]
-        record.failures += 1
         record.consecutive_failures += 1
         self.inc(name, "failures")
         if record.retired is None and record.consecutive_failures >= self.max_failures:

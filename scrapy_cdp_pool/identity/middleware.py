@@ -31,24 +31,28 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
-from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import (
+    PoolStartTimeout,
+    PoolUnavailable,
+    ProfileError,
+    ProfileFileError,
+    ProfileSignedOut,
+    SlotWaitTimeout,
+)
 from scrapy_cdp_pool.identity.browser import endpoint_for, playwright_page, run_hook
-from scrapy_cdp_pool.identity.errors import ProfileError, ProfileFileError, ProfileSignedOut
 from scrapy_cdp_pool.identity.health import REFUSED_STATUSES
 from scrapy_cdp_pool.identity.options import (
     context_options,
     describe_requirements,
     playwright_context_args,
 )
-from scrapy_cdp_pool.identity.registry import Identities, identities_for
+from scrapy_cdp_pool.identity.registry import Identities
 from scrapy_cdp_pool.identity.signed_out import SignedOutRule
 from scrapy_cdp_pool.identity.store import ProfileStore
-from scrapy_cdp_pool.pool.capabilities import info_from_version
 from scrapy_cdp_pool.pool.pool import PoolState
-from scrapy_cdp_pool.pool.registry import get_pool
 from scrapy_cdp_pool.pool.server_options import SERVER_LEVEL
-from scrapy_cdp_pool.render.errors import PoolUnavailable, SlotWaitTimeout
-from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for, identity_of
+from scrapy_cdp_pool.runtime import CrawlerRuntime, runtime_of
+from scrapy_cdp_pool.scheduling.gates import RequestGates, identity_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -57,7 +61,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ORDER = 970
 SIGN_IN_RETRY_META_KEY = "_cdp_profile_signed_in"
 SPIDER_HOOK = "cdp_sign_in"
 
@@ -66,10 +69,13 @@ class ProfileMiddleware:
     """Downloader middleware for ``meta["cdp_profile"]`` (installed by
     :class:`~scrapy_cdp_pool.Addon`; disabled without ``CDP_POOL_PROFILES_DIR``)."""
 
-    def __init__(self, crawler: Crawler, identities: Identities, gates: RequestGates) -> None:
+    def __init__(
+        self, runtime: CrawlerRuntime, identities: Identities, gates: RequestGates
+    ) -> None:
         if identities.store is None:
             raise NotConfigured  # no profiles: nothing to say on every crawl
-        self.crawler = crawler
+        self.runtime = runtime
+        crawler = self.crawler = runtime.crawler
         self.identities = identities
         self.store: ProfileStore = identities.store
         self.health = identities.health
@@ -80,8 +86,8 @@ class ProfileMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = PoolConfig.from_settings(crawler.settings)
-        return cls(crawler, identities_for(crawler, config), gates_for(crawler))
+        runtime = runtime_of(crawler)
+        return cls(runtime, runtime.identities, runtime.gates)
 
     # Start-up ------------------------------------------------------------
 
@@ -94,37 +100,45 @@ class ProfileMiddleware:
         bad = {error.name for error in errors}
         self._valid = [name for name in self.store.names() if name not in bad]
         logger.info(
-            "%d valid profile(s) in %s%s", len(self._valid), self.store.directory,
+            "%d valid profile(s) in %s%s",
+            len(self._valid),
+            self.store.directory,
             f", {len(errors)} with problems" if errors else "",
             extra={"crawler": self.crawler},
-        )  # fmt: skip
+        )
         config = self.identities.config
         if config.endpoints:
             return  # known once the pool has asked them (see _report_routing)
-        version = {"Lightpanda-Version": ""} if config.browser == "lightpanda" else {}
-        unsupported = info_from_version("http://127.0.0.1", version).unsupported
-        dedicated = config.browser == "lightpanda" and config.dedicated_servers > 0
+        backend = self.runtime.backend
+        dedicated = backend.dedicated_servers and config.dedicated_servers > 0
         for name, needs in self._requirements():
-            missing = needs & unsupported
+            missing = backend.missing(needs)
             if missing and dedicated and missing <= SERVER_LEVEL:
                 logger.info(
                     "Profile %r needs %s: its requests go to a dedicated Lightpanda server "
                     "started with them (CDP_POOL_DEDICATED_SERVERS)",
-                    name, describe_requirements(missing), extra={"crawler": self.crawler},
-                )  # fmt: skip
-            elif missing and missing <= SERVER_LEVEL and config.browser == "lightpanda":
+                    name,
+                    describe_requirements(missing),
+                    extra={"crawler": self.crawler},
+                )
+            elif missing and missing <= SERVER_LEVEL and backend.dedicated_servers:
                 logger.warning(
                     "Profile %r needs %s, which the embedded lightpanda server takes only on a "
                     "dedicated server, and CDP_POOL_DEDICATED_SERVERS = 0: its requests will fail",
-                    name, describe_requirements(missing), extra={"crawler": self.crawler},
-                )  # fmt: skip
+                    name,
+                    describe_requirements(missing),
+                    extra={"crawler": self.crawler},
+                )
             elif missing:
                 logger.warning(
                     "Profile %r needs %s, which the embedded %s server does not honour: its "
                     "requests will fail (list an endpoint that does, e.g. Chromium, in "
-                    "CDP_POOL_ENDPOINTS)", name, describe_requirements(missing), config.browser,
+                    "CDP_POOL_ENDPOINTS)",
+                    name,
+                    describe_requirements(missing),
+                    config.browser,
                     extra={"crawler": self.crawler},
-                )  # fmt: skip
+                )
 
     def _requirements(self) -> list[tuple[str, frozenset[str]]]:
         needs = []
@@ -139,7 +153,7 @@ class ProfileMiddleware:
 
     def _report_routing(self) -> None:
         """Once the pool knows its endpoints: where each demanding profile goes."""
-        pool = get_pool(self.crawler)
+        pool = self.runtime.pool
         if not self.identities.config.endpoints or pool is None:
             return
         if pool.state is not PoolState.READY:
@@ -148,13 +162,20 @@ class ProfileMiddleware:
         for name, needs in self._requirements():
             able = [i.label for i in pool.infos if i is not None and not needs & i.unsupported]
             if able:
-                logger.info("Profile %r needs %s: its requests go to %s only", name,
-                            describe_requirements(needs), ", ".join(sorted(set(able))),
-                            extra={"crawler": self.crawler})  # fmt: skip
+                logger.info(
+                    "Profile %r needs %s: its requests go to %s only",
+                    name,
+                    describe_requirements(needs),
+                    ", ".join(sorted(set(able))),
+                    extra={"crawler": self.crawler},
+                )
             else:
-                logger.warning("Profile %r needs %s, which no endpoint honours: its requests "
-                               "will fail", name, describe_requirements(needs),
-                               extra={"crawler": self.crawler})  # fmt: skip
+                logger.warning(
+                    "Profile %r needs %s, which no endpoint honours: its requests will fail",
+                    name,
+                    describe_requirements(needs),
+                    extra={"crawler": self.crawler},
+                )
 
     # Requests ------------------------------------------------------------
 
@@ -166,9 +187,12 @@ class ProfileMiddleware:
             self._report_routing()
         if request.meta.get("cdp") is False:
             raise self.identities.fail_fast(
-                ProfileError(name, "meta['cdp'] is False, but a profile's requests are "
-                             "always rendered in the profile's browser context")
-            )  # fmt: skip
+                ProfileError(
+                    name,
+                    "meta['cdp'] is False, but a profile's requests are "
+                    "always rendered in the profile's browser context",
+                )
+            )
         self.identities.profile(name)  # raises ProfileError: retired, bad files
         # The profile's cookies only: Scrapy's jar neither adds to them nor
         # keeps what this identity's responses set.
@@ -190,9 +214,9 @@ class ProfileMiddleware:
 
     def process_exception(self, request: Request, exception: Exception) -> None:
         name = identity_of(request)
-        # A request that never got a page (SlotWaitTimeout) says nothing of
+        # A request that never got a page (SlotWaitTimeout, PoolStartTimeout) says nothing of
         # the identity.
-        if name and not isinstance(exception, (ProfileError, SlotWaitTimeout)):
+        if name and not isinstance(exception, (ProfileError, SlotWaitTimeout, PoolStartTimeout)):
             self._failed(name, type(exception).__name__)
 
     def _failed(self, name: str, why: str) -> None:
@@ -213,12 +237,21 @@ class ProfileMiddleware:
         self, request: Request, response: Response, name: str, rule: SignedOutRule
     ) -> Request:
         self.health.inc(name, "signed_out")
-        logger.info("Profile %r is signed out at %s (%s)", name, response.url, rule.describe(),
-                    extra={"crawler": self.crawler})  # fmt: skip
+        logger.info(
+            "Profile %r is signed out at %s (%s)",
+            name,
+            response.url,
+            rule.describe(),
+            extra={"crawler": self.crawler},
+        )
         hook = self._hook()
         if hook is None:
-            self._give_up(request, name, "profile signed out; no sign-in hook "
-                          f"(CDP_POOL_SIGN_IN or the spider's {SPIDER_HOOK})")  # fmt: skip
+            self._give_up(
+                request,
+                name,
+                "profile signed out; no sign-in hook "
+                f"(CDP_POOL_SIGN_IN or the spider's {SPIDER_HOOK})",
+            )
         if request.meta.get(SIGN_IN_RETRY_META_KEY):
             self._give_up(request, name, "profile signed out; still signed out after signing in")
         try:
@@ -254,7 +287,7 @@ class ProfileMiddleware:
         """Run ``hook(profile, page)`` in a Playwright page on an endpoint
         that honours the profile, then save the context's storage state."""
         profile = self.store.load(name)
-        pool = get_pool(self.crawler)
+        pool = self.runtime.pool
         if pool is None:
             raise PoolUnavailable("the CDP pool is not running")
         options = context_options(profile)
@@ -272,5 +305,9 @@ class ProfileMiddleware:
             state = await context.storage_state()
         path = await asyncio.to_thread(self.store.save_state, name, dict(state))
         self.health.inc(name, "sign_ins")
-        logger.info("Profile %r signed in; its storage state is saved to %s", name, path,
-                    extra={"crawler": self.crawler})  # fmt: skip
+        logger.info(
+            "Profile %r signed in; its storage state is saved to %s",
+            name,
+            path,
+            extra={"crawler": self.crawler},
+        )

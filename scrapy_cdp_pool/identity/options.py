@@ -65,11 +65,16 @@ def playwright_context_args(profile: Profile, *, dedicated: bool = False) -> dic
     identity = profile.identity
     args: dict[str, Any] = {"storage_state": profile.storage_state}
     for key, arg in (
-        ("userAgent", "user_agent"), ("viewport", "viewport"), ("locale", "locale"),
-        ("timezoneId", "timezone_id"), ("extraHTTPHeaders", "extra_http_headers"),
-        ("geolocation", "geolocation"), ("proxy", "proxy"),
-        ("deviceScaleFactor", "device_scale_factor"), ("isMobile", "is_mobile"),
-    ):  # fmt: skip
+        ("userAgent", "user_agent"),
+        ("viewport", "viewport"),
+        ("locale", "locale"),
+        ("timezoneId", "timezone_id"),
+        ("extraHTTPHeaders", "extra_http_headers"),
+        ("geolocation", "geolocation"),
+        ("proxy", "proxy"),
+        ("deviceScaleFactor", "device_scale_factor"),
+        ("isMobile", "is_mobile"),
+    ):
         if identity.get(key) is not None:
             args[arg] = identity[key]
     if dedicated:

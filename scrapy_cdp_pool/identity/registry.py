@@ -1,5 +1,6 @@
 """Identities: the crawl's stored profiles and their health, one object per
-crawler, shared by the download handlers and :class:`ProfileMiddleware`.
+crawler (``runtime.identities``, :mod:`scrapy_cdp_pool.runtime`), shared by the
+download handlers and :class:`ProfileMiddleware`.
 
 The handler asks :meth:`Identities.context_for` what browser context a request
 needs and gives back the context's storage state with :meth:`save_state`.
@@ -9,13 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import weakref
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy import Request
 
 from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.identity.errors import (
+from scrapy_cdp_pool.errors import (
     ProfileError,
     ProfileFileError,
     ProfileRetired,
@@ -127,15 +127,3 @@ class Identities:
         if key not in self._reported:
             self._reported.add(key)
             logger.warning(message, error.name, error.reason, extra={"crawler": self.crawler})
-
-
-_identities: weakref.WeakKeyDictionary[Crawler, Identities] = weakref.WeakKeyDictionary()
-
-
-def identities_for(crawler: Crawler, config: PoolConfig | None = None) -> Identities:
-    """The crawler's :class:`Identities`, created on first use."""
-    identities = _identities.get(crawler)
-    if identities is None:
-        config = config or PoolConfig.from_settings(crawler.settings)
-        identities = _identities[crawler] = Identities(crawler, config)
-    return identities

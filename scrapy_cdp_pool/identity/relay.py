@@ -135,5 +135,6 @@ async def unix_socket_relay(endpoint: str) -> AsyncIterator[str]:
         if relay.refused:
             logger.warning(
                 "Sign-in relay on 127.0.0.1:%d refused %d connection(s) without its token",
-                port, relay.refused,
-            )  # fmt: skip
+                port,
+                relay.refused,
+            )

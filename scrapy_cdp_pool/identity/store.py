@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from scrapy_cdp_pool.identity.errors import ProfileFileError
+from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.identity.signed_out import SignedOutRule, parse_signed_out
 from scrapy_cdp_pool.identity.validate import identity_problems, storage_state_problems
 
@@ -108,10 +108,11 @@ class ProfileStore:
             return cached[1]
         if stamp[0] is None:
             raise ProfileFileError(
-                name, state_path,
+                name,
+                state_path,
                 "does not exist (expected a Playwright storageState file; create one with "
                 "'scrapy-cdp-pool profile create')",
-            )  # fmt: skip
+            )
         state = _read_json(name, state_path)
         _raise_problems(name, state_path, storage_state_problems(state))
         identity: dict[str, Any] = {}

@@ -20,15 +20,29 @@ from scrapy_cdp_pool.identity.signed_out import parse_signed_out
 SAME_SITE = ("Strict", "Lax", "None")
 STATE_KEYS = ("cookies", "origins")
 IDENTITY_KEYS = (
-    "userAgent", "viewport", "locale", "timezoneId", "extraHTTPHeaders", "geolocation",
-    "proxy", "deviceScaleFactor", "isMobile", "signedOut",
-)  # fmt: skip
+    "userAgent",
+    "viewport",
+    "locale",
+    "timezoneId",
+    "extraHTTPHeaders",
+    "geolocation",
+    "proxy",
+    "deviceScaleFactor",
+    "isMobile",
+    "signedOut",
+)
 
 
 def _type(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            int: "an integer", float: "a number",
-            type(None): "null"}.get(type(value), f"a {type(value).__name__}")  # fmt: skip
+    return {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        type(None): "null",
+    }.get(type(value), f"a {type(value).__name__}")
 
 
 def _is_number(value: Any) -> bool:
@@ -84,8 +98,13 @@ def _cookie_problems(problems: list[str], where: str, cookie: Any) -> None:
         _string(problems, f"{where}.path", cookie["path"])
     if "expires" in cookie:
         value = cookie["expires"]
-        _check(problems, f"{where}.expires", value, _is_number(value),
-               "a number (seconds since the epoch, -1 for a session cookie)")  # fmt: skip
+        _check(
+            problems,
+            f"{where}.expires",
+            value,
+            _is_number(value),
+            "a number (seconds since the epoch, -1 for a session cookie)",
+        )
     for key in ("httpOnly", "secure"):
         if key in cookie:
             value = cookie[key]
@@ -158,8 +177,11 @@ def _headers(problems: list[str], where: str, value: Any) -> None:
 
 def _geolocation(problems: list[str], where: str, value: Any) -> None:
     before = len(problems)
-    fields = {"latitude": (True, "number"), "longitude": (True, "number"),
-              "accuracy": (False, "number")}  # fmt: skip
+    fields = {
+        "latitude": (True, "number"),
+        "longitude": (True, "number"),
+        "accuracy": (False, "number"),
+    }
     _dict_of(problems, where, value, fields)
     if len(problems) == before:
         if not -90 <= value["latitude"] <= 90:
@@ -205,8 +227,11 @@ def proxy_server_problem(server: str, where: str = "proxy") -> str | None:
 
 
 def _proxy(problems: list[str], where: str, value: Any) -> None:
-    fields = {"server": (True, "string"), "username": (False, "string"),
-              "password": (False, "string")}  # fmt: skip
+    fields = {
+        "server": (True, "string"),
+        "username": (False, "string"),
+        "password": (False, "string"),
+    }
     _dict_of(problems, where, value, fields)
     if not isinstance(value, dict):
         return
@@ -253,12 +278,13 @@ _IDENTITY_CHECKS: dict[str, Callable[[list[str], str, Any], Any]] = {
     "userAgent": lambda p, w, v: _string(p, w, v, empty=False),
     "locale": lambda p, w, v: _string(p, w, v, empty=False),
     "timezoneId": _timezone,
-    "viewport": lambda p, w, v: _dict_of(p, w, v, {"width": (True, "int"),
-                                                   "height": (True, "int")}),
+    "viewport": lambda p, w, v: _dict_of(
+        p, w, v, {"width": (True, "int"), "height": (True, "int")}
+    ),
     "extraHTTPHeaders": _headers,
     "geolocation": _geolocation,
     "proxy": _proxy,
     "deviceScaleFactor": _scale,
     "isMobile": lambda p, w, v: _check(p, w, v, isinstance(v, bool), "a boolean"),
     "signedOut": _signed_out,
-}  # fmt: skip
+}

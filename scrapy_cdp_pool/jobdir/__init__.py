@@ -4,9 +4,8 @@ after SIGKILL. The add-on installs these when ``JOBDIR`` is set (unless
 queued requests and the fingerprints; a request handed out is forgotten only
 once the engine is done with it."""
 
+from scrapy_cdp_pool.errors import JobdirCorrupt, JobdirError, JobdirLocked
 from scrapy_cdp_pool.jobdir.dupefilter import DurableDupeFilter
-from scrapy_cdp_pool.jobdir.errors import JobdirCorrupt, JobdirError
-from scrapy_cdp_pool.jobdir.lock import JobdirLocked
 from scrapy_cdp_pool.jobdir.queues import SqliteFifoQueue, SqliteLifoQueue
 from scrapy_cdp_pool.jobdir.scheduler import DurableScheduler
 from scrapy_cdp_pool.jobdir.store import JobStore, StoredRequest, open_jobdir

@@ -12,7 +12,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from scrapy_cdp_pool.jobdir.errors import JobdirCorrupt, JobdirError
+from scrapy_cdp_pool.errors import JobdirCorrupt, JobdirError
 
 SCHEMA_VERSION = 1
 

@@ -19,7 +19,7 @@ from typing import Any
 from scrapy import squeues
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
-from scrapy_cdp_pool.jobdir.errors import JobdirError
+from scrapy_cdp_pool.errors import JobdirError
 from scrapy_cdp_pool.jobdir.store import DATABASE_NAME
 
 logger = logging.getLogger(__name__)

@@ -21,23 +21,7 @@ import os
 import weakref
 from pathlib import Path
 
-from scrapy_cdp_pool.jobdir.errors import JobdirError
-
-LOCK_NAME = "cdp_pool.lock"
-
-
-class JobdirLocked(JobdirError):
-    """Another crawl (``pid``, when its lock file says) holds the JOBDIR."""
-
-    def __init__(self, directory: Path, pid: int | None) -> None:
-        holder = f"process {pid}" if pid is not None else "another process"
-        super().__init__(
-            f"JOBDIR {directory} is in use by {holder} ({directory / LOCK_NAME} is locked): "
-            "two crawls on one JOBDIR would fetch the same requests; wait for that crawl "
-            "to end (or stop it), or use another JOBDIR"
-        )
-        self.directory = directory
-        self.pid = pid
+from scrapy_cdp_pool.errors import LOCK_NAME, JobdirError, JobdirLocked
 
 
 class JobdirLock:

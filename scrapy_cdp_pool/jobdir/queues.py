@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-from scrapy_cdp_pool.jobdir.store import JobStore, store_for
+from scrapy_cdp_pool.jobdir.store import JobStore
+from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -56,7 +57,7 @@ class _SqliteQueue:
     def __init__(self, crawler: Crawler, key: str) -> None:
         self.crawler = crawler
         self.spider = crawler.spider
-        self.store: JobStore = store_for(crawler)
+        self.store: JobStore = runtime_of(crawler).job_store()
         self.name = self.store.queue_name(key)
         self._pending = self.store.pending(self.name)
 
@@ -83,8 +84,12 @@ class _SqliteQueue:
                 # again on the next resume (with the spider fixed).
                 logger.error(
                     "JOBDIR request %d of queue %r cannot be loaded, skipped until the "
-                    "next resume: %s", row_id, self.name, e, extra={"crawler": self.crawler},
-                )  # fmt: skip
+                    "next resume: %s",
+                    row_id,
+                    self.name,
+                    e,
+                    extra={"crawler": self.crawler},
+                )
                 self.crawler.stats.inc_value("cdp_pool/jobdir/unloadable")
                 continue
             self.store.in_flight.add(request, row_id)

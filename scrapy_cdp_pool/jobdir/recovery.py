@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 from scrapy import Request
 from scrapy.pqueues import ScrapyPriorityQueue
 
-from scrapy_cdp_pool.jobdir.errors import JobdirError
+from scrapy_cdp_pool.errors import JobdirError
 from scrapy_cdp_pool.jobdir.store import JobStore
 from scrapy_cdp_pool.scheduling.gates import (
     NOT_BEFORE_META_KEY,

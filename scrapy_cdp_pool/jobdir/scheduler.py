@@ -38,12 +38,17 @@ from scrapy.exceptions import CloseSpider
 from scrapy.extensions.spiderstate import SpiderState
 from scrapy.pqueues import ScrapyPriorityQueue
 
-from scrapy_cdp_pool.jobdir import _engine
+from scrapy_cdp_pool.errors import JobdirError
 from scrapy_cdp_pool.jobdir.dupefilter import DurableDupeFilter
-from scrapy_cdp_pool.jobdir.errors import JobdirError
 from scrapy_cdp_pool.jobdir.queues import _SqliteQueue
 from scrapy_cdp_pool.jobdir.recovery import recover_state
-from scrapy_cdp_pool.jobdir.store import JobStore, store_for
+from scrapy_cdp_pool.jobdir.store import JobStore
+from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.scrapy_internals import (
+    open_memory_only,
+    requests_in_progress,
+    start_disk_queue_class,
+)
 
 if TYPE_CHECKING:
     from typing import Self
@@ -75,7 +80,7 @@ class DurableScheduler(Scheduler):
         if scheduler.dqdir:
             for name, queue_cls in (
                 ("SCHEDULER_DISK_QUEUE", scheduler.dqclass),
-                ("SCHEDULER_START_DISK_QUEUE", scheduler._sdqclass),
+                ("SCHEDULER_START_DISK_QUEUE", start_disk_queue_class(scheduler)),
             ):
                 if queue_cls is not None and not issubclass(queue_cls, _SqliteQueue):
                     raise JobdirError(
@@ -90,9 +95,10 @@ class DurableScheduler(Scheduler):
                     "DUPEFILTER_CLASS %s.%s keeps its fingerprints in a buffered file: after "
                     "a hard kill, finished pages may be fetched again; use "
                     "scrapy_cdp_pool.jobdir.DurableDupeFilter",
-                    type(scheduler.df).__module__, type(scheduler.df).__qualname__,
+                    type(scheduler.df).__module__,
+                    type(scheduler.df).__qualname__,
                     extra={"crawler": crawler},
-                )  # fmt: skip
+                )
         return scheduler
 
     @property
@@ -104,9 +110,8 @@ class DurableScheduler(Scheduler):
         if self.dqdir:
             if self.crawler is None:
                 raise JobdirError("DurableScheduler needs a crawler: build it with from_crawler()")
-            _engine.check(self.crawler)
             try:
-                store = store_for(self.crawler)
+                store = runtime_of(self.crawler).job_store()
             except JobdirError as e:
                 self._refuse(self.crawler, spider, e)
                 return None
@@ -127,8 +132,7 @@ class DurableScheduler(Scheduler):
         (Scrapy's engine does not close cleanly after a failed open)."""
         logger.error("%s", error, extra={"crawler": crawler})
         self.spider = spider
-        self.mqs = self._mq()
-        self.dqs = None
+        open_memory_only(self)
         crawler.signals.connect(self._close_refused, signal=signals.spider_opened)
 
     def _close_refused(self) -> None:
@@ -146,9 +150,11 @@ class DurableScheduler(Scheduler):
             logger.info(
                 "JOBDIR %s: resuming; %d requests that were in flight when the crawl stopped "
                 "are queued again; %d fingerprints seen",
-                store.path.parent, requeued, store.fingerprints(),
+                store.path.parent,
+                requeued,
+                store.fingerprints(),
                 extra={"crawler": self.crawler},
-            )  # fmt: skip
+            )
         return state
 
     def _write_dqs_state(self, dqdir: str, state: Any) -> None:
@@ -186,12 +192,15 @@ class DurableScheduler(Scheduler):
             job.store.close()
             logger.info(
                 "JOBDIR %s: %d requests queued, %d in flight (queued again on resume)",
-                job.store.path.parent, queued, left, extra={"crawler": job.crawler},
-            )  # fmt: skip
+                job.store.path.parent,
+                queued,
+                left,
+                extra={"crawler": job.crawler},
+            )
 
     @staticmethod
     def _ack_finished(job: _Job) -> None:
-        rows = job.store.in_flight.finished(_engine.in_progress(job.crawler))
+        rows = job.store.in_flight.finished(requests_in_progress(job.crawler))
         if rows:
             job.store.ack(rows)
             job.crawler.stats.inc_value("cdp_pool/jobdir/acked", len(rows))

@@ -30,28 +30,20 @@ and ``-shm`` files the same mode; a database found with looser modes is made
 from __future__ import annotations
 
 import sqlite3
-import weakref
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from scrapy.utils.job import job_dir
-
-from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import JobdirError
 from scrapy_cdp_pool.jobdir.database import (
     create_database,
     make_private,
     mark_scanned,
     open_database,
 )
-from scrapy_cdp_pool.jobdir.errors import JobdirError
 from scrapy_cdp_pool.jobdir.inflight import InFlight
 from scrapy_cdp_pool.jobdir.lock import JobdirLock
-
-if TYPE_CHECKING:
-    from scrapy.crawler import Crawler
 
 DATABASE_NAME = "cdp_pool.sqlite3"
 QUEUE_DIR_NAME = "requests.queue"  # Scrapy's Scheduler: JOBDIR/requests.queue
@@ -258,24 +250,3 @@ def open_jobdir(directory: str | Path) -> JobStore:
     if not path.exists():
         raise JobdirError(f"{directory} has no {DATABASE_NAME}: not a durable JOBDIR")
     return JobStore(path)
-
-
-_stores: weakref.WeakKeyDictionary[Crawler, JobStore] = weakref.WeakKeyDictionary()
-
-
-def store_for(crawler: Crawler) -> JobStore:
-    """The crawler's store in its ``JOBDIR``, opened on first use (by the
-    dupefilter or a disk queue) and closed by the scheduler.
-
-    :raises JobdirError: ``JOBDIR`` is not set.
-    """
-    store = _stores.get(crawler)
-    if store is None or store.closed:
-        directory = job_dir(crawler.settings)
-        if not directory:
-            raise JobdirError("the durable JOBDIR components need the JOBDIR setting")
-        config = PoolConfig.from_settings(crawler.settings)
-        store = _stores[crawler] = JobStore(
-            Path(directory, DATABASE_NAME), fsync=config.jobdir_fsync
-        )
-    return store

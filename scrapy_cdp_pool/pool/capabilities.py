@@ -1,9 +1,6 @@
-"""What each kind of CDP server honours, recognised from ``/json/version``.
-
-Measured on Lightpanda 1.0.2 (``../shared/DESIGN.md``): one browser context per
-connection and one page per context; ``Set-Cookie`` headers are visible in
-``Fetch.requestPaused``. Chromium hides ``Set-Cookie`` there and reports it only
-in ``Network.responseReceivedExtraInfo``.
+"""Which backend a CDP server is, recognised from ``/json/version``, and where
+its browser WebSocket is. What each backend honours is the
+:class:`~scrapy_cdp_pool.backends.Backend`'s.
 """
 
 from __future__ import annotations
@@ -18,6 +15,7 @@ from email.message import Message
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA, UNKNOWN, Backend, backend_named
 from scrapy_cdp_pool.cdp.transport import UNIX_SCHEME, split_unix_url
 
 
@@ -43,6 +41,11 @@ class ServerInfo:
     #: embedded Lightpanda with ``CDP_POOL_HTTP_CACHE``, which adds cookies
     #: below its cache): pages keep such responses out of it
     cache_ignores_cookies: bool = False
+
+    @property
+    def backend(self) -> Backend:
+        """What this server is and can do (:mod:`scrapy_cdp_pool.backends`)."""
+        return backend_named(self.kind)
 
     @property
     def label(self) -> str:
@@ -92,9 +95,12 @@ async def _get_json_unix(endpoint: str, resource: str, timeout_s: float) -> dict
     (our own Lightpanda's), as :func:`_get_json` does over TCP."""
     path = split_unix_url(endpoint)[0]
     return await _get_json_over(
-        lambda: asyncio.open_unix_connection(path), endpoint + resource, resource,
-        "localhost", timeout_s,
-    )  # fmt: skip
+        lambda: asyncio.open_unix_connection(path),
+        endpoint + resource,
+        resource,
+        "localhost",
+        timeout_s,
+    )
 
 
 async def _get_json_over(
@@ -199,25 +205,27 @@ def info_from_version(endpoint: str, version: dict[str, Any]) -> ServerInfo:
         ws_scheme = "wss" if parts.scheme == "https" else "ws"
         ws_url = urlunsplit((ws_scheme, parts.netloc, ws_parts.path or "/", "", ""))
     if "Lightpanda-Version" in version or str(version.get("Browser", "")).startswith("Lightpanda"):
-        return ServerInfo(
-            kind="lightpanda",
-            version=str(version.get("Lightpanda-Version", version.get("Browser", ""))),
-            ws_url=ws_url,
-            max_contexts_per_connection=1,
-            set_cookie_in_fetch_headers=True,
-            # Measured on 1.0.2: a user agent containing "Mozilla" is replaced by
-            # its own, time-zone overrides do nothing, one context per connection
-            # (no per-context proxy).
-            unsupported=frozenset({"user_agent_mozilla", "timezone", "proxy"}),
-            default_user_agent=str(version.get("User-Agent", "")),
+        return _info(
+            LIGHTPANDA,
+            str(version.get("Lightpanda-Version", version.get("Browser", ""))),
+            ws_url,
+            str(version.get("User-Agent", "")),
         )
+    return _info(
+        CHROMIUM, str(version.get("Browser", "")), ws_url, str(version.get("User-Agent", ""))
+    )
+
+
+def _info(backend: Backend, version: str, ws_url: str, user_agent: str = "") -> ServerInfo:
+    """A server's :class:`ServerInfo`: what ``backend`` can do, where it is."""
     return ServerInfo(
-        kind="chromium",
-        version=str(version.get("Browser", "")),
+        kind=backend.kind,
+        version=version,
         ws_url=ws_url,
-        max_contexts_per_connection=None,
-        set_cookie_in_fetch_headers=False,
-        default_user_agent=str(version.get("User-Agent", "")),
+        max_contexts_per_connection=backend.max_contexts_per_connection,
+        set_cookie_in_fetch_headers=backend.set_cookie_in_fetch_headers,
+        unsupported=frozenset(backend.unsupported),
+        default_user_agent=user_agent,
     )
 
 
@@ -247,6 +255,6 @@ async def discover(endpoint: str, timeout_s: float) -> ServerInfo:
         version = await _get_json(url, timeout_s)
     except (OSError, ValueError) as e:
         if urlsplit(endpoint).scheme in ("ws", "wss"):
-            return ServerInfo("unknown", "", endpoint, None, False)
+            return _info(UNKNOWN, "", endpoint)
         raise OSError(f"{url}: {e}") from e
     return info_from_version(endpoint, version)

@@ -134,9 +134,11 @@ class PooledConnection:
             return
         self.counters.retired += 1
         logger.warning(
-            "Retiring CDP connection %s: %s%s", self.name, reason,
+            "Retiring CDP connection %s: %s%s",
+            self.name,
+            reason,
             " (it shares the browser's pipe: restarting the browser)" if self.shared else "",
-        )  # fmt: skip
+        )
         await self.cdp.close()
 
     def row(self, endpoint: str | None) -> dict[str, Any]:

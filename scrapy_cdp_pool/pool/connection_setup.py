@@ -30,13 +30,14 @@ async def set_up_connection(
     started with the matching flags)."""
     if not config.ignore_https_errors or embedded:
         return
-    if info.kind == "lightpanda":
+    if not info.backend.ignore_https_errors_by_command:
         if info.ws_url not in _warned:
             _warned.add(info.ws_url)
             logger.warning(
                 "CDP_POOL_IGNORE_HTTPS_ERRORS is set, but the remote Lightpanda endpoint %s "
                 "verifies TLS certificates unless it was started with "
-                "--insecure-disable-tls-host-verification", info.ws_url,
-            )  # fmt: skip
+                "--insecure-disable-tls-host-verification",
+                info.ws_url,
+            )
         return
     await cdp.send("Security.setIgnoreCertificateErrors", {"ignore": True})

@@ -24,8 +24,8 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import DedicatedServerFailed, PoolUnavailable
 from scrapy_cdp_pool.pool.server_options import ServerOptions
-from scrapy_cdp_pool.render.errors import DedicatedServerFailed, PoolUnavailable
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.pool.pool import ConnectionPool
@@ -171,8 +171,11 @@ class DedicatedServers:
             "for %s to start one for %s. With more distinct proxies and time zones in flight "
             "than that, servers take turns (each keeps its profiles for %.0f s, and a start "
             "costs ~0.1 s): raise the setting if memory allows (~11 MB PSS each)",
-            self.limit, stopped.label, wanted.label, SLICE_S,
-        )  # fmt: skip
+            self.limit,
+            stopped.label,
+            wanted.label,
+            SLICE_S,
+        )
 
     def _start(self, options: ServerOptions) -> ConnectionPool:
         # Its server is made by embedded_server(config, options).
@@ -184,8 +187,11 @@ class DedicatedServers:
         self.running_max = max(self.running_max, len(self.pools))
         logger.info(
             "Starting a dedicated Lightpanda server for %s (%d running, at most %d: "
-            "CDP_POOL_DEDICATED_SERVERS)", options.label, len(self.pools), self.limit,
-        )  # fmt: skip
+            "CDP_POOL_DEDICATED_SERVERS)",
+            options.label,
+            len(self.pools),
+            self.limit,
+        )
         return pool
 
     async def _stop(self, options: ServerOptions, why: str) -> None:

@@ -22,8 +22,8 @@ import asyncio
 import re
 from collections import deque
 
+from scrapy_cdp_pool.backends import Backend
 from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.pool.server_flags import sets_flag
 
 # Lightpanda 1.0.2: $level=error $msg="JS heap limit script" ... page_url=URL stack=...
 _LIMIT_LINE = re.compile(rb"JS heap limit (?:reached|script).*?page_url=(\S+)")
@@ -35,22 +35,16 @@ _hits: deque[str] = deque(maxlen=64)
 _waiters: set[asyncio.Future[None]] = set()
 
 
-def heap_limit_args(config: PoolConfig, kind: str) -> list[str]:
-    """The command-line arguments that cap a started server's JavaScript
-    heap at ``config.page_heap_limit_mb`` MB (``kind``: ``"lightpanda"`` or
-    ``"chromium"``); none when the setting is ``None`` or the user's own
-    arguments (``CDP_POOL_LIGHTPANDA_ARGS`` / ``CDP_POOL_CHROMIUM_ARGS``)
-    already set one."""
+def heap_limit_args(config: PoolConfig, backend: Backend) -> list[str]:
+    """The command-line arguments that cap a started ``backend`` server's
+    JavaScript heap at ``config.page_heap_limit_mb`` MB
+    (:meth:`Backend.heap_limit_args <scrapy_cdp_pool.backends.Backend.heap_limit_args>`);
+    none when the setting is ``None`` or the user's own arguments
+    (``CDP_POOL_LIGHTPANDA_ARGS`` / ``CDP_POOL_CHROMIUM_ARGS``) already set one."""
     limit = config.page_heap_limit_mb
     if limit is None:
         return []
-    if kind == "lightpanda":
-        if sets_flag(config.lightpanda_args, "--v8-max-heap-mb"):
-            return []
-        return ["--v8-max-heap-mb", str(limit)]
-    if sets_flag(config.chromium_args, "--js-flags"):
-        return []
-    return [f"--js-flags=--max-old-space-size={limit}"]
+    return backend.heap_limit_args(limit, backend.user_args(config))
 
 
 def note_stderr_line(line: bytes) -> None:

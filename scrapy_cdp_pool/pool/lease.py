@@ -10,14 +10,14 @@ server end the page, and the pool reconnects.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.capabilities import ServerInfo
 from scrapy_cdp_pool.pool.connection import IdlePage, PooledConnection
-from scrapy_cdp_pool.pool.page_reuse import clean_for_reuse
+from scrapy_cdp_pool.pool.page_reuse import clean_for_reuse, stop_page
 
 logger = logging.getLogger(__name__)
 
@@ -103,9 +103,13 @@ class ContextLease:
         ):
             return False
         cleaned = await clean_for_reuse(
-            self.cdp, self.context_id, self.session_id, self.origins, self.keep_cookies,
+            self.cdp,
+            self.context_id,
+            self.session_id,
+            self.origins,
+            self.keep_cookies,
             self.config.context_close_timeout_s,
-        )  # fmt: skip
+        )
         if not cleaned or self.cdp.closed:
             return False
         kept = IdlePage(
@@ -119,10 +123,63 @@ class ContextLease:
             self.connection.open_pages -= 1
         return True
 
-    def page_opened(self) -> None:
+    def reuse_key(self, identity: str | None) -> str | None:
+        """The key under which this lease's page may be kept for the next
+        request of its identity, or ``None`` for a fresh context disposed at
+        the end (``CDP_POOL_REUSE_PAGES``; by default on Chromium, where a
+        fresh context and page cost ~0.6 s of CPU, and not on Lightpanda,
+        where they cost ~20 ms: the backend's
+        :attr:`~scrapy_cdp_pool.backends.Backend.reuse_pages_by_default`).
+        ``identity``: the request's context's key (``""`` for none), ``None``
+        when its page must never be shared (init scripts, state saved back)."""
+        reuse = self.config.reuse_pages
+        if reuse is None:
+            reuse = self.info.backend.reuse_pages_by_default
+        return identity if reuse else None
+
+    def page_opened(
+        self,
+        keep_key: str | None,
+        target_id: str,
+        session_id: str,
+        origins: set[str],
+        keep_cookies: list[dict[str, Any]] | None,
+        applied: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        """The render opened its page (``target_id``, ``session_id``) in this
+        lease's context; ``keep_key``: see :meth:`reuse_key`; ``origins``: the
+        page's origins (filled while it renders), cleared before reuse;
+        ``keep_cookies``: the identity's cookies, set again in a kept page;
+        ``applied``: the page's per-request commands in force (see
+        :class:`IdlePage`)."""
         self.page_open = True
         self.connection.open_pages += 1
         self.connection.counters.pages += 1
+        self.keep_key, self.target_id, self.session_id = keep_key, target_id, session_id
+        self.origins = origins
+        self.keep_cookies = keep_cookies
+        self.applied = applied if applied is not None else {}
+
+    async def render_finished(
+        self, stopped_loading: Any, alongside: Awaitable[Any] | None = None
+    ) -> None:
+        """The render ended normally: the slot can be reused as soon as the
+        dispose is sent; a page to keep is stopped at ``about:blank`` now
+        (``stopped_loading``: its ``asyncio.Event``; ``alongside``: a command
+        answered before it leaves; see
+        :func:`~scrapy_cdp_pool.pool.page_reuse.stop_page`), or disposed
+        if it does not stop."""
+        self.finished_cleanly = True
+        if self.keep_key is None or self.session_id is None:
+            return
+        if not await stop_page(
+            self.cdp,
+            self.session_id,
+            stopped_loading,
+            self.config.context_close_timeout_s,
+            alongside=alongside,
+        ):
+            self.keep_key = None  # still running: dispose it rather than keep it
 
     async def dispose(self, on_sent: Callable[[], None] | None = None) -> None:
         """Dispose the context (its pages close with it). Never raises.

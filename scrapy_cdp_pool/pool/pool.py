@@ -18,8 +18,15 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+from scrapy_cdp_pool.backends import backend_of
 from scrapy_cdp_pool.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import (
+    PoolStartTimeout,
+    PoolUnavailable,
+    ServerStartError,
+    SlotWaitTimeout,
+)
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.pool.connection import ConnectionState, PooledConnection
 from scrapy_cdp_pool.pool.connection_setup import set_up_connection
@@ -30,9 +37,8 @@ from scrapy_cdp_pool.pool.routing import (
     dedicated_requires,
 )
 from scrapy_cdp_pool.pool.server_options import ServerOptions
-from scrapy_cdp_pool.pool.servers import EmbeddedServer, ServerStartError, embedded_server
+from scrapy_cdp_pool.pool.servers import EmbeddedServer, embedded_server
 from scrapy_cdp_pool.pool.slots import SlotQueue
-from scrapy_cdp_pool.render.errors import PoolUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +85,8 @@ class ConnectionPool:
         self._disposals: set[asyncio.Task[None]] = set()
         self.slots = SlotQueue(self.connections, holds)
         self.dedicated: DedicatedServers | None = None
-        if config.dedicated_servers > 0 and not config.endpoints and config.browser == "lightpanda":
+        backend = backend_of(config)
+        if config.dedicated_servers > 0 and not config.endpoints and backend.dedicated_servers:
             self.dedicated = DedicatedServers(config, self._dedicated_pool)
 
     def _dedicated_pool(self, config: PoolConfig, options: ServerOptions) -> ConnectionPool:
@@ -130,8 +137,10 @@ class ConnectionPool:
                     logger.warning(
                         "CDP_POOL_CONTEXTS_PER_CONNECTION=%d lowered to %d: %s allows "
                         "no more browser contexts per connection",
-                        capacity, limit, known.label,
-                    )  # fmt: skip
+                        capacity,
+                        limit,
+                        known.label,
+                    )
                 capacity = min(capacity, limit)
             for _ in range(self.config.connections):
                 self.connections.append(PooledConnection(index, endpoint_index, capacity))
@@ -187,7 +196,7 @@ class ConnectionPool:
         if self.state in (PoolState.CLOSING, PoolState.CLOSED):
             await cdp.close()
             return
-        if info.kind == "lightpanda":
+        if info.backend.auto_attach:
             await cdp.enable_auto_attach()
         await set_up_connection(cdp, info, self.config, embedded=self.server is not None)
         connection.attach(cdp, info)
@@ -215,8 +224,9 @@ class ConnectionPool:
             except (CDPError, OSError, ServerStartError) as e:
                 delay = _RECONNECT_BACKOFF_S[min(attempt, len(_RECONNECT_BACKOFF_S) - 1)]
                 attempt += 1
-                logger.debug("Reconnecting %s failed (%r); next try in %.2f s",
-                             connection.name, e, delay)  # fmt: skip
+                logger.debug(
+                    "Reconnecting %s failed (%r); next try in %.2f s", connection.name, e, delay
+                )
                 await asyncio.sleep(delay)
                 continue
             connection.counters.reconnects += 1
@@ -290,39 +300,62 @@ class ConnectionPool:
         downloader slots, its page is not started yet (that wait is bounded by
         the turns ahead of it, each bounded in turn).
 
-        :raises TimeoutError: past ``timeout_s``.
+        :raises PoolStartTimeout: ``timeout_s`` passed while the pool (or the
+            dedicated server) was starting.
+        :raises SlotWaitTimeout: ``timeout_s`` passed while waiting for a slot.
+        :raises TimeoutError: ``timeout_s`` passed in the caller's block.
         :raises CapabilityUnavailable: no endpoint has those capabilities.
         :raises DedicatedServerFailed: the dedicated server did not start.
         :raises PoolUnavailable: the pool could not start or is closing.
         """
-        async with asyncio.timeout(timeout_s):
-            await self.start()
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self.start()
+        except TimeoutError as e:
+            raise PoolStartTimeout(_start_timeout_text(timeout_s)) from e
         left = self.dedicated_requires(requires, server_options)
-        if left is not None and server_options is not None and self.dedicated is not None:
-            async with self.dedicated.turn(server_options) as pool, asyncio.timeout(timeout_s):
-                await self.dedicated.start(pool, server_options)
-                async with pool.lease(left) as lease:
-                    self._page_started()
-                    try:
-                        yield lease
-                    finally:
-                        self.pages_in_flight -= 1
-            return
-        async with asyncio.timeout(timeout_s):
-            if requires:
-                self.check_capabilities(requires)
-            connection = await self.slots.acquire(requires)
-            lease = ContextLease(connection, self.config)
-            self._page_started()
-            try:
-                yield lease
-            finally:
-                self.pages_in_flight -= 1
-                task = asyncio.get_running_loop().create_task(
-                    self._dispose(lease), name=f"cdp-pool dispose {connection.name}"
-                )
-                self._disposals.add(task)
-                task.add_done_callback(self._disposals.discard)
+        phase = "start"  # which wait a timeout ends: start, slot or the caller's block
+        try:
+            if left is not None and server_options is not None and self.dedicated is not None:
+                async with self.dedicated.turn(server_options) as pool, asyncio.timeout(timeout_s):
+                    await self.dedicated.start(pool, server_options)
+                    phase = "slot"
+                    async with pool.lease(left) as lease:
+                        phase = "leased"
+                        self._page_started()
+                        try:
+                            yield lease
+                        finally:
+                            self.pages_in_flight -= 1
+                return
+            phase = "slot"
+            async with asyncio.timeout(timeout_s):
+                if requires:
+                    self.check_capabilities(requires)
+                connection = await self.slots.acquire(requires)
+                phase = "leased"
+                lease = ContextLease(connection, self.config)
+                self._page_started()
+                try:
+                    yield lease
+                finally:
+                    self.pages_in_flight -= 1
+                    task = asyncio.get_running_loop().create_task(
+                        self._dispose(lease), name=f"cdp-pool dispose {connection.name}"
+                    )
+                    self._disposals.add(task)
+                    task.add_done_callback(self._disposals.discard)
+        except TimeoutError as e:
+            if phase == "start":  # a dedicated server's
+                raise PoolStartTimeout(
+                    f"the dedicated server did not start within download_timeout = {timeout_s:g} s"
+                ) from e
+            if phase == "slot":
+                raise SlotWaitTimeout(
+                    f"no browser slot within download_timeout = {timeout_s:g} s "
+                    "(every connection of the pool busy)"
+                ) from e
+            raise
 
     def _page_started(self) -> None:
         self.pages_in_flight += 1
@@ -342,7 +375,7 @@ class ConnectionPool:
         message says when ``CDP_POOL_DEDICATED_SERVERS = 0`` is why."""
         off = (
             self.server is not None
-            and self.server.kind == "lightpanda"
+            and self.server.backend.dedicated_servers
             and self.config.dedicated_servers == 0
         )
         check_capabilities(self.infos, requires, dedicated_off=off)
@@ -431,3 +464,10 @@ class ConnectionPool:
             c.row(self.endpoints[c.endpoint_index] if self.endpoints else None)
             for c in self.connections
         ]
+
+
+def _start_timeout_text(timeout_s: float | None) -> str:
+    return (
+        f"the CDP pool did not start within download_timeout = {timeout_s:g} s (the embedded "
+        "server starting, or its endpoints answering /json/version)"
+    )

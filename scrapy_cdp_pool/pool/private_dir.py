@@ -88,8 +88,9 @@ def remove_stale_dirs(root: str | None = None) -> list[Path]:
     if removed:
         logger.info(
             "Removed %d directory(ies) left by crawls that were killed: %s",
-            len(removed), ", ".join(str(p) for p in removed),
-        )  # fmt: skip
+            len(removed),
+            ", ".join(str(p) for p in removed),
+        )
     return removed
 
 

@@ -9,14 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from scrapy_cdp_pool.errors import CapabilityUnavailable
 from scrapy_cdp_pool.pool.capabilities import ServerInfo
 from scrapy_cdp_pool.pool.server_options import SERVER_LEVEL, ServerOptions
-from scrapy_cdp_pool.render.errors import PoolUnavailable
-
-
-class CapabilityUnavailable(PoolUnavailable):
-    """No endpoint of the pool can honour what a request needs (e.g. a
-    "Mozilla" user agent on a pool of Lightpanda servers)."""
 
 
 def check_capabilities(

@@ -24,14 +24,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from scrapy_cdp_pool.backends import sets_flag
 from scrapy_cdp_pool.config import PoolConfig
-
-
-def sets_flag(args: tuple[str, ...], flag: str) -> bool:
-    """Whether the user's own server arguments (``CDP_POOL_LIGHTPANDA_ARGS``,
-    ``CDP_POOL_CHROMIUM_ARGS``) give ``flag``, as ``flag value`` or
-    ``flag=value``: the plugin's own value for it is then left out."""
-    return any(arg.split("=", 1)[0] == flag for arg in args)
 
 
 def max_message_bytes(config: PoolConfig) -> int:

@@ -30,9 +30,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA, Backend, backend_of, sets_flag
 from scrapy_cdp_pool.cdp import CDPConnectError, CDPConnection, CDPError
 from scrapy_cdp_pool.cdp.transport import unix_socket_url
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover, info_from_browser_version
 from scrapy_cdp_pool.pool.heap_limit import heap_limit_args, note_stderr_line
 from scrapy_cdp_pool.pool.private_dir import make_private_dir, sweep_once
@@ -40,7 +42,6 @@ from scrapy_cdp_pool.pool.server_flags import (
     chromium_flags,
     http_cache_args,
     lightpanda_flags,
-    sets_flag,
     watchdog_ms,
 )
 from scrapy_cdp_pool.pool.server_options import ServerOptions
@@ -118,10 +119,6 @@ CHROMIUM_FLAGS = (
 LIGHTPANDA_ENV = {"LIGHTPANDA_DISABLE_TELEMETRY": "true"}
 
 
-class ServerStartError(RuntimeError):
-    """The embedded server did not start or did not get ready in time."""
-
-
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child
     os.setsid()
     if sys.platform == "linux":
@@ -179,7 +176,12 @@ class EmbeddedServer(ABC):
     removed at stop.
     """
 
-    kind: str
+    backend: Backend
+
+    @property
+    def kind(self) -> str:
+        """The backend's name, for logs and stats."""
+        return self.backend.kind
 
     def __init__(self, config: PoolConfig) -> None:
         self.config = config
@@ -222,8 +224,11 @@ class EmbeddedServer(ABC):
                 )
                 logger.warning(
                     "The embedded %s server%s (pid %s) %s; restarting it",
-                    self.kind, f" {self.purpose}" if self.purpose else "", self._proc.pid, how,
-                )  # fmt: skip
+                    self.kind,
+                    f" {self.purpose}" if self.purpose else "",
+                    self._proc.pid,
+                    how,
+                )
                 await self._kill(1.0)
                 await self._cleanup()
             self._stopping = False
@@ -367,7 +372,7 @@ class LightpandaServer(EmbeddedServer):
     ``--watchdog-ms`` below ``DOWNLOAD_TIMEOUT`` (:func:`watchdog_ms`) unless
     ``CDP_POOL_LIGHTPANDA_ARGS`` sets it."""
 
-    kind = "lightpanda"
+    backend = LIGHTPANDA
 
     def _on_stderr_line(self, line: bytes) -> None:
         note_stderr_line(line)  # a page over CDP_POOL_PAGE_HEAP_LIMIT_MB
@@ -414,13 +419,20 @@ class LightpandaServer(EmbeddedServer):
         if sets_flag(self.config.lightpanda_args, "--watchdog-ms"):
             watchdog = []
         argv = [
-            binary, "serve", "--unix-socket", path,
-            "--cdp-max-connections", str(max_connections),
-            "--log-level", "error", *watchdog, *lightpanda_flags(self.config),
-            *heap_limit_args(self.config, "lightpanda"),
+            binary,
+            "serve",
+            "--unix-socket",
+            path,
+            "--cdp-max-connections",
+            str(max_connections),
+            "--log-level",
+            "error",
+            *watchdog,
+            *lightpanda_flags(self.config),
+            *heap_limit_args(self.config, LIGHTPANDA),
             *http_cache_args(self.config, self._dir()),
             *self.config.lightpanda_args,
-        ]  # fmt: skip
+        ]
         proc = await self._spawn(argv)
         endpoint = unix_socket_url(path)
         delay = 0.01
@@ -454,7 +466,7 @@ class ChromiumServer(EmbeddedServer):
     closing it makes Chromium exit, and :meth:`ensure_running` starts a new
     one."""
 
-    kind = "chromium"
+    backend = CHROMIUM
 
     def __init__(self, config: PoolConfig) -> None:
         super().__init__(config)
@@ -498,13 +510,17 @@ class ChromiumServer(EmbeddedServer):
             # then not counted in cdp_pool/resources_blocked).
             extra.append("--blink-settings=imagesEnabled=false")
         argv = [
-            path, *CHROMIUM_FLAGS, *extra, *chromium_flags(self.config),
-            *heap_limit_args(self.config, "chromium"), *self.config.chromium_args,
+            path,
+            *CHROMIUM_FLAGS,
+            *extra,
+            *chromium_flags(self.config),
+            *heap_limit_args(self.config, CHROMIUM),
+            *self.config.chromium_args,
             "--remote-debugging-pipe",
             f"--user-data-dir={private / 'profile'}",
             f"--crash-dumps-dir={private / 'crashes'}",
             "about:blank",
-        ]  # fmt: skip
+        ]
         to_browser = os.pipe()  # (read: its fd 3, write: ours)
         from_browser = os.pipe()  # (read: ours, write: its fd 4)
         try:
@@ -517,10 +533,12 @@ class ChromiumServer(EmbeddedServer):
         os.close(from_browser[1])
         name = f"pipe:chromium/{proc.pid}"
         self.cdp = await CDPConnection.open_pipe(
-            name, to_browser[1], from_browser[0],
+            name,
+            to_browser[1],
+            from_browser[0],
             command_timeout_s=self.config.command_timeout_s,
             max_message_bytes=self.config.max_message_bytes,
-        )  # fmt: skip
+        )
         exited: asyncio.Future[int] = asyncio.ensure_future(proc.wait())
         answer = asyncio.ensure_future(self.cdp.send("Browser.getVersion", timeout_s=3600))
         waited: set[asyncio.Future[Any]] = {answer, exited}
@@ -566,13 +584,18 @@ def embedded_server(
     if dedicated_to is not None:
         config = dataclasses.replace(
             config,
-            browser="lightpanda",
+            browser=LIGHTPANDA.kind,
             lightpanda_args=(*config.lightpanda_args, *dedicated_to.lightpanda_args()),
         )
         server = LightpandaServer(config)
         server.purpose = f"for {dedicated_to.label}"
         server.extra_env = dedicated_to.lightpanda_env()
         return server
-    if config.browser == "chromium":
-        return ChromiumServer(config)
-    return LightpandaServer(config)
+    server_class = _SERVERS.get(backend_of(config), LightpandaServer)
+    return server_class(config)
+
+
+_SERVERS: dict[Backend, type[EmbeddedServer]] = {
+    LIGHTPANDA: LightpandaServer,
+    CHROMIUM: ChromiumServer,
+}

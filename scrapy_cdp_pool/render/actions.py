@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.render.errors import ActionUnsupported
+from scrapy_cdp_pool.backends import Backend, Capability
+from scrapy_cdp_pool.errors import ActionUnsupported
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -205,14 +206,15 @@ LIGHTPANDA_UNSUPPORTED: dict[str, tuple[Callable[[Action], bool], str]] = {
 }
 
 
-def check_supported(actions: tuple[Action, ...], kind: str) -> None:
-    """Fail before the page is opened when the backend (``kind``, e.g.
-    ``"lightpanda"``) cannot perform one of ``actions``.
+def check_supported(actions: tuple[Action, ...], backend: Backend) -> None:
+    """Fail before the page is opened when ``backend`` (one without
+    :attr:`Capability.LAYOUT <scrapy_cdp_pool.backends.Capability.LAYOUT>`:
+    Lightpanda) cannot perform one of ``actions``.
 
     :raises ActionUnsupported: naming the action, its position, the backend
         and what to do (use Chromium).
     """
-    if kind != "lightpanda":
+    if backend.can(Capability.LAYOUT):
         return
     for index, action in enumerate(actions):
         check = LIGHTPANDA_UNSUPPORTED.get(action.name)

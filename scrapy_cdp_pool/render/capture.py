@@ -42,9 +42,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-META_KEY = "cdp_capture"
-RESULT_META_KEY = "cdp_network"
-
 
 @dataclass(frozen=True)
 class CaptureRule:
@@ -206,9 +203,10 @@ class NetworkCapture:
             return
         try:
             result = await self.page.command(
-                "Network.getResponseBody", {"requestId": request_id},
+                "Network.getResponseBody",
+                {"requestId": request_id},
                 self.page.spec.action_timeout_s,
-            )  # fmt: skip
+            )
         except (CDPError, TimeoutError) as e:
             entry["body_skipped"] = f"the browser did not give it: {e}"
             return

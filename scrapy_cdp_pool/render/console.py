@@ -25,8 +25,6 @@ from typing import Any
 
 from scrapy_cdp_pool.messages import cap_message
 
-META_KEY = "cdp_console"
-RESULT_META_KEY = "cdp_console_messages"
 #: most messages kept per request (a page logging in a loop cannot fill memory)
 MAX_MESSAGES = 100
 #: longest text kept per message, in characters (the marker included)
@@ -52,7 +50,6 @@ class ConsoleLog:
         self.started_at = started_at
         self.entries: list[dict[str, Any]] = []
         self.dropped = 0
-        self.exceptions = 0
 
     def on_event(self, method: str, params: dict[str, Any]) -> None:
         if method == "Runtime.consoleAPICalled":
@@ -63,7 +60,6 @@ class ConsoleLog:
             exception = details.get("exception") or {}
             kind = "exception"
             text = str(exception.get("description") or details.get("text") or "exception")
-            self.exceptions += 1
         else:
             return
         if len(self.entries) >= MAX_MESSAGES:

@@ -148,17 +148,25 @@ class ContextOptions:
             commands.append(("Emulation.setTimezoneOverride", {"timezoneId": self.timezone_id}))
         if self.viewport:
             width, height = self.viewport
-            commands.append((
-                "Emulation.setDeviceMetricsOverride",
-                {"width": width, "height": height,
-                 "deviceScaleFactor": self.device_scale_factor or 1, "mobile": self.is_mobile},
-            ))  # fmt: skip
+            commands.append(
+                (
+                    "Emulation.setDeviceMetricsOverride",
+                    {
+                        "width": width,
+                        "height": height,
+                        "deviceScaleFactor": self.device_scale_factor or 1,
+                        "mobile": self.is_mobile,
+                    },
+                )
+            )
         if self.geolocation:
             latitude, longitude, accuracy = self.geolocation
-            commands.append((
-                "Emulation.setGeolocationOverride",
-                {"latitude": latitude, "longitude": longitude, "accuracy": accuracy},
-            ))  # fmt: skip
+            commands.append(
+                (
+                    "Emulation.setGeolocationOverride",
+                    {"latitude": latitude, "longitude": longitude, "accuracy": accuracy},
+                )
+            )
         if self.extra_http_headers:
             commands.append(
                 ("Network.setExtraHTTPHeaders", {"headers": dict(self.extra_http_headers)})

@@ -50,8 +50,13 @@ class DialogAnswerer:
         self.seen.append(
             {"type": kind, "message": str(params.get("message", "")), "accepted": self.accept}
         )
-        logger.debug("%s: %s dialog %r %s", self.page.spec.url, kind, params.get("message"),
-                     "accepted" if self.accept else "dismissed")  # fmt: skip
+        logger.debug(
+            "%s: %s dialog %r %s",
+            self.page.spec.url,
+            kind,
+            params.get("message"),
+            "accepted" if self.accept else "dismissed",
+        )
         if self.browser_answers:
             return
         answer: dict[str, Any] = {"accept": self.accept}

@@ -18,8 +18,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.cdp import CDPError, CDPRequestTooLarge
+from scrapy_cdp_pool.errors import ResponseTooLarge
 from scrapy_cdp_pool.render.document import DocumentResponse
-from scrapy_cdp_pool.render.errors import ResponseTooLarge
 from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
 from scrapy_cdp_pool.render.url_patterns import matches_any
 
@@ -212,9 +212,12 @@ class FetchInterceptor:
         if maxsize and expected is not None and expected > maxsize:
             raise ResponseTooLarge(self.page.spec.url, expected, maxsize, expected=True)
         document = DocumentResponse(
-            url=url, status=status, headers=headers, network_id=params.get("networkId"),
+            url=url,
+            status=status,
+            headers=headers,
+            network_id=params.get("networkId"),
             received_at=time.monotonic(),
-        )  # fmt: skip
+        )
         if not is_raw_document(status, headers):
             self.page.tracker.on_document(document)
             await self.page.command("Fetch.continueRequest", {"requestId": request_id})
@@ -274,15 +277,23 @@ class FetchInterceptor:
         return hands_back_redirects(self.page.spec) and self.page.tracker.document is None
 
     async def _hand_back(
-        self, request_id: str, url: str, status: int, headers: list[tuple[str, str]],
+        self,
+        request_id: str,
+        url: str,
+        status: int,
+        headers: list[tuple[str, str]],
         params: dict[str, Any],
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Take a redirect as the document (no body: Chromium cannot read a
         redirect's) and stop the navigation there."""
         document = DocumentResponse(
-            url=url, status=status, headers=headers, network_id=params.get("networkId"),
-            body=b"", received_at=time.monotonic(),
-        )  # fmt: skip
+            url=url,
+            status=status,
+            headers=headers,
+            network_id=params.get("networkId"),
+            body=b"",
+            received_at=time.monotonic(),
+        )
         self.page.tracker.on_document(document)
         await self._abort(request_id)
 
@@ -296,7 +307,12 @@ class FetchInterceptor:
 
 
 def cdp_resource_type(name: str) -> str:
-    special = {"xhr": "XHR", "texttrack": "TextTrack", "eventsource": "EventSource",
-               "websocket": "WebSocket", "signedexchange": "SignedExchange",
-               "cspviolationreport": "CSPViolationReport"}  # fmt: skip
+    special = {
+        "xhr": "XHR",
+        "texttrack": "TextTrack",
+        "eventsource": "EventSource",
+        "websocket": "WebSocket",
+        "signedexchange": "SignedExchange",
+        "cspviolationreport": "CSPViolationReport",
+    }
     return special.get(name, name.capitalize())

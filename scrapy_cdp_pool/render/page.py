@@ -19,23 +19,24 @@ from collections.abc import Coroutine
 from typing import Any
 from urllib.parse import urlsplit
 
+from scrapy_cdp_pool.backends import CHROMIUM, Backend
 from scrapy_cdp_pool.cdp import (
     CDPConnection,
     CDPConnectionClosed,
     CDPProtocolError,
     CDPRequestTooLarge,
 )
-from scrapy_cdp_pool.render.capture import NetworkCapture
-from scrapy_cdp_pool.render.console import ConsoleLog
-from scrapy_cdp_pool.render.dialogs import DialogAnswerer
-from scrapy_cdp_pool.render.document import DocumentTracker
-from scrapy_cdp_pool.render.errors import (
+from scrapy_cdp_pool.errors import (
     NavigationFailed,
     NavigationToOtherScheme,
     PageCrashed,
     PageScriptError,
     ResponseTooLarge,
 )
+from scrapy_cdp_pool.render.capture import NetworkCapture
+from scrapy_cdp_pool.render.console import ConsoleLog
+from scrapy_cdp_pool.render.dialogs import DialogAnswerer
+from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.interception import FetchInterceptor, cdp_resource_type
 from scrapy_cdp_pool.render.navigation_schemes import SchemeFilter
 from scrapy_cdp_pool.render.network_idle import NetworkActivity
@@ -52,9 +53,11 @@ _READ_HTML = (
     " + document.documentElement.outerHTML)"
 )
 _CONTEXT_GONE = (
-    "Execution context was destroyed", "Cannot find context", "context not found",
+    "Execution context was destroyed",
+    "Cannot find context",
+    "context not found",
     "Inspected target navigated or closed",
-)  # fmt: skip
+)
 
 
 class Page:
@@ -69,7 +72,7 @@ class Page:
         target_id: str,
         session_id: str,
         spec: RenderSpec,
-        kind: str = "chromium",
+        backend: Backend = CHROMIUM,
     ) -> None:
         self.cdp = cdp
         self.target_id = target_id
@@ -78,7 +81,7 @@ class Page:
         self.tracker = DocumentTracker(main_frame_id=target_id)
         self.interceptor = FetchInterceptor(self)
         self.dialogs = DialogAnswerer(
-            self, accept=spec.dialogs == "accept", browser_answers=kind == "lightpanda"
+            self, accept=spec.dialogs == "accept", browser_answers=backend.answers_dialogs
         )
         self.network = NetworkActivity()
         self.schemes = SchemeFilter(target_id)
@@ -115,7 +118,7 @@ class Page:
         unsupported: frozenset[str] = frozenset(),
         pipeline_navigation: bool = False,
         user_agent: tuple[str, dict[str, Any]] | None = None,
-        kind: str = "chromium",
+        backend: Backend = CHROMIUM,
         guard_cache: bool = False,
     ) -> Page:
         """Create a blank target in ``context_id``, attach to it, enable the
@@ -141,7 +144,7 @@ class Page:
                 "Target.attachToTarget", {"targetId": target_id, "flatten": True}
             )
             session_id = attached["sessionId"]
-        page = cls(cdp, target_id, session_id, spec, kind)
+        page = cls(cdp, target_id, session_id, spec, backend)
         page.guard_cache = guard_cache
         context = spec.context
         fetch = _fetch_params(spec, unsupported, guard_cache)
@@ -192,7 +195,7 @@ class Page:
         *,
         clear_cookies: bool,
         user_agent: tuple[str, dict[str, Any]] | None = None,
-        kind: str = "chromium",
+        backend: Backend = CHROMIUM,
         guard_cache: bool = False,
         applied: dict[str, dict[str, Any]] | None = None,
     ) -> Page:
@@ -204,7 +207,7 @@ class Page:
         refilled from Scrapy's, are sent and answered before the navigation
         starts. Nothing is sent when nothing differs (the usual case: one
         round trip and an interception set-up less per page)."""
-        page = cls(cdp, target_id, session_id, spec, kind)
+        page = cls(cdp, target_id, session_id, spec, backend)
         page.guard_cache = guard_cache
         page.applied = dict(applied or {})
         wanted = [("Fetch.enable", _fetch_params(spec, guard_cache=guard_cache))]
@@ -273,8 +276,9 @@ class Page:
                     f"{timeout_s:g} s (CDP_POOL_NAVIGATION_TIMEOUT_SECONDS, "
                     'meta["cdp_navigation_timeout"])'
                 ) from e
-            logger.debug("%s: no load event within %.1f s; reading the page as is",
-                          self.spec.url, timeout_s)  # fmt: skip
+            logger.debug(
+                "%s: no load event within %.1f s; reading the page as is", self.spec.url, timeout_s
+            )
         finally:
             if not navigate.done():
                 navigate.cancel()

@@ -33,19 +33,9 @@ from urllib.parse import unquote, urlsplit
 
 from scrapy import Request
 
+from scrapy_cdp_pool.errors import ProxyConflict, ProxyUnsupported
 from scrapy_cdp_pool.pool.server_options import without_credentials
 from scrapy_cdp_pool.render.context_options import ContextOptions
-from scrapy_cdp_pool.render.errors import RenderError
-
-
-class ProxyUnsupported(RenderError):
-    """A request's ``meta["proxy"]`` cannot be honoured by the pool (the
-    message says why); the request is not sent. Not retried."""
-
-
-class ProxyConflict(ProxyUnsupported):
-    """A request names a profile with its own proxy and, in ``meta["proxy"]``,
-    another one. Not retried."""
 
 
 @dataclass(frozen=True)

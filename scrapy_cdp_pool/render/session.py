@@ -12,20 +12,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scrapy_cdp_pool.cdp import CDPConnectionClosed
-from scrapy_cdp_pool.pool.heap_limit import lightpanda_hit
-from scrapy_cdp_pool.pool.lease import ContextLease
-from scrapy_cdp_pool.pool.page_reuse import stop_page
-from scrapy_cdp_pool.render.actions import Action, check_supported, run_action
-from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
-from scrapy_cdp_pool.render.cookies import browser_cookies
-from scrapy_cdp_pool.render.document import DocumentResponse
-from scrapy_cdp_pool.render.errors import (
+from scrapy_cdp_pool.errors import (
     ActionError,
     PageCrashed,
     PageMemoryExceeded,
     PageScriptError,
     ResponseTooLarge,
 )
+from scrapy_cdp_pool.pool.heap_limit import lightpanda_hit
+from scrapy_cdp_pool.pool.lease import ContextLease
+from scrapy_cdp_pool.render.actions import Action, check_supported, run_action
+from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
+from scrapy_cdp_pool.render.cookies import browser_cookies
+from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.spec import RenderSpec
@@ -108,19 +107,25 @@ async def render(
     :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
         CDPError: see :mod:`scrapy_cdp_pool.render.errors`.
     """
-    check_supported(spec.actions, lease.info.kind)
+    check_supported(spec.actions, lease.info.backend)
     options = spec.context
     key = reuse_key(lease, spec)
     idle = lease.take_idle_page(key) if key is not None else None
     user_agent = user_agent_command(spec, lease.info)
     if idle is not None:
         page = await Page.reattach(
-            lease.cdp, idle.context_id, idle.target_id, idle.session_id, spec,
+            lease.cdp,
+            idle.context_id,
+            idle.target_id,
+            idle.session_id,
+            spec,
             # cleaned when it was kept: no cookie unless a profile's were set again
             clear_cookies=(options is None or not options.name) and not idle.no_cookies,
-            user_agent=user_agent, kind=lease.info.kind, guard_cache=True,
+            user_agent=user_agent,
+            backend=lease.info.backend,
+            guard_cache=True,
             applied=idle.applied,
-        )  # fmt: skip
+        )
     else:
         await lease.evict_idle_pages()
         context_id = await lease.new_context(
@@ -140,17 +145,20 @@ async def render(
             network_events=not lease.info.set_cookie_in_fetch_headers,
             default_user_agent=lease.info.default_user_agent,
             unsupported=lease.info.unsupported,
-            pipeline_navigation=lease.info.kind == "lightpanda",
+            pipeline_navigation=lease.info.backend.pipeline_navigation,
             user_agent=user_agent,
-            kind=lease.info.kind,
+            backend=lease.info.backend,
             # A kept page's cache outlives this request (see FetchInterceptor).
             guard_cache=lease.info.cache_ignores_cookies or key is not None,
         )
-    lease.page_opened()
-    lease.keep_key, lease.target_id, lease.session_id = key, page.target_id, page.session_id
-    lease.origins = page.origins
-    lease.applied = page.applied
-    lease.keep_cookies = options.storage_cookies() if options is not None else None
+    lease.page_opened(
+        key,
+        page.target_id,
+        page.session_id,
+        page.origins,
+        options.storage_cookies() if options is not None else None,
+        page.applied,
+    )
     if hooks is not None:
         page.tracker.on_response = hooks.on_document
     try:
@@ -223,8 +231,7 @@ async def _render_page(
     network = None
     if page.capture is not None:
         network = await page.capture.collect(spec.action_timeout_s)
-    cookies = await _read_cookies_and_stop(lease, page, collect_cookies, spec.action_timeout_s)
-    lease.finished_cleanly = True
+    cookies = await _read_cookies_and_finish(lease, page, collect_cookies, spec.action_timeout_s)
     headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
     headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
     meta: dict[str, Any] = {"cdp_dialogs_seen": list(page.dialogs.seen)}
@@ -249,20 +256,20 @@ async def _render_page(
     return result
 
 
-async def _read_cookies_and_stop(
+async def _read_cookies_and_finish(
     lease: ContextLease, page: Page, collect_cookies: bool, timeout_s: float
 ) -> list[dict[str, Any]] | None:
-    """The context's cookies when ``collect_cookies`` (else ``None``), and a
-    page to keep stopped (:func:`stop_page`), its session storage cleared in
-    the same round trip as the cookie read."""
+    """The context's cookies when ``collect_cookies`` (else ``None``), then
+    the render finished (:meth:`ContextLease.render_finished`: a page to keep
+    is stopped), its session storage cleared in the same round trip as the
+    cookie read."""
     reading = asyncio.ensure_future(browser_cookies(page, timeout_s)) if collect_cookies else None
     try:
-        if lease.keep_key is not None and not await stop_page(
-            lease.cdp, page.session_id, page.stopped_loading,
-            lease.config.context_close_timeout_s, alongside=reading,
-        ):  # fmt: skip
-            lease.keep_key = None  # still running: dispose it rather than keep it
+        await lease.render_finished(page.stopped_loading, alongside=reading)
         return await reading if reading is not None else None
+    except BaseException:
+        lease.finished_cleanly = False  # the cookie read failed: the render did
+        raise
     finally:
         if reading is not None and not reading.done():
             reading.cancel()
@@ -296,7 +303,7 @@ async def _memory_exceeded(lease: ContextLease, page: Page) -> PageMemoryExceede
     limit = lease.config.page_heap_limit_mb
     if limit is None or lease.config.endpoints:
         return None
-    if lease.info.kind == "lightpanda":
+    if lease.info.backend.heap_limit_from_server:
         urls = {page.spec.url}
         if page.tracker.document is not None:
             urls.add(page.tracker.document.url)
@@ -311,24 +318,18 @@ async def _memory_exceeded(lease: ContextLease, page: Page) -> PageMemoryExceede
 
 
 def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
-    """The identity key under which this request's page may be reused, or
-    ``None`` for a fresh context (``CDP_POOL_REUSE_PAGES``; by default on
-    Chromium, where a fresh context and page cost ~0.6 s of CPU, and not on
-    Lightpanda, where they cost ~20 ms). A profile whose state is saved back
-    always gets a fresh context: saving closes its page; a page is reused
-    only with the state it was made with (:attr:`ContextOptions.state_digest`);
-    a page with init scripts is never reused, nor given to one that has them."""
-    reuse = lease.config.reuse_pages
-    if reuse is None:
-        reuse = lease.info.kind != "lightpanda"
-    if not reuse or spec.init_scripts:
-        return None  # a page keeps its init scripts: one that ran some is not reused
+    """The key under which this request's page may be reused
+    (:meth:`ContextLease.reuse_key <scrapy_cdp_pool.pool.lease.ContextLease.reuse_key>`).
+    A profile whose state is saved back always gets a fresh context: saving
+    closes its page; a page is reused only with the state it was made with
+    (:attr:`ContextOptions.state_digest`); a page with init scripts is never
+    reused, nor given to one that has them."""
     options = spec.context
+    if spec.init_scripts or (options is not None and options.save_state):
+        return lease.reuse_key(None)
     if options is None:
-        return ""
-    if options.save_state:
-        return None
-    return f"{options.name}#{options.state_digest}{options.proxy_key}"
+        return lease.reuse_key("")
+    return lease.reuse_key(f"{options.name}#{options.state_digest}{options.proxy_key}")
 
 
 async def _storage_state(

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.cdp import CDPError
+from scrapy_cdp_pool.errors import PageScriptError
 from scrapy_cdp_pool.messages import cap_message
-from scrapy_cdp_pool.render.errors import PageScriptError
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page

@@ -28,6 +28,7 @@ import logging
 import re
 from typing import Any
 
+from scrapy_cdp_pool.backends import Capability
 from scrapy_cdp_pool.pool.capabilities import ServerInfo
 from scrapy_cdp_pool.render.spec import RenderSpec
 
@@ -35,10 +36,15 @@ logger = logging.getLogger(__name__)
 
 _CHROME = re.compile(r"\b(?:Chrome|CriOS)/(\d+)((?:\.\d+){0,3})")
 _PLATFORMS = (  # (substring of the user agent, Sec-CH-UA-Platform), first match wins
-    ("Android", "Android"), ("Windows", "Windows"), ("CrOS", "Chrome OS"),
-    ("Macintosh", "macOS"), ("Mac OS X", "macOS"), ("iPhone", "iOS"), ("iPad", "iOS"),
+    ("Android", "Android"),
+    ("Windows", "Windows"),
+    ("CrOS", "Chrome OS"),
+    ("Macintosh", "macOS"),
+    ("Mac OS X", "macOS"),
+    ("iPhone", "iOS"),
+    ("iPad", "iOS"),
     ("Linux", "Linux"),
-)  # fmt: skip
+)
 
 
 def wanted_user_agent(spec: RenderSpec) -> str | None:
@@ -96,7 +102,7 @@ def user_agent_command(spec: RenderSpec, info: ServerInfo) -> tuple[str, dict[st
     wanted = wanted_user_agent(spec)
     context = spec.context
     locale = context.locale if context is not None else None
-    if info.kind == "lightpanda":
+    if not info.backend.can(Capability.USER_AGENT_MOZILLA):  # Lightpanda
         if not wanted or refused_by(info, wanted):
             return None
         params: dict[str, Any] = {"userAgent": wanted}
@@ -128,8 +134,10 @@ class RefusedUserAgentWarning:
             return
         self.warned = True
         logger.warning(
-            "Lightpanda refuses user agents containing \"Mozilla\": rendered requests with "
+            'Lightpanda refuses user agents containing "Mozilla": rendered requests with '
             "User-Agent %r go out with Lightpanda's own, %r (set USER_AGENT without "
-            "\"Mozilla\", or CDP_POOL_BROWSER = \"chromium\", to send yours)",
-            wanted, info.default_user_agent or "Lightpanda/<version>", extra=extra,
-        )  # fmt: skip
+            '"Mozilla", or CDP_POOL_BROWSER = "chromium", to send yours)',
+            wanted,
+            info.default_user_agent or "Lightpanda/<version>",
+            extra=extra,
+        )

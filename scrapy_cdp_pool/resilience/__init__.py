@@ -2,14 +2,11 @@
 per-host limits, failures recorded by reason, bad requests refused by name.
 The add-on installs all of them."""
 
+from scrapy_cdp_pool.errors import InvalidRequestMeta, UnserializableRequestError
 from scrapy_cdp_pool.resilience.failures import FailureRecorderMiddleware
 from scrapy_cdp_pool.resilience.host_limits import HostLimits
 from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
-from scrapy_cdp_pool.resilience.request_checks import (
-    InvalidRequestMeta,
-    RequestChecksMiddleware,
-    UnserializableRequestError,
-)
+from scrapy_cdp_pool.resilience.request_checks import RequestChecksMiddleware
 from scrapy_cdp_pool.resilience.retry import RetryPolicyMiddleware
 
 __all__ = [

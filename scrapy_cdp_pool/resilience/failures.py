@@ -27,8 +27,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.response import response_status_message
 
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.messages import cap_message
+from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -54,7 +54,7 @@ class FailureRecorderMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, PoolConfig.from_settings(crawler.settings).failures_file)
+        return cls(crawler, runtime_of(crawler).config.failures_file)
 
     def process_response(self, request: Request, response: Response) -> Response:
         if response.status >= 400:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for, host_of
+from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.scheduling.gates import RequestGates, host_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -61,10 +61,11 @@ class HostLimits:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        config = PoolConfig.from_settings(crawler.settings)
+        runtime = runtime_of(crawler)
+        config = runtime.config
         if config.host_concurrency is None and config.host_rate is None:
             raise NotConfigured  # no per-host limit: nothing to install
-        return cls(crawler, gates_for(crawler), config.host_concurrency, config.host_rate)
+        return cls(crawler, runtime.gates, config.host_concurrency, config.host_rate)
 
     def is_open(self, host: str) -> bool:
         """Host gate: room under the concurrency limit, and the host's last

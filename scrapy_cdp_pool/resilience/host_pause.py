@@ -39,7 +39,8 @@ from scrapy.http import Response
 
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.resilience.backoff import parse_retry_after, pause_delay
-from scrapy_cdp_pool.scheduling.gates import RequestGates, gates_for, url_host
+from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.scheduling.gates import RequestGates, url_host
 
 if TYPE_CHECKING:
     from typing import Self
@@ -69,7 +70,8 @@ class HostPauseMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, gates_for(crawler), PoolConfig.from_settings(crawler.settings))
+        runtime = runtime_of(crawler)
+        return cls(crawler, runtime.gates, runtime.config)
 
     def process_response(self, request: Request, response: Response) -> Response:
         if request.meta.pop(_OBSERVED_META_KEY, False) or "cached" in response.flags:
@@ -103,8 +105,12 @@ class HostPauseMiddleware:
             logger.warning(
                 "%s asked for a %.1f s pause (Retry-After: %r); pausing %.1f s, "
                 "CDP_POOL_RETRY_BACKOFF_MAX_SECONDS",
-                host, seconds, header, self.max_s, extra={"crawler": self.crawler},
-            )  # fmt: skip
+                host,
+                seconds,
+                header,
+                self.max_s,
+                extra={"crawler": self.crawler},
+            )
             seconds = self.max_s
         if seconds <= 0:
             return
@@ -116,9 +122,12 @@ class HostPauseMiddleware:
         self.stats.max_value("cdp_pool/host_pause_seconds_max", round(seconds, 3))
         logger.info(
             "Pausing requests to %s for %.1f s (HTTP %d, Retry-After: %s)",
-            host, seconds, status, header.decode("latin-1") if header else "none",
+            host,
+            seconds,
+            status,
+            header.decode("latin-1") if header else "none",
             extra={"crawler": self.crawler},
-        )  # fmt: skip
+        )
         self.gates.wake(seconds)
 
     def remaining(self, host: str) -> float:

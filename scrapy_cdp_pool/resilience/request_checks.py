@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
+from scrapy_cdp_pool.errors import InvalidRequestMeta, UnserializableRequestError
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import (
     INVALID_META_KEY,
     NOT_BEFORE_META_KEY,
-    gates_for,
     not_before_problem,
 )
 from scrapy_cdp_pool.scheduling.queue import UNSERIALIZABLE_META_KEY
@@ -34,15 +35,6 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
-
-
-class UnserializableRequestError(ValueError):
-    """The request cannot be stored in ``JOBDIR``; the message names why."""
-
-
-class InvalidRequestMeta(ValueError):
-    """A meta value of the request is invalid; the message names the key, the
-    value and what is expected. Not retried."""
 
 
 def unserializable_parts(request: Request, spider: Any) -> list[str]:
@@ -66,7 +58,7 @@ def unserializable_parts(request: Request, spider: Any) -> list[str]:
 class RequestChecksMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.gates = gates_for(crawler)
+        self.gates = runtime_of(crawler).gates
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

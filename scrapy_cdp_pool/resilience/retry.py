@@ -5,9 +5,8 @@ It replaces :class:`scrapy.downloadermiddlewares.retry.RetryMiddleware` (the
 add-on swaps them, same order 550) and reads the same settings and meta keys:
 ``RETRY_ENABLED``, ``RETRY_TIMES``, ``RETRY_HTTP_CODES``, ``RETRY_EXCEPTIONS``,
 ``RETRY_PRIORITY_ADJUST``, ``RETRY_GIVE_UP_LOG_LEVEL``; ``dont_retry``,
-``max_retry_times``, ``priority_adjust``, ``give_up_log_level``. The retry
-request is built by Scrapy's own
-:func:`~scrapy.downloadermiddlewares.retry.get_retry_request` (same stats, same
+``max_retry_times``, ``priority_adjust``, ``give_up_log_level``. It is a
+subclass of Scrapy's, so the retry request is Scrapy's own (same stats, same
 logs). Two differences:
 
 - 4xx are not retried, except 429: when ``RETRY_HTTP_CODES`` is left at Scrapy's
@@ -24,18 +23,16 @@ Each retry is a new request, so it is rendered in a fresh browser context.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from scrapy import Request
-from scrapy.downloadermiddlewares.retry import get_retry_request
-from scrapy.exceptions import NotConfigured
+from scrapy import Request, Spider
+from scrapy.downloadermiddlewares.retry import RetryMiddleware
 from scrapy.http import Response
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
-from scrapy.utils.misc import load_object
 from scrapy.utils.response import response_status_message
 
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.resilience.backoff import backoff_delay, parse_retry_after
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import NOT_BEFORE_META_KEY
 
 if TYPE_CHECKING:
@@ -52,25 +49,20 @@ def retry_http_codes(settings: BaseSettings) -> frozenset[int]:
     return frozenset(codes)
 
 
-class RetryPolicyMiddleware:
-    """Stat: ``cdp_pool/retry_delay_seconds_max``, the longest wait before a
+class RetryPolicyMiddleware(RetryMiddleware):
+    """Scrapy's :class:`~scrapy.downloadermiddlewares.retry.RetryMiddleware`
+    (its settings, meta keys and retry request), with the retry codes of
+    :func:`retry_http_codes` and the backoff above.
+
+    Stat: ``cdp_pool/retry_delay_seconds_max``, the longest wait before a
     retry; Scrapy's ``retry/count``, ``retry/reason_count/<reason>`` and
     ``retry/max_reached`` as usual."""
 
     def __init__(self, crawler: Crawler) -> None:
-        settings = crawler.settings
-        if not settings.getbool("RETRY_ENABLED"):
-            raise NotConfigured
-        config = PoolConfig.from_settings(settings)
+        super().__init__(crawler.settings)  # NotConfigured without RETRY_ENABLED
+        config = runtime_of(crawler).config
         self.crawler = crawler
-        self.max_retry_times = settings.getint("RETRY_TIMES")
-        self.retry_http_codes = retry_http_codes(settings)
-        self.priority_adjust = settings.getint("RETRY_PRIORITY_ADJUST")
-        self.give_up_log_level = settings["RETRY_GIVE_UP_LOG_LEVEL"]
-        self.exceptions_to_retry = tuple(
-            load_object(path) if isinstance(path, str) else path
-            for path in settings.getlist("RETRY_EXCEPTIONS")
-        )
+        self.retry_http_codes = set(retry_http_codes(crawler.settings))
         self.backoff_base_s = config.retry_backoff_base_s
         self.backoff_max_s = config.retry_backoff_max_s
 
@@ -78,7 +70,9 @@ class RetryPolicyMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
-    def process_response(self, request: Request, response: Response) -> Request | Response:
+    def process_response(
+        self, request: Request, response: Response, spider: Spider | None = None
+    ) -> Request | Response:
         if request.meta.get("dont_retry", False) or response.status not in self.retry_http_codes:
             return response
         wait_s = 0.0
@@ -87,25 +81,13 @@ class RetryPolicyMiddleware:
         reason = response_status_message(response.status)
         return self._retry(request, reason, wait_s) or response
 
-    def process_exception(self, request: Request, exception: Exception) -> Request | None:
-        if isinstance(exception, self.exceptions_to_retry) and not request.meta.get(
-            "dont_retry", False
-        ):
-            return self._retry(request, exception, 0.0)
-        return None
-
-    def _retry(self, request: Request, reason: str | Exception, wait_s: float) -> Request | None:
-        meta: dict[str, Any] = request.meta
-        spider = self.crawler.spider
-        assert spider is not None  # noqa: S101 - downloads run with an open spider
-        retry = get_retry_request(
-            request,
-            spider=spider,
-            reason=reason,
-            max_retry_times=meta.get("max_retry_times", self.max_retry_times),
-            priority_adjust=meta.get("priority_adjust", self.priority_adjust),
-            give_up_log_level=meta.get("give_up_log_level", self.give_up_log_level),
-        )
+    def _retry(
+        self, request: Request, reason: str | Exception | type[Exception], wait_s: float = 0.0
+    ) -> Request | None:
+        """Scrapy's retry request (None: no retries left), held in the queue
+        until its backoff (at least ``wait_s``, the response's
+        ``Retry-After``) is over."""
+        retry = super()._retry(request, reason)
         if retry is None:
             return None
         delay_s = backoff_delay(retry.meta["retry_times"], self.backoff_base_s, self.backoff_max_s)

@@ -28,7 +28,6 @@ import logging
 import math
 import time
 import uuid
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
@@ -37,8 +36,8 @@ from scrapy import Request
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.scheduling.identity_locks import IdentityLocks, LocalIdentityLocks
+from scrapy_cdp_pool.scrapy_internals import wake_engine
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -171,7 +170,15 @@ class HostPauses(Protocol):
 
 
 class RequestGates:
-    def __init__(self, crawler: Crawler, locks: IdentityLocks | None = None) -> None:
+    """The crawler's gates; one per crawler, held by its
+    :class:`~scrapy_cdp_pool.runtime.CrawlerRuntime` (``runtime.gates``).
+
+    ``max_wait_s``: ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS``.
+    """
+
+    def __init__(
+        self, crawler: Crawler, locks: IdentityLocks | None = None, *, max_wait_s: float = 60.0
+    ) -> None:
         self.crawler = crawler
         self.locks: IdentityLocks = locks or LocalIdentityLocks()
         self._host_checks: list[HostCheck] = []
@@ -179,21 +186,12 @@ class RequestGates:
         self._finish_hooks: list[FinishHook] = []
         self._start_checks: list[StartCheck] = []
         self._wakes: dict[float, Any] = {}
-        self._queues: weakref.WeakSet[Any] = weakref.WeakSet()
         #: ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS``: the latest a valid
         #: ``cdp_not_before`` may be, from now (:func:`not_before_problem`)
-        self.max_wait_s = PoolConfig.from_settings(crawler.settings).retry_backoff_max_s
+        self.max_wait_s = max_wait_s
         #: the crawler's host pauses, set by ``HostPauseMiddleware`` (``None``
         #: when it is not installed)
         self.host_pauses: HostPauses | None = None
-
-    def register_queue(self, queue: Any) -> None:
-        """Remember a scheduler queue, for :meth:`waiting`."""
-        self._queues.add(queue)
-
-    def waiting(self) -> int:
-        """Requests in the scheduler held back because their gate is closed."""
-        return sum(int(queue.waiting) for queue in list(self._queues))
 
     def add_host_check(self, check: HostCheck) -> None:
         self._host_checks.append(check)
@@ -269,26 +267,8 @@ class RequestGates:
             if due not in self._wakes:
                 self._wakes[due] = call_later(delay_s, self._timed_wake, due)
             return
-        try:
-            engine: Any = self.crawler.engine
-        except RuntimeError:  # Scrapy 2.19 raises before the crawl starts
-            return
-        slot = getattr(engine, "_slot", None)
-        nextcall = getattr(slot, "nextcall", None)
-        if nextcall is not None:
-            nextcall.schedule()
+        wake_engine(self.crawler)
 
     def _timed_wake(self, due: float) -> None:
         self._wakes.pop(due, None)
         self.wake()
-
-
-_gates: weakref.WeakKeyDictionary[Crawler, RequestGates] = weakref.WeakKeyDictionary()
-
-
-def gates_for(crawler: Crawler) -> RequestGates:
-    """The crawler's :class:`RequestGates`, created on first use."""
-    gates = _gates.get(crawler)
-    if gates is None:
-        gates = _gates[crawler] = RequestGates(crawler)
-    return gates

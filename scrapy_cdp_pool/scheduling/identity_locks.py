@@ -21,8 +21,6 @@ class IdentityLocks(Protocol):
 
     def is_busy(self, identity: str) -> bool: ...
 
-    def busy(self) -> frozenset[str]: ...
-
 
 class LocalIdentityLocks:
     """In-process :class:`IdentityLocks`: a dict of identity → token."""
@@ -45,6 +43,3 @@ class LocalIdentityLocks:
 
     def is_busy(self, identity: str) -> bool:
         return identity in self._holders
-
-    def busy(self) -> frozenset[str]:
-        return frozenset(self._holders)

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.pqueues import QueueProtocol, ScrapyPriorityQueue
 
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import (
     INVALID_META_KEY,
     NOT_BEFORE_META_KEY,
     RequestGates,
     gate_key,
-    gates_for,
     not_before_problem,
 )
 
@@ -82,7 +82,7 @@ class IdentityAwarePriorityQueue:
                 "resume with the queue class the crawl started with"
             )
         self.crawler = crawler
-        self.gates: RequestGates = gates_for(crawler)
+        self.gates: RequestGates = runtime_of(crawler).gates
         self.downstream_queue_cls = downstream_queue_cls
         self.start_queue_cls = start_queue_cls
         self.key = key
@@ -91,7 +91,6 @@ class IdentityAwarePriorityQueue:
         self._turn = itertools.count(1)
         for gate, prios in (startprios or {}).items():
             self.pqueues[gate] = self._pqfactory(gate, prios)
-        self.gates.register_queue(self)
 
     def _pqfactory(self, gate: str, startprios: Iterable[int] = ()) -> ScrapyPriorityQueue:
         return ScrapyPriorityQueue(

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from scrapy import Request, signals
 from scrapy.http import Response
 
-from scrapy_cdp_pool.scheduling.gates import _TOKEN_META_KEY, RequestGates, gates_for, identity_of
+from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.scheduling.gates import _TOKEN_META_KEY, RequestGates, identity_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -38,7 +39,7 @@ class GateReleaseMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        middleware = cls(gates_for(crawler))
+        middleware = cls(runtime_of(crawler).gates)
         crawler.signals.connect(middleware.request_scheduled, signal=signals.request_scheduled)
         return middleware
 

@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.budget.registry import budget_for
 from scrapy_cdp_pool.pool.connection import ConnectionState
 from scrapy_cdp_pool.pool.pool import ConnectionPool, PoolState
-from scrapy_cdp_pool.pool.registry import get_pool
+from scrapy_cdp_pool.scrapy_internals import scheduler_queues
 from scrapy_cdp_pool.telemetry.process_memory import (
     MB,
     TreeMemory,
@@ -26,6 +25,8 @@ from scrapy_cdp_pool.telemetry.sample import ConnectionStatus, EndpointStatus, S
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from scrapy_cdp_pool.runtime import CrawlerRuntime
 
 #: Attribute a scheduler queue exposes to report requests it holds back because
 #: their gate is closed (identity busy, host paused):
@@ -71,7 +72,7 @@ def identity_waiting(scheduler: Any) -> int:
     :data:`IDENTITY_WAITING_ATTRIBUTE` of the scheduler's memory and disk
     queues (``mqs``, ``dqs``), 0 where a queue has none."""
     total = 0
-    for queue in (getattr(scheduler, "mqs", None), getattr(scheduler, "dqs", None)):
+    for queue in scheduler_queues(scheduler):
         value = getattr(queue, IDENTITY_WAITING_ATTRIBUTE, 0)
         if isinstance(value, int) and not isinstance(value, bool):
             total += value
@@ -91,8 +92,9 @@ class StatusCollector:
     """Builds samples for one crawler; keeps the previous sample's counts to
     give rates per minute over the time between two samples."""
 
-    def __init__(self, crawler: Crawler) -> None:
+    def __init__(self, crawler: Crawler, runtime: CrawlerRuntime) -> None:
         self.crawler = crawler
+        self.runtime = runtime
         self.concurrent_requests = crawler.settings.getint("CONCURRENT_REQUESTS")
         self.max_active_size = crawler.settings.getint("SCRAPER_SLOT_MAX_ACTIVE_SIZE")
         self._started = time.monotonic()
@@ -125,12 +127,13 @@ class StatusCollector:
         active_downloads = len(engine.downloader.active) if engine is not None else 0
         scheduler = engine.scheduler if engine is not None else None
         slot = engine.scraper.slot if engine is not None else None
-        pool = get_pool(crawler)
+        memory_queue, disk_queue = scheduler_queues(scheduler)
+        pool = self.runtime.pool
         if server is None:
             server = read_server(pool)
         memory = server.memory
         crawler_rss = process_rss_bytes()
-        budget = budget_for(crawler)
+        budget = self.runtime.budget
         return StatusSample(
             timestamp=datetime.now(UTC).isoformat(timespec="milliseconds"),
             event=event,
@@ -138,8 +141,8 @@ class StatusCollector:
             active_downloads=active_downloads,
             concurrent_requests=self.concurrent_requests,
             scheduler_requests=_length(scheduler),
-            scheduler_memory_requests=_length(getattr(scheduler, "mqs", None)),
-            scheduler_disk_requests=_length(getattr(scheduler, "dqs", None)),
+            scheduler_memory_requests=_length(memory_queue),
+            scheduler_disk_requests=_length(disk_queue),
             identity_waiting_requests=identity_waiting(scheduler),
             scraper_active_size_bytes=slot.active_size if slot is not None else None,
             scraper_max_active_size_bytes=(

@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Self
 from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.pool.pool import PoolState
-from scrapy_cdp_pool.pool.registry import get_pool
+from scrapy_cdp_pool.runtime import CrawlerRuntime, runtime_of
 from scrapy_cdp_pool.telemetry.collect import ServerReading, StatusCollector, read_server
 from scrapy_cdp_pool.telemetry.memory_guard import MemoryGuard
 from scrapy_cdp_pool.telemetry.process_memory import MB, process_rss_bytes
@@ -91,11 +90,12 @@ class EngineStatusExtension:
     :raises OSError: ``CDP_POOL_STATUS_FILE`` cannot be opened for appending.
     """
 
-    def __init__(self, crawler: Crawler) -> None:
-        config = PoolConfig.from_settings(crawler.settings)
+    def __init__(self, crawler: Crawler, runtime: CrawlerRuntime) -> None:
+        config = runtime.config
         self.crawler = crawler
+        self.runtime = runtime
         self.interval_s = config.status_interval_s
-        self.collector = StatusCollector(crawler)
+        self.collector = StatusCollector(crawler, runtime)
         self.maxima = Maxima()
         self.samples = 0
         self.guard = (
@@ -117,7 +117,7 @@ class EngineStatusExtension:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler)
+        return cls(crawler, runtime_of(crawler))
 
     # Signals ---------------------------------------------------------------
 
@@ -136,7 +136,7 @@ class EngineStatusExtension:
         """Before Scrapy dumps its stats: the last memory figures and the
         maxima. The periodic lines end here; the last comes at engine stop."""
         self._stop_interval()
-        pool = get_pool(self.crawler)
+        pool = self.runtime.pool
         reading = read_server(pool)
         rss = process_rss_bytes()
         self.maxima.memory(reading, None if rss is None else round(rss / MB, 1))
@@ -170,7 +170,7 @@ class EngineStatusExtension:
     def _on_request_reached_downloader(self) -> None:
         self._track_engine()
         if self.guard is not None:
-            reading = self.guard.check_soon(get_pool(self.crawler))
+            reading = self.guard.check_soon(self.runtime.pool)
             self.maxima.memory(reading, None)
 
     def _track_engine(self) -> None:
@@ -197,7 +197,7 @@ class EngineStatusExtension:
     def sample(self, event: str) -> StatusSample:
         """Take, log and record one sample (``event``: ``interval``, ``idle``
         or ``stop``)."""
-        pool = get_pool(self.crawler)
+        pool = self.runtime.pool
         reading = read_server(pool)
         if self.guard is not None:
             self.guard.check(pool, reading)

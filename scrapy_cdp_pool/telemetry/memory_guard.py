@@ -154,9 +154,11 @@ class MemoryGuard:
                     "CDP server memory %.1f MB (%s) stays above "
                     "CDP_POOL_SERVER_MEMORY_LIMIT_MB = %g MB with no page open: the limit "
                     "may be too low for this server; new pages keep waiting",
-                    memory.memory_mb, memory.source.upper(), self.limit_mb,
+                    memory.memory_mb,
+                    memory.source.upper(),
+                    self.limit_mb,
                     extra={"crawler": self.crawler},
-                )  # fmt: skip
+                )
             return
         now = time.monotonic()
         self.holds += 1
@@ -171,10 +173,14 @@ class MemoryGuard:
             logging.WARNING if self._announced else logging.DEBUG,
             "CDP server memory %.1f MB (%s) is above CDP_POOL_SERVER_MEMORY_LIMIT_MB = %g MB: "
             "new pages wait until it falls back (%d pages open, %d waiting; hold #%d)",
-            memory.memory_mb, memory.source.upper(), self.limit_mb,
-            pool.pages_in_flight, pool.waiting, self.holds,
+            memory.memory_mb,
+            memory.source.upper(),
+            self.limit_mb,
+            pool.pages_in_flight,
+            pool.waiting,
+            self.holds,
             extra={"crawler": self.crawler},
-        )  # fmt: skip
+        )
         self._recheck = create_looping_call(self._recheck_now)
         self._recheck.start(RECHECK_INTERVAL_S, now=False)
 
@@ -189,9 +195,13 @@ class MemoryGuard:
             logging.INFO if self._announced else logging.DEBUG,
             "CDP server memory %.1f MB (%s) is back under CDP_POOL_SERVER_MEMORY_LIMIT_MB = "
             "%g MB after %.1f s held: new pages start again (%d were waiting)",
-            memory.memory_mb, memory.source.upper(), self.limit_mb, held_for_s, waiting,
+            memory.memory_mb,
+            memory.source.upper(),
+            self.limit_mb,
+            held_for_s,
+            waiting,
             extra={"crawler": self.crawler},
-        )  # fmt: skip
+        )
 
     def _too_low(self, pool: ConnectionPool, memory: TreeMemory, when: str) -> None:
         """The limit is below the idle server: say so, let waiting pages go
@@ -201,9 +211,12 @@ class MemoryGuard:
             "CDP_POOL_SERVER_MEMORY_LIMIT_MB = %g MB is below what the CDP server uses %s: "
             "%.1f MB (%s). The limit can never be met; raise it above that figure (plus what "
             "your pages need) or unset it. Closing the spider.",
-            self.limit_mb, when, memory.memory_mb, memory.source.upper(),
+            self.limit_mb,
+            when,
+            memory.memory_mb,
+            memory.source.upper(),
             extra={"crawler": self.crawler},
-        )  # fmt: skip
+        )
         if self.held:
             self.stop()
             pool.unhold(HOLD_REASON)
@@ -228,6 +241,7 @@ class MemoryGuard:
         logger.warning(
             "CDP_POOL_SERVER_MEMORY_LIMIT_MB = %g MB is not enforced: the CDP server is "
             "remote (%s) and its memory cannot be measured from here",
-            self.limit_mb, reading.kind or "unknown kind",
+            self.limit_mb,
+            reading.kind or "unknown kind",
             extra={"crawler": self.crawler},
-        )  # fmt: skip
+        )

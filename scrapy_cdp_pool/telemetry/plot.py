@@ -10,12 +10,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from scrapy_cdp_pool.errors import PlotError
 from scrapy_cdp_pool.telemetry.process_memory import MB
 from scrapy_cdp_pool.telemetry.status_file import read_status_file
-
-
-class PlotError(Exception):
-    """The plot cannot be drawn (no matplotlib, no sample); the message says why."""
 
 
 def plot_status(samples: list[dict[str, Any]], output: str | Path) -> Path:

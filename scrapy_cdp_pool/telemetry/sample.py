@@ -13,9 +13,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-#: What triggered a sample: the periodic timer, ``spider_idle``, ``engine_stopped``.
-EVENTS = ("interval", "idle", "stop")
-
 
 @dataclass(frozen=True)
 class ConnectionStatus:

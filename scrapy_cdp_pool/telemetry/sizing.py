@@ -23,12 +23,13 @@ from urllib.parse import urlsplit
 
 import psutil
 
+from scrapy_cdp_pool.backends import LIGHTPANDA, backend_named
 from scrapy_cdp_pool.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import RenderError
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.pool.servers import EmbeddedServer, embedded_server
 from scrapy_cdp_pool.render.context_options import ContextOptions
-from scrapy_cdp_pool.render.errors import RenderError
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.spec import RenderSpec
 from scrapy_cdp_pool.telemetry.process_memory import TreeMemory, process_tree_memory
@@ -136,7 +137,7 @@ class _OpenPage:
 async def measure(
     url: str,
     *,
-    browser: str = "lightpanda",
+    browser: str = LIGHTPANDA.kind,
     endpoint: str | None = None,
     server_pid: int | None = None,
     connections: int = 4,
@@ -174,7 +175,7 @@ async def measure(
         # the whole Lightpanda server.
         server = embedded_server(
             PoolConfig(browser=browser, connections=max(connections, steps[-1])),
-            server_options if browser == "lightpanda" else None,
+            server_options if backend_named(browser).dedicated_servers else None,
         )
     open_connections: list[CDPConnection] = []
     pages: list[_OpenPage] = []
@@ -190,7 +191,7 @@ async def measure(
             if server_pid is None:
                 server_pid = find_listening_pid(endpoint or "")
         needs = context.requirements() if context is not None else frozenset()
-        if server is not None and server_options is not None and info.kind == "lightpanda":
+        if server is not None and server_options is not None and info.backend.dedicated_servers:
             needs -= server_options.covers
         if context is not None and needs & info.unsupported:
             missing = ", ".join(sorted(needs & info.unsupported))
@@ -209,8 +210,10 @@ async def measure(
             memory_source=first.source if first is not None else "n/a",
             base_connections=connections,
         )
-        progress(f"server: {report.server}, pid {server_pid or 'unknown'}, "
-                 f"memory = {report.memory_source.upper()} of its process tree")  # fmt: skip
+        progress(
+            f"server: {report.server}, pid {server_pid or 'unknown'}, "
+            f"memory = {report.memory_source.upper()} of its process tree"
+        )
 
         async def reading(label: str) -> float | None:
             if settle_s > 0:
@@ -294,9 +297,13 @@ async def _open_page(
                 {"browserContextId": opened.context_id, "cookies": context.storage_cookies()},
             )
         opened.page = await Page.attach(
-            cdp, opened.context_id, spec, network_events=not info.set_cookie_in_fetch_headers,
-            default_user_agent=info.default_user_agent, unsupported=info.unsupported,
-        )  # fmt: skip
+            cdp,
+            opened.context_id,
+            spec,
+            network_events=not info.set_cookie_in_fetch_headers,
+            default_user_agent=info.default_user_agent,
+            unsupported=info.unsupported,
+        )
         await opened.page.navigate(timeout_s)
         opened.loaded = True
     except (CDPError, RenderError, TimeoutError):

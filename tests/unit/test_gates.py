@@ -1,15 +1,20 @@
-"""The scheduler gates' keys for requests that must wait (retry backoff)."""
+"""The scheduler gates: keys for requests that must wait (retry backoff),
+one request in flight per identity, host limits. No crawl: a test crawler
+(Scrapy's ``get_crawler``) holds the gates."""
 
 from __future__ import annotations
 
 import time
 
+import pytest
 import scrapy
 from scrapy.utils.test import get_crawler
 
+from scrapy_cdp_pool import Addon
+from scrapy_cdp_pool.resilience.host_limits import HostLimits
+from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import (
     gate_key,
-    gates_for,
     not_before_of,
     not_before_problem,
     not_before_suffix,
@@ -60,6 +65,49 @@ def test_a_gate_further_than_any_valid_wait_is_open() -> None:
     """A JOBDIR queue stored before values were checked may hold a gate for
     a time far off (milliseconds given as seconds): it does not hold its
     request for ever; the request then fails by name once handed out."""
-    gates = gates_for(get_crawler(settings_dict={"CDP_POOL_RETRY_BACKOFF_MAX_SECONDS": 60}))
+    crawler = get_crawler(
+        settings_dict={"CDP_POOL_RETRY_BACKOFF_MAX_SECONDS": 60, "ADDONS": {Addon: 0}}
+    )
+    gates = runtime_of(crawler).gates
     assert gates.is_open(f"|example.com|@{time.time() * 1000:.1f}")
     assert gates.is_open("|example.com|@1.0")  # long past
+
+
+def test_one_request_in_flight_per_identity_and_host_limits_gate_by_host() -> None:
+    # no CDP_POOL_HOST_CONCURRENCY: the add-on would install its own HostLimits
+    crawler = get_crawler(settings_dict={"ADDONS": {Addon: 0}})
+    gates = runtime_of(crawler).gates
+    limits = HostLimits(crawler, gates, concurrency=1, rate=None)
+    a1 = scrapy.Request("http://a.test/1", meta={"cdp_profile": "alice"})
+    a2 = scrapy.Request("http://b.test/2", meta={"cdp_profile": "alice"})
+    b1 = scrapy.Request("http://a.test/3")
+    assert gates.is_open(gate_key(a1))
+    assert gates.on_dequeued(a1)
+    assert not gates.is_open(gate_key(a2))  # alice is busy, whatever the host
+    assert not gates.is_open(gate_key(b1))  # a.test is full (1 in flight)
+    assert limits.in_flight["a.test"] == 1
+    gates.on_finished(a1)
+    assert gates.is_open(gate_key(a2))
+    assert gates.is_open(gate_key(b1))
+    assert not limits.in_flight
+
+
+def test_a_host_rate_spaces_starts_and_wakes_the_engine_when_due(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    crawler = get_crawler(settings_dict={"ADDONS": {Addon: 0}})
+    gates = runtime_of(crawler).gates
+    woken: list[float] = []
+    # no timer left behind: record the wakes instead
+    monkeypatch.setattr(gates, "wake", lambda delay_s=0.0: woken.append(delay_s))
+    limits = HostLimits(crawler, gates, concurrency=None, rate=0.001)  # one start per 1000 s
+    first, second = scrapy.Request("http://a.test/1"), scrapy.Request("http://a.test/2")
+    assert gates.on_dequeued(first)
+    gates.on_finished(first)
+    assert not limits.is_open("a.test")
+    assert limits.is_open("b.test")
+    assert gates.is_open(gate_key(scrapy.Request("http://b.test/")))
+    assert not gates.is_open(gate_key(second))
+    delayed = [delay_s for delay_s in woken if delay_s > 0]
+    assert delayed
+    assert all(delay_s <= 1000 for delay_s in delayed)  # when the next start is due

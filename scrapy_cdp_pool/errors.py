@@ -1,0 +1,312 @@
+"""Every exception type of the plugin, in one leaf module (it imports only
+Scrapy's exceptions and :mod:`scrapy_cdp_pool.messages`), so any layer can
+raise or catch them without importing a layer above it.
+
+Translating them into Scrapy's download exceptions happens once, at the
+download handler's boundary (:mod:`scrapy_cdp_pool.boundary`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from scrapy.exceptions import DownloadTimeoutError, IgnoreRequest
+
+from scrapy_cdp_pool.messages import cap_message
+
+LOCK_NAME = "cdp_pool.lock"
+"""The JOBDIR's lock file (:mod:`scrapy_cdp_pool.jobdir.lock`)."""
+
+
+# CDP client ------------------------------------------------------------
+
+
+class CDPError(Exception):
+    """Base class of every error raised by :mod:`scrapy_cdp_pool.cdp`; the
+    message (a server's words, of any size) is cut to
+    :data:`~scrapy_cdp_pool.messages.MESSAGE_LIMIT_CHARS` characters."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(cap_message(message))
+
+
+class CDPProtocolError(CDPError):
+    """The server answered a command with an ``error`` object.
+
+    ``method`` is the CDP method (``"Page.navigate"``), ``code`` and
+    ``message`` are the server's own.
+    """
+
+    def __init__(self, method: str, code: int, message: str) -> None:
+        super().__init__(f"{method} failed: {message} (code {code})")
+        self.method = method
+        self.code = code
+        self.message = cap_message(message)
+
+
+class CDPConnectionClosed(CDPError):
+    """The WebSocket closed (server killed, socket dropped, connection retired)
+    while a command was waiting for its answer, or before it was sent."""
+
+
+class CDPRequestTooLarge(CDPConnectionClosed):
+    """The connection closed while a command larger than
+    :data:`~scrapy_cdp_pool.cdp.client.LARGE_MESSAGE` bytes waited for its
+    answer: most likely the server refused it as too large (Lightpanda closes
+    a connection whose message passes its ``--cdp-max-message-size``).
+    ``size`` is the message's size in bytes."""
+
+    def __init__(self, method: str, size: int, reason: str) -> None:
+        super().__init__(
+            f"{method}: the endpoint closed the connection ({reason}) while a {size}-byte "
+            "message waited for its answer: most likely larger than it takes (Lightpanda's "
+            "--cdp-max-message-size, 1 MiB by default; CDP_POOL_MAX_MESSAGE_MB sets it on "
+            "the embedded servers)"
+        )
+        self.method = method
+        self.size = size
+
+
+class CDPConnectError(CDPError):
+    """The WebSocket could not be opened: refused, unreachable, or the server
+    answered the upgrade with an HTTP error such as Lightpanda's 503 when it
+    already serves ``--cdp-max-connections`` clients."""
+
+
+class CDPTimeoutError(CDPError):
+    """A command got no answer within its timeout (seconds)."""
+
+    def __init__(self, method: str, timeout_s: float) -> None:
+        super().__init__(f"{method} got no answer within {timeout_s:.1f} s")
+        self.method = method
+        self.timeout_s = timeout_s
+
+
+class CDPMessageTooLarge(CDPConnectionClosed):
+    """The server sent (or announced) a message larger than the client's cap,
+    ``limit_bytes`` (``CDP_POOL_MAX_MESSAGE_MB``); the connection was closed
+    before the message was held in memory in full."""
+
+    def __init__(self, message: str, *, limit_bytes: int) -> None:
+        super().__init__(message)
+        self.limit_bytes = limit_bytes
+
+
+class CDPMalformedMessage(CDPConnectionClosed):
+    """The server sent a message that is not a CDP message (not JSON, not a
+    JSON object, or fields of the wrong types); the connection was closed."""
+
+
+class CDPBacklogExceeded(CDPConnectionClosed):
+    """More commands than the client allows waited for an answer at once on
+    one connection (each event the browser pauses on takes one): a server
+    that floods events and answers none; the connection was closed."""
+
+
+# Pool and render --------------------------------------------------------
+
+
+class RenderError(Exception):
+    """Base class of the render errors below; the message is cut to
+    :data:`~scrapy_cdp_pool.messages.MESSAGE_LIMIT_CHARS` characters."""
+
+    def __init__(self, message: object = "") -> None:
+        super().__init__(cap_message(message))
+
+
+class NavigationFailed(RenderError):
+    """The browser could not load the URL; ``reason`` is its error text
+    (``net::ERR_CONNECTION_REFUSED`` on Chromium)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"{url}: navigation failed: {reason}")
+        self.url = url
+        self.reason = cap_message(reason)
+
+
+class PageCrashed(RenderError):
+    """The page's renderer crashed or its target went away."""
+
+
+class PageScriptError(RenderError):
+    """JavaScript run for an action threw, or an element was not found."""
+
+
+class ActionError(RenderError):
+    """An action of ``meta["cdp_actions"]`` failed; the message names it."""
+
+
+class ActionUnsupported(RenderError):
+    """An action or option of ``meta["cdp_actions"]`` the request's backend
+    cannot perform (e.g. a JPEG screenshot or scrolling on Lightpanda, which
+    has no layout). Raised before the page is opened; not retried: use a
+    backend that can (Chromium)."""
+
+
+class NavigationToOtherScheme(RenderError):
+    """The page replaced itself with a non-http(s) document (``file:`` on
+    Lightpanda): there is no web page to return. Not retried."""
+
+    def __init__(self, url: str, target: str) -> None:
+        super().__init__(f"{url}: the page navigated to {target!r}, which is not a web page")
+        self.url = url
+        self.target = target
+
+
+class PageMemoryExceeded(PageCrashed):
+    """The page crashed on a browser started with a JavaScript heap ceiling
+    (``CDP_POOL_PAGE_HEAP_LIMIT_MB``): its scripts most likely allocated
+    past it. Not retried: the same page would do the same again. (The
+    browser does not tell an out-of-memory crash from another one, so a rare
+    other crash is reported, and not retried, the same way.)"""
+
+
+class DedicatedServerFailed(RenderError):
+    """A dedicated server (an identity's proxy or time zone, see
+    :mod:`scrapy_cdp_pool.pool.dedicated`) did not start: that identity's
+    request fails (and is retried), the rest of the pool goes on."""
+
+
+class SlotWaitTimeout(DownloadTimeoutError):
+    """``download_timeout`` passed while the request still waited for a
+    browser slot (every connection busy, or its dedicated server): the page
+    was never opened, so it is not counted against the request's profile.
+    Retried like any download timeout."""
+
+
+class PoolStartTimeout(DownloadTimeoutError):
+    """``download_timeout`` passed while the pool was still starting (its
+    embedded server starting, or its endpoints answering ``/json/version``),
+    or while a dedicated server started for the request: no page was opened.
+    Retried like any download timeout; raised where the wait happens
+    (:meth:`~scrapy_cdp_pool.pool.pool.ConnectionPool.lease`)."""
+
+
+class ResponseTooLarge(RenderError):
+    """The document is larger than ``DOWNLOAD_MAXSIZE`` (bytes)."""
+
+    def __init__(self, url: str, size: int, limit: int, *, expected: bool) -> None:
+        prefix = "Expected to receive" if expected else "Received"
+        super().__init__(
+            f"{prefix} {size} bytes which is larger than download max size ({limit}) for {url}"
+        )
+
+
+class CertificateRejected(RenderError):
+    """The browser refused the site's TLS certificate (self-signed, expired,
+    wrong host). Plain Scrapy does not verify certificates; the message names
+    ``CDP_POOL_IGNORE_HTTPS_ERRORS``, which makes both backends accept them.
+    Not retried: the same certificate comes back."""
+
+
+class RequestTooLarge(RenderError):
+    """A CDP message of the request (its body, base64-encoded, or a script
+    of an action) is larger than the endpoint takes; the message names the
+    size and ``CDP_POOL_MAX_MESSAGE_MB``. Not retried."""
+
+
+class PoolUnavailable(RenderError):
+    """The pool cannot serve: its server did not start, no endpoint answers,
+    or it is closing."""
+
+
+class CapabilityUnavailable(PoolUnavailable):
+    """No endpoint of the pool can honour what a request needs (e.g. a
+    "Mozilla" user agent on a pool of Lightpanda servers)."""
+
+
+class ServerStartError(RuntimeError):
+    """The embedded server did not start or did not get ready in time."""
+
+
+class ProxyUnsupported(RenderError):
+    """A request's ``meta["proxy"]`` cannot be honoured by the pool (the
+    message says why); the request is not sent. Not retried."""
+
+
+class ProxyConflict(ProxyUnsupported):
+    """A request names a profile with its own proxy and, in ``meta["proxy"]``,
+    another one. Not retried."""
+
+
+# Profiles ---------------------------------------------------------------
+
+
+class ProfileError(IgnoreRequest):
+    """A request of profile ``name`` cannot be sent as that identity."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        reason = cap_message(reason)  # may carry a sign-in hook's error
+        super().__init__(cap_message(f"profile {name!r}: {reason}"))
+        self.name = name
+        self.reason = reason
+
+
+class ProfileFileError(ProfileError):
+    """A profile file is missing or invalid; ``path`` and ``problem`` say which
+    and what."""
+
+    def __init__(self, name: str, path: Path, problem: str) -> None:
+        super().__init__(name, f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class ProfileSignedOut(ProfileError):
+    """The site shows the identity signed out and it could not sign back in."""
+
+
+class ProfileRetired(ProfileError):
+    """The identity was retired for this crawl (too many failures, signed
+    out, or no endpoint can honour it); ``reason`` says which."""
+
+
+class ProfileUnsupported(ProfileError):
+    """No endpoint of the pool can honour what the profile asks for."""
+
+
+# JOBDIR and requests ----------------------------------------------------
+
+
+class JobdirError(RuntimeError):
+    """The JOBDIR cannot be used as it is; the message says why and what to do."""
+
+
+class JobdirCorrupt(JobdirError):
+    """The JOBDIR's database cannot be read, or is not one this plugin wrote
+    (empty, tables missing): refused at start, never taken for a fresh crawl.
+    ``path`` is the database."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        super().__init__(
+            f"{path}: {problem}; the crawl cannot resume from this JOBDIR: restore it from a "
+            "copy, or start a new JOBDIR (a JOBDIR without this file starts afresh)"
+        )
+        self.path = path
+
+
+class JobdirLocked(JobdirError):
+    """Another crawl (``pid``, when its lock file says) holds the JOBDIR."""
+
+    def __init__(self, directory: Path, pid: int | None) -> None:
+        holder = f"process {pid}" if pid is not None else "another process"
+        super().__init__(
+            f"JOBDIR {directory} is in use by {holder} ({directory / LOCK_NAME} is locked): "
+            "two crawls on one JOBDIR would fetch the same requests; wait for that crawl "
+            "to end (or stop it), or use another JOBDIR"
+        )
+        self.directory = directory
+        self.pid = pid
+
+
+class UnserializableRequestError(ValueError):
+    """The request cannot be stored in ``JOBDIR``; the message names why."""
+
+
+class InvalidRequestMeta(ValueError):
+    """A meta value of the request is invalid; the message names the key, the
+    value and what is expected. Not retried."""
+
+
+class PlotError(Exception):
+    """The plot cannot be drawn (no matplotlib, no sample); the message says why."""

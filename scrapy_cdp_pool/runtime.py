@@ -1,0 +1,178 @@
+"""CrawlerRuntime: one crawler's parts of the plugin, made and owned by the
+add-on.
+
+The add-on (:class:`~scrapy_cdp_pool.Addon`, built by Scrapy with the crawler)
+reads the crawler's ``CDP_POOL_*`` settings once (:class:`PoolConfig`) and makes
+the runtime; every component (the download handler, the middlewares, the
+scheduler queue, the extensions) takes what it needs from it in its
+``from_crawler``, through :func:`runtime_of`. Nothing is kept in module-level
+registries: the runtime lives as long as its crawler.
+
+What it holds: the config; the request gates; the stored identities; the
+pools, one per :class:`~scrapy_cdp_pool.backends.Backend`, made on first need
+(shared with other crawlers of the same ``CDP_POOL_NAME``,
+:mod:`scrapy_cdp_pool.sharing`); the durable JOBDIR's store; the concurrency
+budget the crawler is a member of.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from scrapy.utils.job import job_dir
+
+from scrapy_cdp_pool.backends import Backend, backend_of
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.errors import JobdirError
+from scrapy_cdp_pool.identity.registry import Identities
+from scrapy_cdp_pool.jobdir.store import DATABASE_NAME, JobStore
+from scrapy_cdp_pool.pool.pool import ConnectionPool
+from scrapy_cdp_pool.scheduling.gates import RequestGates
+from scrapy_cdp_pool.sharing import POOLS, pool_settings
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
+
+logger = logging.getLogger(__name__)
+
+ADDON_PATH = "scrapy_cdp_pool.Addon"
+
+
+class CrawlerRuntime:
+    """One crawler's plugin state; see the module's docstring.
+
+    ``config`` is read once per crawl, when the add-on is applied (after the
+    spider's ``custom_settings``; an add-on applied later that changes a
+    ``CDP_POOL_*`` or ``DOWNLOAD_*`` setting is not seen).
+    """
+
+    def __init__(self, crawler: Crawler, config: PoolConfig) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.backend: Backend = backend_of(config)
+        #: the concurrency budget the crawler is a member of (set by
+        #: :class:`~scrapy_cdp_pool.budget.BudgetExtension`), ``None`` for none
+        self.budget: ConcurrencyBudget | None = None
+        self._pools: dict[Backend, ConnectionPool] = {}
+        self._pool_holds: dict[Backend, int] = {}
+        self._store: JobStore | None = None
+
+    @cached_property
+    def gates(self) -> RequestGates:
+        """The crawler's request gates (identity busy, host paused/limited)."""
+        return RequestGates(self.crawler, max_wait_s=self.config.retry_backoff_max_s)
+
+    @cached_property
+    def identities(self) -> Identities:
+        """The crawl's stored profiles and their health (made on first use:
+        they count in the crawler's stats, which Scrapy makes after the
+        add-ons)."""
+        return Identities(self.crawler, self.config)
+
+    # Pools ---------------------------------------------------------------
+
+    def check_pool(self) -> None:
+        """Refuse a crawler that would share a pool (``CDP_POOL_NAME``) made
+        with other settings; called by the add-on, where an error stops the
+        crawl loudly (Scrapy only logs a download handler's).
+
+        :raises ValueError: naming both crawlers, the setting and both values.
+        """
+        POOLS.check(self.config.pool_name, self.crawler, pool_settings(self.config))
+
+    def acquire_pool(self, backend: Backend | None = None) -> ConnectionPool:
+        """The pool of ``backend`` (default: the crawl's, :attr:`backend`),
+        made on first need (nothing starts until its first lease); each
+        acquire is matched by a :meth:`release_pool`. The crawl's own pool is
+        the one shared under ``CDP_POOL_NAME``.
+
+        :raises ValueError: see :meth:`check_pool`.
+        """
+        backend = backend or self.backend
+        pool = self._pools.get(backend)
+        if pool is None:
+            config = backend.pool_config(self.config)
+            name = self.config.pool_name if backend == self.backend else None
+            if name is not None:
+                pool = POOLS.join(
+                    name, self.crawler, pool_settings(config), lambda: ConnectionPool(config)
+                )
+            else:
+                pool = ConnectionPool(config)
+            self._pools[backend] = pool
+        self._pool_holds[backend] = self._pool_holds.get(backend, 0) + 1
+        return pool
+
+    @property
+    def pool(self) -> ConnectionPool | None:
+        """The crawl's own pool, if a handler made or joined it (for
+        telemetry, the budget and tests)."""
+        return self._pools.get(self.backend)
+
+    def pool_of(self, backend: Backend) -> ConnectionPool | None:
+        """``backend``'s pool, if one was made."""
+        return self._pools.get(backend)
+
+    async def release_pool(self, backend: Backend | None = None) -> None:
+        """Give back a pool taken with :meth:`acquire_pool`; the last holder
+        (of every crawler sharing it) closes it."""
+        backend = backend or self.backend
+        holds = self._pool_holds.get(backend, 0) - 1
+        if holds > 0:
+            self._pool_holds[backend] = holds
+            return
+        self._pool_holds.pop(backend, None)
+        pool = self._pools.pop(backend, None)
+        if pool is None:
+            return
+        name = self.config.pool_name if backend == self.backend else None
+        if name is None or POOLS.leave(name, self.crawler):
+            await pool.close()
+
+    # JOBDIR ----------------------------------------------------------------
+
+    def job_store(self) -> JobStore:
+        """The crawler's store in its ``JOBDIR``, opened on first use (by the
+        dupefilter or a disk queue) and closed by the scheduler (a later use
+        opens it again).
+
+        :raises JobdirError: ``JOBDIR`` is not set.
+        """
+        store = self._store
+        if store is None or store.closed:
+            directory = job_dir(self.crawler.settings)
+            if not directory:
+                raise JobdirError("the durable JOBDIR components need the JOBDIR setting")
+            store = self._store = JobStore(
+                Path(directory, DATABASE_NAME), fsync=self.config.jobdir_fsync
+            )
+        return store
+
+
+class RuntimeOwner:
+    """What owns a crawler's runtime: :class:`~scrapy_cdp_pool.Addon`, found
+    with Scrapy's ``crawler.get_addon(RuntimeOwner)``."""
+
+    runtime: CrawlerRuntime | None = None
+
+
+def runtime_of(crawler: Crawler) -> CrawlerRuntime:
+    """The crawler's runtime, made by the add-on.
+
+    :raises ValueError: the add-on is not in ``ADDONS`` (a component of the
+        plugin wired by hand, e.g. the download handler in
+        ``DOWNLOAD_HANDLERS``), naming the setting to add.
+    """
+    addon = crawler.get_addon(RuntimeOwner)
+    runtime = addon.runtime if addon is not None else None
+    if runtime is None:
+        raise ValueError(
+            f"scrapy_cdp_pool's components need its add-on: set ADDONS = "
+            f"{{{ADDON_PATH!r}: 0}} (it installs them; they cannot be wired by hand)"
+        )
+    return runtime

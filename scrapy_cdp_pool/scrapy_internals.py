@@ -1,0 +1,145 @@
+"""The one module that touches Scrapy's private parts.
+
+Scrapy offers no public way to do a few things the plugin needs, so it reads
+or overrides these internals (all present from Scrapy 2.13 to 2.19):
+
+- ``ExecutionEngine._slot.inprogress``: the requests the engine still holds
+  (download started, callback output not yet scheduled), read by the durable
+  JOBDIR to forget a request once the engine is done with it;
+- ``ExecutionEngine._slot.nextcall``: the engine's "pull from the scheduler"
+  loop, woken when a request gate opens;
+- ``Scheduler._sdqclass`` (the start-request disk queue class),
+  ``Scheduler._mq()`` (a new memory queue), ``Scheduler.mqs`` / ``dqs`` (its
+  memory and disk priority queues) and the hooks ``_read_dqs_state`` /
+  ``_write_dqs_state``, which the durable scheduler overrides;
+- the ``_fingerprinter`` of Scrapy's HTTP cache storages, which the
+  render-aware cache storage extends.
+
+:func:`check` runs once when the add-on reads its settings: a Scrapy whose
+internals moved stops the crawl at start with :class:`ScrapyInternalsError`
+naming the installed version and what is missing, instead of failing (or
+quietly doing less) in the middle of a crawl. Nothing else in the plugin
+reads a private Scrapy attribute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container
+from typing import TYPE_CHECKING, Any
+
+import scrapy
+from scrapy.core import engine as scrapy_engine
+from scrapy.core.scheduler import Scheduler
+from scrapy.utils.reactor import CallLaterOnce
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+#: the overridable ``Scheduler`` methods the durable scheduler relies on
+SCHEDULER_HOOKS = ("_read_dqs_state", "_write_dqs_state", "_mq", "_dq", "_get_start_queue_cls")
+
+
+class ScrapyInternalsError(RuntimeError):
+    """This Scrapy lacks an internal the plugin reads (message: the Scrapy
+    version, the internal, the plugin feature that needs it)."""
+
+
+def _missing(what: str) -> ScrapyInternalsError:
+    return ScrapyInternalsError(
+        f"scrapy_cdp_pool cannot run on Scrapy {scrapy.__version__}: {what} is missing "
+        "(the plugin reads it; see scrapy_cdp_pool/scrapy_internals.py for what it is "
+        "used for); install a Scrapy version allowed by scrapy-cdp-pool's requirements"
+    )
+
+
+def check() -> None:
+    """Check, once at start-up, that every internal this module reads exists.
+
+    :raises ScrapyInternalsError: naming the Scrapy version and the internal.
+    """
+    slot_cls = getattr(scrapy_engine, "_Slot", None)
+    if slot_cls is None:
+        raise _missing("scrapy.core.engine._Slot")
+    try:
+        slot = slot_cls(close_if_idle=True, nextcall=CallLaterOnce(_nothing), scheduler=None)
+    except TypeError as e:
+        raise _missing(f"scrapy.core.engine._Slot(close_if_idle, nextcall, scheduler) ({e})") from e
+    if not isinstance(getattr(slot, "inprogress", None), set):
+        raise _missing("the engine slot's 'inprogress' set (engine._slot.inprogress)")
+    if not callable(getattr(getattr(slot, "nextcall", None), "schedule", None)):
+        raise _missing("the engine slot's 'nextcall.schedule' (engine._slot.nextcall)")
+    for name in SCHEDULER_HOOKS:
+        if not callable(getattr(Scheduler, name, None)):
+            raise _missing(f"scrapy.core.scheduler.Scheduler.{name}")
+
+
+def _nothing() -> None:
+    """The callable of the probe slot's ``nextcall`` (never called)."""
+
+
+def _engine_slot(crawler: Crawler) -> Any:
+    """The engine's spider slot, or None before the engine exists or while
+    no spider is open."""
+    try:
+        engine: Any = crawler.engine
+    except RuntimeError:  # Scrapy 2.19 raises before the crawl starts
+        return None
+    if engine is None:
+        return None
+    if not hasattr(engine, "_slot"):
+        raise _missing("ExecutionEngine._slot")
+    return engine._slot
+
+
+def requests_in_progress(crawler: Crawler) -> Container[Request]:
+    """Requests the engine holds (from the start of their download to the end
+    of their scrape); none once its spider slot is gone."""
+    slot = _engine_slot(crawler)
+    if slot is None:
+        return frozenset()
+    requests: Container[Request] = slot.inprogress
+    return requests
+
+
+def wake_engine(crawler: Crawler) -> None:
+    """Ask the engine to pull from the scheduler soon (its own loop,
+    ``CallLaterOnce``: a call while one is pending is ignored). Nothing
+    before the engine has opened a spider."""
+    slot = _engine_slot(crawler)
+    if slot is not None:
+        slot.nextcall.schedule()
+
+
+def start_disk_queue_class(scheduler: Scheduler) -> type | None:
+    """The scheduler's ``SCHEDULER_START_DISK_QUEUE`` class (None: none)."""
+    try:
+        queue_cls: type | None = scheduler._sdqclass
+    except AttributeError:
+        raise _missing("Scheduler._sdqclass") from None
+    return queue_cls
+
+
+def open_memory_only(scheduler: Scheduler) -> None:
+    """Give an unopened scheduler a fresh memory queue and no disk queue
+    (what ``Scheduler.open`` does without ``JOBDIR``)."""
+    scheduler.mqs = scheduler._mq()
+    scheduler.dqs = None
+
+
+def scheduler_queues(scheduler: Any) -> tuple[Any, Any]:
+    """The scheduler's memory and disk priority queues (``mqs``, ``dqs``);
+    None for a queue it does not have (or a scheduler of another kind)."""
+    return getattr(scheduler, "mqs", None), getattr(scheduler, "dqs", None)
+
+
+def cache_fingerprinter(storage: Any) -> Any:
+    """The request fingerprinter an HTTP cache storage keys its entries with
+    (Scrapy's filesystem and DBM storages set it at ``open_spider``), or None
+    for a storage without one."""
+    return getattr(storage, "_fingerprinter", None)
+
+
+def set_cache_fingerprinter(storage: Any, fingerprinter: Any) -> None:
+    """Replace the fingerprinter :func:`cache_fingerprinter` returned."""
+    storage._fingerprinter = fingerprinter

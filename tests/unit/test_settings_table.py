@@ -1,0 +1,85 @@
+"""The settings table against PoolConfig, the add-on and the README's
+settings tables. No browser, no site."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+
+from scrapy_cdp_pool import Addon
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.settings_table import BY_NAME, SETTINGS, SHARED_POOL_SETTINGS
+
+#: the document whose tables list every setting (the reference docs move to
+#: docs/ later: change this one constant then)
+SETTINGS_DOC = Path(__file__).resolve().parents[2] / "README.md"
+#: PoolConfig attributes read from Scrapy's own settings, not from the table
+SCRAPY_FIELDS = {"download_timeout_s", "download_maxsize", "download_warnsize"}
+ROW = re.compile(r"^\| `(CDP_POOL_[A-Z0-9_]+)` \| (.*?) \| ", re.MULTILINE)
+
+
+def documented() -> dict[str, str]:
+    rows = ROW.findall(SETTINGS_DOC.read_text(encoding="utf-8"))
+    names = [name for name, _ in rows]
+    assert len(names) == len(set(names)), "a setting documented twice"
+    return dict(rows)
+
+
+def test_the_docs_list_exactly_the_declared_settings_with_their_defaults() -> None:
+    docs = documented()
+    assert sorted(docs) == sorted(BY_NAME)
+    wrong = {
+        name: (docs[name], setting.documented_default)
+        for name, setting in BY_NAME.items()
+        if docs[name] != setting.documented_default
+    }
+    assert not wrong
+
+
+def test_every_config_attribute_is_declared_once_with_the_same_default() -> None:
+    declared = [setting.field for setting in SETTINGS if setting.field is not None]
+    assert len(declared) == len(set(declared))
+    attributes = {f.name for f in dataclasses.fields(PoolConfig)}
+    assert set(declared) | SCRAPY_FIELDS == attributes
+    # PoolConfig()'s defaults are what the table's defaults parse to
+    assert PoolConfig.from_settings(Settings()) == PoolConfig()
+
+
+def test_shared_pool_settings_are_the_pool_s_own() -> None:
+    assert [name for _, name in SHARED_POOL_SETTINGS] == [
+        "CDP_POOL_ENDPOINTS",
+        "CDP_POOL_BROWSER",
+        "CDP_POOL_LIGHTPANDA_PATH",
+        "CDP_POOL_LIGHTPANDA_ARGS",
+        "CDP_POOL_CHROMIUM_PATH",
+        "CDP_POOL_CHROMIUM_ARGS",
+        "CDP_POOL_CONNECTIONS",
+        "CDP_POOL_CONTEXTS_PER_CONNECTION",
+        "CDP_POOL_DEDICATED_SERVERS",
+        "CDP_POOL_SERVER_START_TIMEOUT_SECONDS",
+        "CDP_POOL_CONNECT_TIMEOUT_SECONDS",
+        "CDP_POOL_COMMAND_TIMEOUT_SECONDS",
+        "CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS",
+        "CDP_POOL_SERVER_MEMORY_LIMIT_MB",
+        "CDP_POOL_AUTOSCALE",
+    ]
+
+
+@pytest.mark.parametrize("priority", ["default", "addon", "project", "spider", "cmdline"])
+def test_a_misspelt_setting_is_refused_at_start_with_the_closest_name(priority: str) -> None:
+    settings = Settings()
+    settings.set("CDP_POOL_CONECTIONS", 4, priority)
+    with pytest.raises(
+        ValueError, match=r"^CDP_POOL_CONECTIONS .*did you mean CDP_POOL_CONNECTIONS\?"
+    ):
+        Addon().update_settings(settings)
+
+
+def test_an_unknown_setting_far_from_any_is_refused_by_name() -> None:
+    settings = Settings({"CDP_POOL_ZZZ": 1, "OTHER_SETTING": 2})
+    with pytest.raises(ValueError, match=r"^CDP_POOL_ZZZ is not a scrapy_cdp_pool setting"):
+        PoolConfig.from_settings(settings)
