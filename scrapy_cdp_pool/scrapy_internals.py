@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 import scrapy
 from scrapy.core import engine as scrapy_engine
 from scrapy.core.scheduler import Scheduler
-from scrapy.utils.reactor import CallLaterOnce
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -61,21 +60,17 @@ def check() -> None:
     slot_cls = getattr(scrapy_engine, "_Slot", None)
     if slot_cls is None:
         raise _missing("scrapy.core.engine._Slot")
-    try:
-        slot = slot_cls(close_if_idle=True, nextcall=CallLaterOnce(_nothing), scheduler=None)
-    except TypeError as e:
-        raise _missing(f"scrapy.core.engine._Slot(close_if_idle, nextcall, scheduler) ({e})") from e
-    if not isinstance(getattr(slot, "inprogress", None), set):
-        raise _missing("the engine slot's 'inprogress' set (engine._slot.inprogress)")
-    if not callable(getattr(getattr(slot, "nextcall", None), "schedule", None)):
-        raise _missing("the engine slot's 'nextcall.schedule' (engine._slot.nextcall)")
+    # The slot's __init__ is read, not run: making a slot starts a looping call,
+    # which needs an installed reactor (a CrawlerProcess's crawl() runs the
+    # add-ons before start() installs it). Its code must set both attributes.
+    init = getattr(slot_cls, "__init__", None)
+    assigned = set(getattr(getattr(init, "__code__", None), "co_names", ()))
+    for name in ("inprogress", "nextcall"):
+        if name not in assigned:
+            raise _missing(f"the engine slot's '{name}' (engine._slot.{name})")
     for name in SCHEDULER_HOOKS:
         if not callable(getattr(Scheduler, name, None)):
             raise _missing(f"scrapy.core.scheduler.Scheduler.{name}")
-
-
-def _nothing() -> None:
-    """The callable of the probe slot's ``nextcall`` (never called)."""
 
 
 def _engine_slot(crawler: Crawler) -> Any:

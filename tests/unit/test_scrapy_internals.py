@@ -4,6 +4,9 @@ taken away with monkeypatch (standing in for a future Scrapy)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import scrapy
 from scrapy.core import engine as scrapy_engine
@@ -45,3 +48,24 @@ def test_the_engine_is_read_only_while_a_spider_is_open() -> None:
     crawler = get_crawler()
     assert scrapy_internals.requests_in_progress(crawler) == frozenset()
     scrapy_internals.wake_engine(crawler)  # before the engine exists: nothing
+
+
+def test_the_check_needs_no_reactor_so_a_crawler_process_can_add_crawls_before_start() -> None:
+    """``CrawlerProcess.crawl()`` runs the add-ons before ``start()`` installs
+    the reactor (the README's script example): the check must not need one."""
+    script = (
+        "import scrapy\n"
+        "from scrapy.crawler import CrawlerProcess\n"
+        "class S(scrapy.Spider):\n"
+        "    name = 's'\n"
+        "process = CrawlerProcess({'ADDONS': {'scrapy_cdp_pool.Addon': 0}})\n"
+        "process.crawl(S)\n"
+        "print('added')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "added"
+    # crawl() logs a failure of its add-ons instead of raising it
+    assert "Traceback" not in done.stderr, done.stderr
