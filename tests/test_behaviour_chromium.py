@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import pytest_twisted
 import scrapy
 
+from scrapy_cdp_pool.cdp import CDPConnection
 from tests.behaviour import BehaviourContract
 from tests.contract import token
 from tests.crawl import crawl
@@ -118,3 +120,41 @@ async def test_scrolling_loads_more_on_chromium(site: SiteServer) -> None:
     )  # fmt: skip
     assert not spider.failures, spider.failures
     assert len(spider.responses[0].css(".card")) >= 10
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_kept_page_is_rearmed_only_with_what_changed(
+    site: SiteServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three requests on the one kept page: the interception and user agent
+    are sent once while unchanged, again when a request's headers must be
+    rewritten at the request stage (before: each request sent both). The commands are counted on
+    the real connection (a recording wrapper, nothing answered for it)."""
+    sent: list[str] = []
+    post = CDPConnection.post
+
+    def recording(self: CDPConnection, method: str, *args: Any, **kwargs: Any) -> Any:
+        sent.append(method)
+        return post(self, method, *args, **kwargs)
+
+    monkeypatch.setattr(CDPConnection, "post", recording)
+    key = token()
+
+    def then(spider: Any, response: Any) -> Any:
+        left = response.meta["left"] - 1
+        if left:
+            meta = {"cdp": True, "left": left, "then": then}
+            headers = {"X-Speed": "1"} if left == 1 else None
+            url = site.url(f"/behaviour/visits?{key}&n={left}")
+            yield scrapy.Request(url, meta=meta, headers=headers)
+
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url(f"/behaviour/visits?{key}&n=3"),
+                        meta={"cdp": True, "left": 3, "then": then})],
+        ONE_PAGE,
+    )  # fmt: skip
+    assert not spider.failures, spider.failures
+    assert len(spider.responses) == 3
+    assert crawler.stats.get_value("cdp_pool/contexts_opened") == 1  # one page for all three
+    assert sent.count("Fetch.enable") == 2  # the first page's, then the header rewriting
+    assert sent.count("Emulation.setUserAgentOverride") == 1
