@@ -68,7 +68,19 @@ def build(connections: int) -> list[Config]:
                 args=("--browser", "lightpanda"),
                 note="embedded Lightpanda, CDP_POOL_CONNECTIONS %d" % n,
             )
-            for n in (2, 4, 8)
+            for n in (1, 2, 4, 6, 8)
+        ),
+        # Issue 19's sweep of connections per endpoint on Chromium (run the
+        # harness under `taskset -c 0` / `-c 0,1` for 1 and 2 cores).
+        *(
+            Config(
+                "cdp_pool_chromium_tuned_c%d" % n,
+                "cdp_pool",
+                concurrency=n,
+                args=("--browser", "chromium", "--block", "image,font,media,stylesheet"),
+                note="embedded Chromium, resources blocked, CDP_POOL_CONNECTIONS %d" % n,
+            )
+            for n in (1, 2, 3, 4)
         ),
         Config(
             "cdp_pool_lightpanda_ext",

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from websockets.exceptions import InvalidStatus, InvalidURI, WebSocketException
 
+from scrapy_cdp_pool.cdp import codec
 from scrapy_cdp_pool.cdp.messages import Malformed, excerpt, optional
 from scrapy_cdp_pool.cdp.transport import PayloadTooBig, Stream, open_pipe, open_stream
 from scrapy_cdp_pool.cdp.waiters import AnswerHandler, Relayed, Waiter
@@ -306,7 +306,7 @@ class CDPConnection:
         if session_id:
             message["sessionId"] = session_id
         self._pending[msg_id] = (method, waiter)
-        data = json.dumps(message).encode()
+        data = codec.encode(message)
         if len(data) >= LARGE_MESSAGE:
             self._large[msg_id] = len(data)
         try:
@@ -345,7 +345,7 @@ class CDPConnection:
         if self._closed.is_set():
             return  # the rest of a batch read with a message that closed it
         try:
-            message = json.loads(raw)
+            message = codec.decode(raw)
         except ValueError as e:
             self._malformed(f"a message that is not JSON ({e})")
             return

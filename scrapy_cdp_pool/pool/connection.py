@@ -35,6 +35,11 @@ class IdlePage:
     context_id: str
     target_id: str
     session_id: str
+    #: the per-request commands in force on the page (method -> params, as
+    #: last answered): the next request sends only those that differ
+    applied: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: its context holds no cookie (cleaned, and no profile cookies set again)
+    no_cookies: bool = False
 
 
 @dataclass

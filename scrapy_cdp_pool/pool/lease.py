@@ -10,7 +10,7 @@ server end the page, and the pool reconnects.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from scrapy_cdp_pool.cdp import CDPConnection, CDPConnectionClosed
@@ -42,6 +42,8 @@ class ContextLease:
         self.origins: set[str] = set()
         #: the identity's cookies, set again in a kept page (``None``: none)
         self.keep_cookies: list[dict[str, Any]] | None = None
+        #: the page's per-request commands in force (see :class:`IdlePage`)
+        self.applied: dict[str, dict[str, Any]] = {}
         cdp = connection.cdp
         info = connection.info
         if cdp is None or info is None:  # _pick() hands out READY connections only
@@ -110,9 +112,11 @@ class ContextLease:
         )
         if not cleaned or self.cdp.closed:
             return False
-        self.connection.idle_pages.append(
-            IdlePage(self.keep_key, self.context_id, self.target_id, self.session_id)
-        )
+        kept = IdlePage(
+            self.keep_key, self.context_id, self.target_id, self.session_id,
+            applied=self.applied, no_cookies=not self.keep_cookies,
+        )  # fmt: skip
+        self.connection.idle_pages.append(kept)
         self.context_id = None
         if self.page_open:
             self.page_open = False
@@ -140,29 +144,40 @@ class ContextLease:
         session_id: str,
         origins: set[str],
         keep_cookies: list[dict[str, Any]] | None,
+        applied: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         """The render opened its page (``target_id``, ``session_id``) in this
         lease's context; ``keep_key``: see :meth:`reuse_key`; ``origins``: the
         page's origins (filled while it renders), cleared before reuse;
-        ``keep_cookies``: the identity's cookies, set again in a kept page."""
+        ``keep_cookies``: the identity's cookies, set again in a kept page;
+        ``applied``: the page's per-request commands in force (see
+        :class:`IdlePage`)."""
         self.page_open = True
         self.connection.open_pages += 1
         self.connection.counters.pages += 1
         self.keep_key, self.target_id, self.session_id = keep_key, target_id, session_id
         self.origins = origins
         self.keep_cookies = keep_cookies
+        self.applied = applied if applied is not None else {}
 
-    async def render_finished(self, stopped_loading: Any) -> None:
+    async def render_finished(
+        self, stopped_loading: Any, alongside: Awaitable[Any] | None = None
+    ) -> None:
         """The render ended normally: the slot can be reused as soon as the
         dispose is sent; a page to keep is stopped at ``about:blank`` now
-        (``stopped_loading``: its ``asyncio.Event``, see
+        (``stopped_loading``: its ``asyncio.Event``; ``alongside``: a command
+        answered before it leaves; see
         :func:`~scrapy_cdp_pool.pool.page_reuse.stop_page`), or disposed
         if it does not stop."""
         self.finished_cleanly = True
         if self.keep_key is None or self.session_id is None:
             return
         if not await stop_page(
-            self.cdp, self.session_id, stopped_loading, self.config.context_close_timeout_s
+            self.cdp,
+            self.session_id,
+            stopped_loading,
+            self.config.context_close_timeout_s,
+            alongside=alongside,
         ):
             self.keep_key = None  # still running: dispose it rather than keep it
 

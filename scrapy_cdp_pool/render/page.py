@@ -108,6 +108,9 @@ class Page:
         #: the server's HTTP cache ignores cookies: keep ``Vary: Cookie``
         #: responses out of it (see ``FetchInterceptor``)
         self.guard_cache = False
+        #: per-request commands in force on the page (method -> params), for
+        #: the next request of a kept page to skip those that are unchanged
+        self.applied: dict[str, dict[str, Any]] = {}
         self._setup: asyncio.Future[list[dict[str, Any]]] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self.started_at = time.monotonic()
@@ -156,6 +159,7 @@ class Page:
         page.guard_cache = guard_cache
         context = spec.context
         fetch = _fetch_params(spec, unsupported, guard_cache)
+        page.applied["Fetch.enable"] = fetch
         commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
         if (
             network_events
@@ -170,6 +174,7 @@ class Page:
                 commands.append(page.command(method, params))
         if user_agent is not None:
             commands.append(page.command(*user_agent))
+            page.applied[user_agent[0]] = user_agent[1]
         if spec.cookies:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
             commands.append(page.command("Network.setCookies", {"cookies": cookies}))
@@ -204,17 +209,27 @@ class Page:
         user_agent: tuple[str, dict[str, Any]] | None = None,
         backend: Backend = CHROMIUM,
         guard_cache: bool = False,
+        applied: dict[str, dict[str, Any]] | None = None,
     ) -> Page:
         """Take over a page a previous request of the same identity left open
         (``CDP_POOL_REUSE_PAGES``): its domains and identity options are still
-        set; only this request's interception, and for the anonymous identity
-        a cookie jar emptied and refilled from Scrapy's, are sent and answered
-        before the navigation starts."""
+        set; only this request's interception and user agent where they
+        differ from ``applied`` (the commands in force on the page), and for
+        the anonymous identity a cookie jar emptied (``clear_cookies``) and
+        refilled from Scrapy's, are sent and answered before the navigation
+        starts. Nothing is sent when nothing differs (the usual case: one
+        round trip and an interception set-up less per page)."""
         page = cls(cdp, target_id, session_id, spec, backend)
         page.guard_cache = guard_cache
-        commands = [page.command("Fetch.enable", _fetch_params(spec, guard_cache=guard_cache))]
+        page.applied = dict(applied or {})
+        wanted = [("Fetch.enable", _fetch_params(spec, guard_cache=guard_cache))]
         if user_agent is not None:  # this request's, which may not be the last one's
-            commands.append(page.command(*user_agent))
+            wanted.append(user_agent)
+        commands = []
+        for method, params in wanted:
+            if page.applied.get(method) != params:
+                page.applied.pop(method, None)  # known again once answered
+                commands.append(page.command(method, params))
         if (
             spec.wait_until == "networkidle"
             or spec.capture is not None
@@ -228,7 +243,9 @@ class Page:
         if spec.cookies:
             cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
             commands.append(page.command("Network.setCookies", {"cookies": cookies}))
-        await asyncio.gather(*commands)
+        if commands:
+            await asyncio.gather(*commands)
+        page.applied.update(wanted)
         return page
 
     def command(

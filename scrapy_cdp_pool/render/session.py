@@ -4,6 +4,7 @@ actions, read what the browser shows. The caller's lease disposes the context.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -118,10 +119,12 @@ async def render(
             idle.target_id,
             idle.session_id,
             spec,
-            clear_cookies=options is None or not options.name,
+            # cleaned when it was kept: no cookie unless a profile's were set again
+            clear_cookies=(options is None or not options.name) and not idle.no_cookies,
             user_agent=user_agent,
             backend=lease.info.backend,
             guard_cache=True,
+            applied=idle.applied,
         )
     else:
         await lease.evict_idle_pages()
@@ -149,9 +152,13 @@ async def render(
             guard_cache=lease.info.cache_ignores_cookies or key is not None,
         )
     lease.page_opened(
-        key, page.target_id, page.session_id, page.origins,
+        key,
+        page.target_id,
+        page.session_id,
+        page.origins,
         options.storage_cookies() if options is not None else None,
-    )  # fmt: skip
+        page.applied,
+    )
     if hooks is not None:
         page.tracker.on_response = hooks.on_document
     try:
@@ -224,12 +231,10 @@ async def _render_page(
     storage_state = None
     if options is not None and options.save_state:
         storage_state = await _storage_state(lease, page, options, spec.action_timeout_s)
-    cookies = None
-    if collect_cookies:
-        cookies = await browser_cookies(page, spec.action_timeout_s)
     network = None
     if page.capture is not None:
         network = await page.capture.collect(spec.action_timeout_s)
+    cookies = await _read_cookies_and_finish(lease, page, collect_cookies, spec.action_timeout_s)
     headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
     headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
     meta: dict[str, Any] = {"cdp_dialogs_seen": list(page.dialogs.seen)}
@@ -251,8 +256,26 @@ async def _render_page(
         network=network,
         console=page.console.messages() if page.console is not None else None,
     )
-    await lease.render_finished(page.stopped_loading)
     return result
+
+
+async def _read_cookies_and_finish(
+    lease: ContextLease, page: Page, collect_cookies: bool, timeout_s: float
+) -> list[dict[str, Any]] | None:
+    """The context's cookies when ``collect_cookies`` (else ``None``), then
+    the render finished (:meth:`ContextLease.render_finished`: a page to keep
+    is stopped), its session storage cleared in the same round trip as the
+    cookie read."""
+    reading = asyncio.ensure_future(browser_cookies(page, timeout_s)) if collect_cookies else None
+    try:
+        await lease.render_finished(page.stopped_loading, alongside=reading)
+        return await reading if reading is not None else None
+    except BaseException:
+        lease.finished_cleanly = False  # the cookie read failed: the render did
+        raise
+    finally:
+        if reading is not None and not reading.done():
+            reading.cancel()
 
 
 async def _signed_out(page: Page, spec: RenderSpec) -> bool:
