@@ -14,16 +14,17 @@ from scrapy_cdp_pool import Addon
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.settings_table import BY_NAME, SETTINGS, SHARED_POOL_SETTINGS
 
-#: the document whose tables list every setting (the reference docs move to
-#: docs/ later: change this one constant then)
-SETTINGS_DOC = Path(__file__).resolve().parents[2] / "README.md"
+#: the reference pages whose tables list every setting (docs/settings.md, and the
+#: sections of subsystems with settings of their own: cluster, ladder...)
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 #: PoolConfig attributes read from Scrapy's own settings, not from the table
 SCRAPY_FIELDS = {"download_timeout_s", "download_maxsize", "download_warnsize"}
 ROW = re.compile(r"^\| `(CDP_POOL_[A-Z0-9_]+)` \| (.*?) \| ", re.MULTILINE)
 
 
 def documented() -> dict[str, str]:
-    rows = ROW.findall(SETTINGS_DOC.read_text(encoding="utf-8"))
+    text = "\n".join(page.read_text(encoding="utf-8") for page in sorted(DOCS.glob("*.md")))
+    rows = ROW.findall(text)
     names = [name for name, _ in rows]
     assert len(names) == len(set(names)), "a setting documented twice"
     return dict(rows)

@@ -1,0 +1,23 @@
+"""The README's Architecture section lists the layers in the order the import
+contract (pyproject.toml's ``[tool.importlinter]``, checked by ``lint-imports``
+in CI) enforces them."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_readme_lists_the_layers_the_contract_enforces() -> None:
+    contract = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    [layers_contract] = contract["tool"]["importlinter"]["contracts"]
+    enforced = [name.removeprefix("scrapy_cdp_pool.") for name in layers_contract["layers"]]
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Architecture") :]
+    listed: list[str] = []
+    for line in re.findall(r"^\d+\. (.+)$", section, flags=re.MULTILINE):
+        listed += re.findall(r"`([a-z_]+)`", line.split(" — ")[0])
+    assert listed == enforced
