@@ -192,7 +192,7 @@ async def test_a_click_waits_for_an_actionable_element_then_fails_naming_why_on_
 ) -> None:
     spider, _ = await crawl(
         [scrapy.Request(site.url(f"/act/covered?{token()}"), meta={"cdp": True, "cdp_actions": [
-            ["click", selector, {"timeout": 1}]]})],
+            ["click", selector, {"timeout": 4}]]})],
         {"CDP_POOL_BROWSER": "chromium"},
     )  # fmt: skip
     [failure] = spider.failures

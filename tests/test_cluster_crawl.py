@@ -206,4 +206,6 @@ def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
                 unexplained.add(label)
     assert not started_inside, sorted(started_inside)
     assert not unexplained, sorted(unexplained)
-    assert sum(worker.stat("cdp_pool/host_pauses") for worker in workers) == requests // 3
+    # a 429 whose pause ends before one already running does not start or extend
+    # one (cdp_pool/host_pauses counts those), so under load a few are absorbed
+    assert 1 <= sum(worker.stat("cdp_pool/host_pauses") for worker in workers) <= requests // 3

@@ -2,7 +2,7 @@
 filled with JSON values, a poll that gives up in the page in time to say why,
 ``run_on_element`` and ``wait_for_selector``.
 
-A poll in the page stops :data:`IN_PAGE_MARGIN_S` (or a tenth of the action's
+A poll in the page stops :data:`IN_PAGE_MARGIN_S` (or a quarter of the action's
 timeout, if longer) before the action's own deadline and throws an error
 marked as a timeout; :func:`poll_in_page` raises it as :class:`TimeoutError`
 with the page's reason (``no element matches #x``, ``... is not visible``), so
@@ -37,7 +37,7 @@ def js_template(template: str, **values: Any) -> str:
 
 def in_page_ms(timeout_s: float) -> int:
     """Milliseconds a poll in the page may run within an action's timeout."""
-    return max(0, int((timeout_s - max(IN_PAGE_MARGIN_S, timeout_s / 10)) * 1000))
+    return max(0, int((timeout_s - max(IN_PAGE_MARGIN_S, timeout_s / 4)) * 1000))
 
 
 async def poll_in_page(page: Page, script: str, timeout_s: float) -> Any:
