@@ -96,7 +96,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_LIGHTPANDA_ARGS",                "lightpanda_args",         k.server_args(LIGHTPANDA_EXPOSING), (), "pool", shared=True),
     S("CDP_POOL_CHROMIUM_PATH",                  "chromium_path",           k.binary_path("a Chromium binary", optional=False), "/usr/bin/chromium", "pool", shared=True),
     S("CDP_POOL_CHROMIUM_ARGS",                  "chromium_args",           k.server_args(CHROMIUM_EXPOSING), (), "pool", shared=True),
-    S("CDP_POOL_CONNECTIONS",                    "connections",             k.CONNECTIONS,        None,               "pool", shared=True, doc_default="CPU cores, at least 2"),
+    S("CDP_POOL_CONNECTIONS",                    "connections",             k.CONNECTIONS,        None,               "pool", shared=True, doc_default="8 (embedded Lightpanda); else CPU cores, at least 2"),
     S("CDP_POOL_CONTEXTS_PER_CONNECTION",        "contexts_per_connection", k.integer(1),         1,                  "pool", shared=True),
     S("CDP_POOL_DEDICATED_SERVERS",              "dedicated_servers",       k.integer(0),         4,                  "pool", shared=True),
     S("CDP_POOL_BLOCK_RESOURCES",                "block_resources",         k.resource_types(RESOURCE_TYPES), (), "render"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -13,6 +14,16 @@ from scrapy_cdp_pool.config import default_connections
 
 def config(**values: Any) -> PoolConfig:
     return PoolConfig.from_settings(Settings(values))
+
+
+def test_connections_default_per_backend() -> None:
+    """8 on the embedded Lightpanda; CPU cores (at least 2) on Chromium and on
+    endpoints (issue 19's sweep, in docs/performance.md)."""
+    cores = max(2, os.cpu_count() or 1)
+    assert config().connections == 8
+    assert config(CDP_POOL_BROWSER="chromium").connections == cores
+    assert config(CDP_POOL_ENDPOINTS=["http://127.0.0.1:9222"]).connections == cores
+    assert config(CDP_POOL_CONNECTIONS=3).connections == 3
 
 
 def test_defaults() -> None:
