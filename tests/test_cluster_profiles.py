@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import logging
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -222,3 +224,26 @@ def test_redis_unreachable_keeps_the_copy_read_and_fails_saves_by_name(
         shared.save_state("alice", state_with("valid-alice.r1"), token=token)
     with pytest.raises(ProfileStoreUnreachable):
         shared.load("bob")  # never read: fails by name
+
+
+def test_the_cluster_export_command_writes_the_shared_profiles(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """``scrapy-cdp-pool cluster export``: the fleet's profiles back to 0600
+    files, from the command line (the URL could come from the environment)."""
+    files = tmp_path / "profiles"
+    files.mkdir()
+    write_profile(files, "alice", session="valid-alice", identity=IDENTITY)
+    write_profile(files, "bob", session="valid-bob")
+    SharedProfiles(redis_server.client(), PREFIX, owner="w1", directory=files).seed()
+    out = tmp_path / "exported"
+    name = "test"  # PREFIX is key_prefix("test")
+    done = subprocess.run(
+        [sys.executable, "-m", "scrapy_cdp_pool.cli", "cluster", "export", "--redis",
+         redis_server.url, "--name", name, "--dir", str(out), "--profile", "alice"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["alice.identity.json", "alice.json"]
+    for path in out.iterdir():
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600

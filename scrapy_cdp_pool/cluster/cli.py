@@ -32,6 +32,8 @@ from typing import Any
 
 from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
 from scrapy_cdp_pool.cluster.keys import key_prefix, redacted
+from scrapy_cdp_pool.cluster.profile_store import SharedProfiles, export_profiles
+from scrapy_cdp_pool.errors import ProfileFileError
 
 HELP = "look at or steer a cluster crawl on Redis: status, pause, resume, purge"
 _SCORE_STEP = 2**33
@@ -45,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("pause", "workers stop taking requests"),
         ("resume", "workers take requests again"),
         ("purge", "delete every Redis key of the crawl"),
+        ("export", "write the crawl's shared profiles to files (0600)"),
     ):
         action = actions.add_parser(name, help=text, description=text)
         action.add_argument("--redis", help="Redis URL (default: CDP_POOL_CLUSTER_REDIS_URL)")
@@ -60,6 +63,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             )  # fmt: skip
         if name == "purge":
             action.add_argument("--force", action="store_true", help="even with live workers")
+        if name == "export":
+            action.add_argument(
+                "--dir",
+                required=True,
+                help="directory to write NAME.json and NAME.identity.json to",
+            )
+            action.add_argument(
+                "--profile", action="append", help="only this profile (repeatable; default: all)"
+            )
 
 
 def _project_setting(name: str) -> str | None:
@@ -90,6 +102,10 @@ def run(args: argparse.Namespace) -> int:
         elif args.cluster_command == "pause":
             client.set(f"{prefix}paused", str(time.time()))
             print(f"cluster crawl {name!r} paused: workers finish what they hold")
+        elif args.cluster_command == "export":
+            shared = SharedProfiles(client, prefix, owner="export")
+            written = export_profiles(shared, args.dir, args.profile)
+            print(f"cluster crawl {name!r}: {len(written)} profile files written to {args.dir}")
         elif args.cluster_command == "resume":
             client.delete(f"{prefix}paused")
             print(f"cluster crawl {name!r} resumed")
@@ -105,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"cluster crawl {name!r}: {purge(client, prefix)} keys deleted")
     except REDIS_ERRORS as e:
         print(f"scrapy-cdp-pool cluster: Redis at {redacted(url)}: {e}", file=sys.stderr)
+        return 1
+    except ProfileFileError as e:  # a stored profile not valid, a file not written
+        print(f"scrapy-cdp-pool cluster export: {e}", file=sys.stderr)
         return 1
     finally:
         client.close()
