@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import pytest
 
 from scrapy_cdp_pool.cli import main
+from scrapy_cdp_pool.cluster.figures import read_figures
 from scrapy_cdp_pool.cluster.frontier import Frontier, connect
 from scrapy_cdp_pool.cluster.keys import gate_of, key_prefix
 from tests.cluster_harness import RedisServer
@@ -159,3 +160,24 @@ def test_cli_status_pause_resume_purge(
     assert "live" in capsys.readouterr().err
     assert main(["cluster", "purge", *name, "--force"]) == 0
     assert not one.client.keys(f"{key_prefix(one.prefix[10:-2])}*")
+
+
+def test_the_figures_a_worker_sends_to_its_metrics(redis_server: RedisServer) -> None:
+    """``read_figures``: what ``CDP_POOL_METRICS_PORT`` shows of the cluster,
+    read from the same Redis state the take leaves."""
+    one, two = frontiers(redis_server)
+    push(one, "a1", host="h", identity="alice")
+    push(one, "b1", host="h")
+    push(one, "c1", host="p")
+    assert taken(one) == "a1"  # leased by w0, alice locked
+    assert taken(two) == "b1"  # leased by w1
+    one.pause_host("p", 30)
+    figures = read_figures(one.client, one.prefix, lease_s=30)
+    assert figures.queued_total == 1
+    assert figures.leased == 2
+    assert dict(figures.leases_by_owner) == {"w0": 1, "w1": 1}
+    assert figures.busy_identities == 1
+    assert set(figures.paused_hosts) == {"p"}
+    assert 0 < figures.paused_hosts["p"] <= 30
+    assert figures.workers == 2
+    assert figures.requeued == 0

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.asyncio import call_later
 
+from scrapy_cdp_pool.cluster.figures import read_figures
 from scrapy_cdp_pool.cluster.link import ClusterLink
 from scrapy_cdp_pool.errors import RedisUnavailable
 from scrapy_cdp_pool.scheduling.gates import _TOKEN_META_KEY, RequestGates
+from scrapy_cdp_pool.telemetry.signals import cluster_figures_updated
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -36,8 +38,18 @@ LEASE_META_KEY = "_cdp_cluster_lease"
 
 
 class HeldRequests:
-    def __init__(self, crawler: Crawler, link: ClusterLink, gates: RequestGates) -> None:
+    def __init__(
+        self,
+        crawler: Crawler,
+        link: ClusterLink,
+        gates: RequestGates,
+        *,
+        send_figures: bool = False,
+    ) -> None:
+        """``send_figures``: read the cluster's figures at each renewal and send
+        them to the metrics (``CDP_POOL_METRICS_PORT`` set)."""
         self.crawler = crawler
+        self.send_figures = send_figures
         self.link = link
         self.gates = gates
         self._requests: dict[str, Request] = {}  # lease id -> request handed out
@@ -117,5 +129,20 @@ class HeldRequests:
                         "worker may do its request again", self.link.name, lease,
                         extra={"crawler": self.crawler},
                     )  # fmt: skip
+        if self.send_figures:
+            self._send_figures()
         if self._renewal is not None:  # not stopped meanwhile
             self.start_renewal()
+
+    def _send_figures(self) -> None:
+        """The cluster's figures to the metrics (``CDP_POOL_METRICS_PORT``)."""
+        try:
+            figures = self.link.call(
+                "figures",
+                lambda: read_figures(
+                    self.link.client, self.link.frontier.prefix, self.link.lease_s
+                ),
+            )
+        except RedisUnavailable:
+            return  # the metrics keep the last figures read
+        self.crawler.signals.send_catch_log(cluster_figures_updated, figures=figures)

@@ -107,7 +107,12 @@ class ClusterScheduler(BaseScheduler):
         self.gates: RequestGates = runtime_of(crawler).gates
         self.keep_open = link.keep_open
         self.spider: Spider | None = None
-        self.held = HeldRequests(crawler, link, self.gates)
+        self.held = HeldRequests(
+            crawler,
+            link,
+            self.gates,
+            send_figures=runtime_of(crawler).config.metrics_port is not None,
+        )
         self._unstored: deque[Request] = deque()  # yielded while Redis was down
         self._local: deque[Request] = deque()  # unserializable: fail by name here
         self._pending: tuple[float, bool] = (0.0, False)

@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 class ClusterFigures:
     """The cluster at one instant, as this worker last read it.
 
-    ``queued``: requests waiting in the frontier, per priority.
+    ``queued``: requests waiting in the frontier, per priority (empty when
+    not read: the figures workers send count them only in all);
+    ``queued_total``: requests waiting, whatever their priority.
     ``leased``: requests taken by a worker and not acknowledged yet;
     ``leases_by_owner``: the same per worker id. ``busy_identities``:
     identities locked by a worker now. ``paused_hosts``: each paused host and
@@ -30,6 +32,7 @@ class ClusterFigures:
     """
 
     queued: Mapping[int, int] = field(default_factory=dict)
+    queued_total: int = 0
     leased: int = 0
     leases_by_owner: Mapping[str, int] = field(default_factory=dict)
     busy_identities: int = 0

@@ -23,7 +23,8 @@ spider (``spider``):
 
 With the cluster, the figures it last sent
 (:class:`~scrapy_cdp_pool.telemetry.cluster_figures.ClusterFigures`):
-``cdp_pool_cluster_queued_requests{priority}``,
+``cdp_pool_cluster_queued_requests{priority}`` (when read per priority),
+``cdp_pool_cluster_queued_requests_all``,
 ``cdp_pool_cluster_leased_requests``, ``cdp_pool_cluster_leases{owner}``,
 ``cdp_pool_cluster_busy_identities``, ``cdp_pool_cluster_paused_hosts``,
 ``cdp_pool_cluster_host_pause_seconds{host}``, ``cdp_pool_cluster_workers``,
@@ -192,6 +193,7 @@ def cluster_metrics(figures: ClusterFigures, spider: str) -> Iterator[Metric]:
     for priority, count in sorted(figures.queued.items()):
         queued.add_metric([spider, str(priority)], count)
     yield queued
+    yield one("queued_requests_all", "requests waiting, all priorities", figures.queued_total)
     yield one("leased_requests", "requests leased by a worker", figures.leased)
     leases = GaugeMetricFamily(
         name + "leases", "requests leased, per worker", labels=["spider", "owner"]
