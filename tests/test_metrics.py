@@ -21,6 +21,7 @@ from scrapy_cdp_pool.telemetry.extension import EngineStatusExtension
 from scrapy_cdp_pool.telemetry.metrics import COUNTERS, WORDS, MetricsExtension
 from scrapy_cdp_pool.telemetry.signals import cluster_figures_updated
 from tests.crawl import crawl
+from tests.redis_server import RedisServer
 from tests.servers import SiteServer
 
 FIGURES = ClusterFigures(
@@ -133,3 +134,26 @@ def test_metrics_are_off_by_default() -> None:
     crawler = get_crawler(settings_dict={"ADDONS": {"scrapy_cdp_pool.Addon": 0}})
     with pytest.raises(NotConfigured):
         MetricsExtension.from_crawler(crawler)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_cluster_worker_sends_the_cluster_s_figures(
+    site: SiteServer, redis_server: RedisServer
+) -> None:
+    """A real cluster crawl with CDP_POOL_METRICS_PORT: at each lease renewal
+    (every third of a 1.5 s lease here) the worker reads the cluster's figures
+    from Redis and the metrics hold them."""
+    urls = [site.url(f"/inflight?key=metrics-cluster&ms=400&i={i}") for i in range(8)]
+    _, crawler = await crawl(
+        [scrapy.Request(url, meta={"cdp": True}) for url in urls],
+        {
+            "CDP_POOL_CLUSTER_REDIS_URL": redis_server.url,
+            "CDP_POOL_CLUSTER_NAME": "metrics-figures",
+            "CDP_POOL_CLUSTER_LEASE_SECONDS": 1.5,
+            "CDP_POOL_METRICS_PORT": 0,
+            "CDP_POOL_CONNECTIONS": 1,
+        },
+    )
+    figures = extension(crawler, MetricsExtension).collector.cluster
+    assert isinstance(figures, ClusterFigures)
+    assert figures.workers == 1
