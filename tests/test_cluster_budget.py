@@ -106,6 +106,11 @@ def test_two_workers_share_one_bound(site: SiteServer, redis_server: RedisServer
         stats = answer["stats"]
         assert stats["cdp_pool/cluster/budget/crawler_pages_in_flight_max"] <= 3
         assert stats["cdp_pool/cluster/budget/max"] == 3
+    # the 16 requests share one frontier: either worker may take any of them,
+    # and each page took one share, whichever worker rendered it
+    pages = [answer["stats"]["cdp_pool/cluster/budget/crawler_pages"] for answer in answers]
+    retries = [answer["stats"].get("retry/count", 0) for answer in answers]
+    assert sum(pages) == 16 + sum(retries)
     assert client.zcard(LEASES) == 0  # every share given back
 
 
