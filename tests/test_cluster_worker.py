@@ -135,3 +135,19 @@ async def test_a_long_queue_for_one_identity_does_not_hold_back_the_others(
     assert last_other < hundredth_busy
     for name in [busy, *others]:
         assert session_inflight_max(site, name) == 1
+
+
+@pytest_twisted.ensureDeferred
+@pytest.mark.parametrize("keep_open", [False, True])
+async def test_keep_open_holds_an_idle_worker_open(
+    redis_server: RedisServer, keep_open: bool
+) -> None:
+    """With nothing queued and nothing leased a worker's crawl ends, unless
+    CDP_POOL_CLUSTER_KEEP_OPEN: then it waits for URLs (here until Scrapy's own
+    CLOSESPIDER_TIMEOUT ends it)."""
+    settings = cluster(
+        redis_server, token(), CDP_POOL_CLUSTER_KEEP_OPEN=keep_open, CLOSESPIDER_TIMEOUT=2
+    )
+    _, crawler = await crawl([], settings)
+    reason = crawler.stats.get_value("finish_reason")
+    assert reason == ("closespider_timeout" if keep_open else "finished")
