@@ -140,6 +140,11 @@ class CrawlerRuntime:
         telemetry, the budget and tests)."""
         return self._pools.get(self.backend)
 
+    def other_pools(self) -> list[ConnectionPool]:
+        """The pools of backends other than the crawl's own (the render
+        ladder's Chromium), for telemetry."""
+        return [pool for backend, pool in self._pools.items() if backend != self.backend]
+
     def pool_of(self, backend: Backend) -> ConnectionPool | None:
         """``backend``'s pool, if one was made."""
         return self._pools.get(backend)

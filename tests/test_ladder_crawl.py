@@ -26,6 +26,7 @@ import scrapy
 from scrapy.exceptions import DownloadTimeoutError
 
 from scrapy_cdp_pool.ladder import ExpectationNotMet
+from scrapy_cdp_pool.telemetry.extension import EngineStatusExtension
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import token, write_profile
 from tests.servers import SiteServer
@@ -299,3 +300,28 @@ async def test_a_bad_expectation_fails_its_request_by_name(site: SiteServer) -> 
     bad_selector = "/ladder/static/1>: meta['cdp_expect'] = 'li..item': 'li..item' is not a valid"
     assert bad_selector in messages[0]
     assert "predicate 'tests.nowhere.check' does not import" in messages[1]
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_status_line_counts_the_ladder_s_chromium_server(site: SiteServer) -> None:
+    """Once the Chromium rung has started its server, a status sample measures
+    it with the Lightpanda one (kind ``lightpanda+chromium``, both trees' memory)."""
+    kinds: list[str | None] = []
+
+    def sample(spider: scrapy.Spider, response: Any) -> list[scrapy.Request]:
+        [status] = [
+            e for e in spider.crawler.extensions.middlewares
+            if isinstance(e, EngineStatusExtension)
+        ]  # fmt: skip
+        kinds.append(status.sample("interval").server_kind)
+        return []
+
+    request = scrapy.Request(
+        site.url("/echo-html"), dont_filter=True,
+        meta={"cdp": True, "cdp_expect": "pre#echo", "cdp_actions": [["scroll_to_bottom"]],
+              "then": sample},
+    )  # fmt: skip
+    spider, _ = await crawl([request], {"CDP_POOL_FALLBACK": "chromium"})
+    assert not spider.failures, spider.failures
+    assert spider.responses[0].meta["cdp_rung"] == "chromium"
+    assert kinds == ["lightpanda+chromium"]

@@ -8,6 +8,7 @@ there yet (no engine, no pool, pool not started) or any more (spider closed).
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -51,18 +52,27 @@ class ServerReading:
     memory: TreeMemory | None
 
 
-def read_server(pool: ConnectionPool | None) -> ServerReading:
+def read_server(
+    pool: ConnectionPool | None, others: Iterable[ConnectionPool] = ()
+) -> ServerReading:
     """Measure the pool's server: the embedded server's whole process tree
     through psutil; nothing for remote endpoints (no CDP server publishes its
     memory: Lightpanda's ``/metrics`` has no RSS, Chromium's CDP no process
-    memory)."""
+    memory). ``others``: the crawl's other pools (the render ladder's
+    Chromium): their embedded servers are measured with it, and their kind
+    joins its (``lightpanda+chromium``)."""
     if pool is None or pool.state is PoolState.NEW:
         return ServerReading(None, None, None)
     embedded = pool.server
     if embedded is not None:
         pids = pool.server_pids()
+        kinds = [embedded.kind]
+        for other in others:
+            if other.server is not None and other.state is not PoolState.NEW:
+                pids += other.server_pids()
+                kinds.append(other.server.kind)
         memory = trees_memory(pids) if pids else None
-        return ServerReading("embedded", embedded.kind, memory)
+        return ServerReading("embedded", "+".join(kinds), memory)
     kinds = sorted({info.kind for info in pool.infos if info is not None})
     return ServerReading("remote", ",".join(kinds) or None, None)
 
@@ -130,7 +140,7 @@ class StatusCollector:
         memory_queue, disk_queue = scheduler_queues(scheduler)
         pool = self.runtime.pool
         if server is None:
-            server = read_server(pool)
+            server = read_server(pool, self.runtime.other_pools())
         memory = server.memory
         crawler_rss = process_rss_bytes()
         budget = self.runtime.budget

@@ -201,7 +201,10 @@ class EngineStatusExtension:
         pool = self.runtime.pool
         reading = read_server(pool)
         if self.guard is not None:
-            self.guard.check(pool, reading)
+            self.guard.check(pool, reading)  # the pool's own server: the one it can relieve
+        others = self.runtime.other_pools()
+        if others:  # the status line counts every server of the crawl
+            reading = read_server(pool, others)
         sample = self.collector.collect(event, reading)
         self._last = sample
         self.samples += 1
