@@ -10,11 +10,13 @@ rendered request:
   plain response of one URL, or two renders with different actions, get
   different entries; plain requests keep their fingerprint, and the
   dupefilter's fingerprints are not touched;
-- each stored response carries its render key and action results in two
-  headers (``X-Cdp-Render-Key``, ``X-Cdp-Results``), checked and removed when
-  it is read back: a cached entry stands in only for a request with the same
-  render key (even with a storage whose key cannot be changed), and a cached
-  render gives back ``meta["cdp_results"]``.
+- each stored response carries its render key, action results and what the
+  render ladder said of it in headers (``X-Cdp-Render-Key``,
+  ``X-Cdp-Results``, ``X-Cdp-Ladder``), checked and removed when it is read
+  back: a cached entry stands in only for a request with the same render key
+  (even with a storage whose key cannot be changed), and a cached render gives
+  back ``meta["cdp_results"]`` and the ladder's ``cdp_rung``, ``cdp_ladder``,
+  ``cdp_fallback_reason`` and ``cdp_page_kind``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_STORAGE = "scrapy.extensions.httpcache.FilesystemCacheStorage"
 KEY_HEADER = b"X-Cdp-Render-Key"
 RESULTS_HEADER = b"X-Cdp-Results"
+#: what the render ladder said of the stored render (``cdp_rung``...), as JSON
+LADDER_HEADER = b"X-Cdp-Ladder"
+LADDER_META_KEYS = ("cdp_rung", "cdp_ladder", "cdp_fallback_reason", "cdp_page_kind")
 #: meta keys that change what a render gives (``cdp_results`` is its output)
 RENDER_META_KEYS = ("cdp_profile", "cdp_actions", "cdp_wait_until")
 #: the same, in the key only when set (keys of requests without them unchanged)
@@ -122,9 +127,13 @@ class RenderAwareCacheStorage:
             return response
         results = response.headers.get(RESULTS_HEADER)
         request.meta["cdp_results"] = json.loads(results) if results else []
+        ladder = response.headers.get(LADDER_HEADER)
+        if ladder:
+            request.meta.update(json.loads(ladder))
         headers = Headers(response.headers)
         headers.pop(KEY_HEADER, None)
         headers.pop(RESULTS_HEADER, None)
+        headers.pop(LADDER_HEADER, None)
         return response.replace(headers=headers)
 
     def store_response(self, spider: Spider, request: Request, response: Response) -> None:
@@ -135,5 +144,8 @@ class RenderAwareCacheStorage:
             headers = Headers(response.headers)
             headers[KEY_HEADER] = key
             headers[RESULTS_HEADER] = json.dumps(request.meta.get("cdp_results", []))
+            ladder = {k: request.meta[k] for k in LADDER_META_KEYS if k in request.meta}
+            if ladder:
+                headers[LADDER_HEADER] = json.dumps(ladder)
             response = response.replace(headers=headers)
         self.inner.store_response(spider, request, response)

@@ -325,3 +325,30 @@ async def test_the_status_line_counts_the_ladder_s_chromium_server(site: SiteSer
     assert not spider.failures, spider.failures
     assert spider.responses[0].meta["cdp_rung"] == "chromium"
     assert kinds == ["lightpanda+chromium"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_render_from_the_http_cache_keeps_what_the_ladder_said(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    """Scrapy's HTTP cache serves the second crawl; the response still says
+    which rung rendered it, and why it climbed."""
+    settings = {
+        "CDP_POOL_FALLBACK": "chromium",
+        "HTTPCACHE_ENABLED": True,
+        "HTTPCACHE_DIR": str(tmp_path),
+    }
+    metas = []
+    for _ in ("rendered", "cached"):
+        request = scrapy.Request(
+            site.url("/echo-html?cache=ladder"),
+            meta={"cdp": True, "cdp_expect": "pre#echo", "cdp_actions": [["scroll_to_bottom"]]},
+        )
+        spider, crawler = await crawl([request], settings)
+        assert not spider.failures, spider.failures
+        [response] = spider.responses
+        metas.append({key: response.meta.get(key) for key in ("cdp_rung", "cdp_fallback_reason")})
+    assert crawler.stats.get_value("httpcache/hit") == 1
+    assert metas[0]["cdp_rung"] == "chromium"
+    assert metas[0]["cdp_fallback_reason"].startswith("lightpanda: ActionUnsupported")
+    assert metas[1] == metas[0]
