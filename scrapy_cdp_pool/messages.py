@@ -46,3 +46,24 @@ def cap_message(text: object, limit: int = MESSAGE_LIMIT_CHARS) -> str:
     if marks and marks[0].start() < kept:
         kept = marks[0].start()  # what is shown is the original's first characters
     return message[:kept] + _MARK.format(total=total, kept=kept)
+
+
+def redact_url(url: str) -> str:
+    """``url`` for logs, stats and errors: the password of its user part and
+    every value of its query string (``?password=...`` is how redis-py, among
+    others, takes a password) replaced by ``***``. Never raises (a URL that
+    does not parse is redacted as text)."""
+    scheme, separator, rest = url.partition("://")
+    rest, hash_mark, fragment = rest.partition("#")
+    rest, question, query = rest.partition("?")
+    netloc, slash, path = rest.partition("/")
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, colon, _ = userinfo.partition(":")
+        netloc = f"{user}:***@{host}" if colon else f"***@{host}"
+    if query:
+        query = "&".join(
+            f"{part.partition('=')[0]}=***" if "=" in part else part for part in query.split("&")
+        )
+    fragment = "***" if fragment else ""
+    return f"{scheme}{separator}{netloc}{slash}{path}{question}{query}{hash_mark}{fragment}"

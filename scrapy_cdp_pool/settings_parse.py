@@ -19,6 +19,7 @@ from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool.expectation import Expectation, parse_expectation
 from scrapy_cdp_pool.identity.signed_out import parse_signed_out
+from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.render.init_scripts import load_scripts
 from scrapy_cdp_pool.render.url_patterns import check_pattern
 
@@ -397,20 +398,12 @@ def _redis_url(settings: BaseSettings, name: str, default: Any) -> str | None:
     if raw is None or raw == "":
         return None
     if not isinstance(raw, str) or raw.partition("://")[0] not in REDIS_SCHEMES:
-        shown = repr(raw) if not isinstance(raw, str) else repr(_without_password(raw))
+        shown = repr(raw) if not isinstance(raw, str) else repr(redact_url(raw))
         raise ValueError(
             f"{name}: {shown} is not a Redis URL; use redis://host:port/db, rediss://... or "
             "unix:///path/to/redis.sock, or None"
         )
     return raw
-
-
-def _without_password(url: str) -> str:
-    scheme, separator, rest = url.partition("://")
-    netloc, slash, path = rest.partition("/")
-    if "@" in netloc:
-        netloc = "***@" + netloc.rpartition("@")[2]
-    return f"{scheme}{separator}{netloc}{slash}{path}"
 
 
 def _optional_port(settings: BaseSettings, name: str, default: Any) -> int | None:

@@ -151,3 +151,15 @@ async def test_keep_open_holds_an_idle_worker_open(
     _, crawler = await crawl([], settings)
     reason = crawler.stats.get_value("finish_reason")
     assert reason == ("closespider_timeout" if keep_open else "finished")
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_worker_that_stopped_cleanly_is_not_listed_live(
+    site: SiteServer, redis_server: RedisServer
+) -> None:
+    name = token()
+    url = site.url(f"/jobsite/1?tag={name}&total=3&hubs=1")
+    spider, _ = await crawl([scrapy.Request(url)], cluster(redis_server, name))
+    assert spider.responses
+    with redis_server.client() as client:
+        assert client.zcard(f"{key_prefix(name)}workers") == 0

@@ -94,7 +94,11 @@ def run(args: argparse.Namespace) -> int:
         missing = "--redis (or CDP_POOL_CLUSTER_REDIS_URL)" if not url else "--name"
         print(f"scrapy-cdp-pool cluster: {missing} is needed", file=sys.stderr)
         return 1
-    client = connect(url, 10.0)
+    try:
+        client = connect(url, 10.0)
+    except ValueError as e:  # redis-py's parse of the URL
+        print(f"scrapy-cdp-pool cluster: {redacted(url)} is not a Redis URL: {e}", file=sys.stderr)
+        return 1
     prefix = key_prefix(name)
     try:
         if args.cluster_command == "status":

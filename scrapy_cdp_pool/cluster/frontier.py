@@ -151,6 +151,11 @@ class Frontier:
         ops = list(ops)
         return int(self._run(self._settle, self.worker, *ops)) if ops else 0
 
+    def leave(self) -> None:
+        """This worker stopped cleanly: it no longer counts as live (a killed
+        one does until its heartbeat is older than a lease)."""
+        self.client.zrem(f"{self.prefix}workers", self.worker)
+
     def renew(self, leases: Iterable[str], locks: Iterable[tuple[str, int]] = ()) -> list[str]:
         """Extend leases (and direct identity locks ``(identity, token)``);
         those no longer held."""

@@ -49,7 +49,12 @@ def cluster_settings(settings: BaseSettings) -> list[tuple[str, str, int]]:
 def check_redis(url: str) -> None:
     """:raises ValueError: Redis at ``url`` does not answer (the message names
     the setting and the URL without its password)."""
-    client = connect(url, 5.0)
+    try:
+        client = connect(url, 5.0)
+    except ValueError as e:  # redis-py's parse of the URL (a port that is no number...)
+        raise ValueError(
+            f"CDP_POOL_CLUSTER_REDIS_URL: {redacted(url)} is not a Redis URL redis-py can use: {e}"
+        ) from e
     try:
         client.ping()
     except REDIS_ERRORS as e:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
+from scrapy_cdp_pool.messages import redact_url
 
 SEP = "|"
 """Separates a gate key's parts: ``<host>|<not before, ms or "">|<identity>``.
@@ -36,12 +36,6 @@ def split_gate(gate: str) -> tuple[str, int | None, str]:
 
 
 def redacted(url: str) -> str:
-    """``url`` without its password, for logs and errors."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+    """``url`` without its password, for logs and errors
+    (:func:`~scrapy_cdp_pool.messages.redact_url`)."""
+    return redact_url(url)

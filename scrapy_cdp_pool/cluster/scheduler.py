@@ -155,6 +155,7 @@ class ClusterScheduler(BaseScheduler):
         try:
             self.link.call("close", lambda: self.frontier.settle(ops))
             self.stats.inc_value("cdp_pool/cluster/acked", len(done))
+            self.link.call("leave", self.frontier.leave)
         except RedisUnavailable:
             logger.error(
                 "Cluster crawl %r: Redis unreachable at close; %d requests held by this worker "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -213,6 +214,9 @@ def parse_actions(raw: Any) -> tuple[Action, ...]:
                     f"action #{index} {name!r}: keyword {key}={value!r} has the wrong type "
                     f"(expected {_names(expected_kw)})"
                 )
+        timeout = kwargs.get("timeout")
+        if timeout is not None and not (0 < timeout < math.inf):
+            raise ValueError(f"action #{index} {name!r}: timeout={timeout!r}; expected seconds > 0")
         action = Action(name, tuple(args), kwargs)
         if signature.check is not None:
             try:

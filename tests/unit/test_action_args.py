@@ -69,3 +69,9 @@ def test_good_arguments_pass() -> None:
         ["screenshot", {"selector": "#a"}],
     ])  # fmt: skip
     assert len(actions) == 17
+
+
+@pytest.mark.parametrize("timeout", [-5, 0, float("nan"), float("inf")])
+def test_an_action_timeout_must_be_seconds_above_zero(timeout: float) -> None:
+    with pytest.raises(ValueError, match=r"action #0 'wait_for_selector': timeout=.*seconds > 0"):
+        parse_actions([["wait_for_selector", ".product", {"timeout": timeout}]])

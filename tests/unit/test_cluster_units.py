@@ -8,6 +8,7 @@ import pytest
 from scrapy.settings import Settings
 
 from scrapy_cdp_pool.cluster.frontier import PRIORITY_LIMIT, score_base
+from scrapy_cdp_pool.cluster.install import check_redis
 from scrapy_cdp_pool.cluster.keys import gate_of, key_prefix, redacted, split_gate
 from scrapy_cdp_pool.config import PoolConfig
 
@@ -31,6 +32,19 @@ def test_a_password_is_redacted() -> None:
     assert redacted("redis://:s3cret@host:6379/0") == "redis://:***@host:6379/0"
     assert redacted("redis://user:s3cret@host/1") == "redis://user:***@host/1"
     assert redacted("unix:///run/redis.sock") == "unix:///run/redis.sock"
+    # redis-py also takes the password from the query string
+    assert redacted("unix:///r.sock?password=S3cret&db=2") == "unix:///r.sock?password=***&db=***"
+    assert redacted("redis://127.0.0.1:1/0?password=S3cret") == "redis://127.0.0.1:1/0?password=***"
+    assert redacted("redis://u:pw@127.0.0.1:notaport/0") == "redis://u:***@127.0.0.1:notaport/0"
+
+
+@pytest.mark.parametrize(
+    "url", ["unix:///nowhere/r.sock?password=S3cret", "redis://u:S3cret@127.0.0.1:notaport/0"]
+)
+def test_a_redis_that_does_not_answer_is_named_without_any_password(url: str) -> None:
+    with pytest.raises(ValueError, match="CDP_POOL_CLUSTER_REDIS_URL") as raised:
+        check_redis(url)
+    assert "S3cret" not in str(raised.value)
 
 
 @pytest.mark.parametrize(
