@@ -100,15 +100,21 @@ def default_connections(browser: str = "lightpanda", embedded: bool = True) -> i
     return max(2, os.cpu_count() or 1)
 
 
-def _seconds(settings: BaseSettings, name: str, default: Any) -> float:
-    raw: Any = settings.get(name, default)
-    message = f"{name}: {raw!r} is not a number of seconds > 0"
+def _number(raw: Any, message: str, cast: Callable[[Any], Any] = float) -> Any:
+    """``raw`` as ``cast`` makes it (``float`` or ``int``); a bool, or what
+    ``cast`` refuses, is a ``ValueError(message)``."""
     if isinstance(raw, bool):
         raise ValueError(message)
     try:
-        value = float(raw)
+        return cast(raw)
     except (TypeError, ValueError) as e:
         raise ValueError(message) from e
+
+
+def _seconds(settings: BaseSettings, name: str, default: Any) -> float:
+    raw: Any = settings.get(name, default)
+    message = f"{name}: {raw!r} is not a number of seconds > 0"
+    value = float(_number(raw, message))
     if not value > 0:
         raise ValueError(message)
     return value
@@ -120,12 +126,7 @@ def _megabytes(
     """A finite number of megabytes > 0 (>= 0 with ``allow_zero``)."""
     raw: Any = settings.get(name, default)
     message = f"{name}: {raw!r} is not a number of megabytes {'>=' if allow_zero else '>'} 0"
-    if isinstance(raw, bool):
-        raise ValueError(message)
-    try:
-        value = float(raw)
-    except (TypeError, ValueError) as e:
-        raise ValueError(message) from e
+    value = float(_number(raw, message))
     if not (0 <= value if allow_zero else 0 < value) or value == float("inf"):
         raise ValueError(message)
     return value
@@ -174,12 +175,7 @@ def optional_limit(*, integer: bool) -> Kind:
         if raw is None or raw == "":
             return None
         message = f"{name}: {raw!r} is not {allowed}, or None for no limit"
-        if isinstance(raw, bool):
-            raise ValueError(message)
-        try:
-            value = int(raw) if integer else float(raw)
-        except (TypeError, ValueError) as e:
-            raise ValueError(message) from e
+        value = _number(raw, message, int if integer else float)
         if integer and isinstance(raw, float) and raw != value:
             raise ValueError(message)
         if not value > 0 or value == float("inf"):
@@ -195,12 +191,7 @@ def ratio(*, below_one: bool = False) -> Kind:
 
     def parse(settings: BaseSettings, name: str, default: Any) -> float:
         raw: Any = settings.get(name, default)
-        if isinstance(raw, bool):
-            raise ValueError(f"{name}: {raw!r} is not {allowed}")
-        try:
-            value = float(raw)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"{name}: {raw!r} is not {allowed}") from e
+        value = float(_number(raw, f"{name}: {raw!r} is not {allowed}"))
         if not (0 <= value < 1 if below_one else 0 < value <= 1):
             raise ValueError(f"{name}: {raw!r} is not {allowed}")
         return value
@@ -413,12 +404,7 @@ def _optional_port(settings: BaseSettings, name: str, default: Any) -> int | Non
     message = (
         f"{name}: {raw!r} is not a port; use an integer from 0 (any free port) to 65535, or None"
     )
-    if isinstance(raw, bool):
-        raise ValueError(message)
-    try:
-        value = int(raw)
-    except (TypeError, ValueError) as e:
-        raise ValueError(message) from e
+    value = int(_number(raw, message, int))
     if (isinstance(raw, float) and raw != value) or not 0 <= value <= 65535:
         raise ValueError(message)
     return value
