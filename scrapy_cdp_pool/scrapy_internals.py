@@ -25,7 +25,7 @@ reads a private Scrapy attribute.
 from __future__ import annotations
 
 from collections.abc import Container
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import scrapy
 from scrapy.core import engine as scrapy_engine
@@ -34,6 +34,8 @@ from scrapy.core.scheduler import Scheduler
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
+
+M = TypeVar("M")
 
 #: the overridable ``Scheduler`` methods the durable scheduler relies on
 SCHEDULER_HOOKS = ("_read_dqs_state", "_write_dqs_state", "_mq", "_dq", "_get_start_queue_cls")
@@ -104,6 +106,19 @@ def wake_engine(crawler: Crawler) -> None:
     slot = _engine_slot(crawler)
     if slot is not None:
         slot.nextcall.schedule()
+
+
+def running_downloader_middleware(crawler: Crawler, cls: type[M]) -> M | None:
+    """The crawler's running downloader middleware that is a ``cls`` (or a
+    subclass), ``None`` when none is enabled or the engine is not running.
+    A scan of the downloader's middleware list (public, if undocumented)."""
+    engine = crawler.engine
+    if engine is None:
+        return None
+    for middleware in engine.downloader.middleware.middlewares:
+        if isinstance(middleware, cls):
+            return middleware
+    return None
 
 
 def start_disk_queue_class(scheduler: Scheduler) -> type | None:

@@ -18,19 +18,15 @@ from scrapy import Request
 from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddleware
 from scrapy.http import Response
 
+from scrapy_cdp_pool.scrapy_internals import running_downloader_middleware
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
 def compression_middleware(crawler: Crawler) -> HttpCompressionMiddleware | None:
     """The crawler's running ``HttpCompressionMiddleware``, or ``None``."""
-    engine = crawler.engine
-    if engine is None:
-        return None
-    for middleware in engine.downloader.middleware.middlewares:
-        if isinstance(middleware, HttpCompressionMiddleware):
-            return middleware
-    return None
+    return running_downloader_middleware(crawler, HttpCompressionMiddleware)
 
 
 def decoded(crawler: Crawler, request: Request, response: Response) -> Response:

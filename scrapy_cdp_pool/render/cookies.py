@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 
+from scrapy_cdp_pool.scrapy_internals import running_downloader_middleware
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -76,13 +78,7 @@ def cookies_middleware(crawler: Crawler) -> CookiesMiddleware | None:
     """The crawler's running ``CookiesMiddleware`` (or a subclass), ``None``
     when cookies are disabled (``COOKIES_ENABLED = False``) or the engine is
     not running."""
-    engine = crawler.engine
-    if engine is None:
-        return None
-    for middleware in engine.downloader.middleware.middlewares:
-        if isinstance(middleware, CookiesMiddleware):
-            return middleware
-    return None
+    return running_downloader_middleware(crawler, CookiesMiddleware)
 
 
 def merge_into_jar(
