@@ -13,7 +13,7 @@ import scrapy
 from scrapy.exceptions import DownloadConnectionRefusedError, DownloadFailedError
 
 from scrapy_cdp_pool.errors import ActionUnsupported
-from scrapy_cdp_pool.pool.servers import free_port
+from scrapy_cdp_pool.pool.embedded_server import free_port
 from tests.crawl import crawl
 from tests.profiles import hits, token
 from tests.servers import SiteServer

@@ -19,8 +19,8 @@ from twisted.internet.defer import Deferred
 from scrapy_cdp_pool import Addon, CDPDownloadHandler
 from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.pool.embedded_server import free_port
 from scrapy_cdp_pool.pool.pool import ConnectionPool
-from scrapy_cdp_pool.pool.servers import free_port
 from scrapy_cdp_pool.runtime import runtime_of
 from tests.crawl import crawl
 from tests.servers import SiteServer, process_tree_alive

@@ -57,8 +57,9 @@ async def playwright_page(
     Playwright's default timeout for each step."""
     from playwright.async_api import async_playwright
 
+    from scrapy_cdp_pool.pool.embedded_server import private_env
     from scrapy_cdp_pool.pool.private_dir import make_private_dir
-    from scrapy_cdp_pool.pool.servers import CHROMIUM_FLAGS, private_env
+    from scrapy_cdp_pool.pool.server_flags import CHROMIUM_FLAGS
 
     async with contextlib.AsyncExitStack() as stack:
         playwright = await stack.enter_async_context(async_playwright())

@@ -31,13 +31,14 @@ from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.pool.connection import ConnectionState, PooledConnection
 from scrapy_cdp_pool.pool.connection_setup import set_up_connection
 from scrapy_cdp_pool.pool.dedicated import DedicatedServers
+from scrapy_cdp_pool.pool.embedded_server import EmbeddedServer
 from scrapy_cdp_pool.pool.lease import ContextLease
 from scrapy_cdp_pool.pool.routing import (
     check_capabilities,
     dedicated_requires,
 )
 from scrapy_cdp_pool.pool.server_options import ServerOptions
-from scrapy_cdp_pool.pool.servers import EmbeddedServer, embedded_server
+from scrapy_cdp_pool.pool.servers import embedded_server
 from scrapy_cdp_pool.pool.slots import SlotQueue
 
 logger = logging.getLogger(__name__)

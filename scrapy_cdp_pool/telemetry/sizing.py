@@ -28,7 +28,8 @@ from scrapy_cdp_pool.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.errors import RenderError
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
-from scrapy_cdp_pool.pool.servers import EmbeddedServer, embedded_server
+from scrapy_cdp_pool.pool.embedded_server import EmbeddedServer
+from scrapy_cdp_pool.pool.servers import embedded_server
 from scrapy_cdp_pool.render.context_options import ContextOptions
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.spec import RenderSpec
