@@ -167,7 +167,10 @@ def _kill_a_crawl_holding_a_page(site: SiteServer, tmp: Path) -> None:
     """Run a Chromium crawl in a subprocess, wait until its page reaches the
     site (its browser is up, its directory made), then SIGKILL it."""
     spider_file = tmp.parent / "held.py"
-    spider_file.write_text(_KILLED_SPIDER % site.url("/inflight?ms=60000&key=killed"))
+    # A key of its own: the session's site counts other tests' /inflight hits too,
+    # which would end the wait below before this crawl made its directory's marker.
+    key = f"killed-{os.getpid()}-{time.monotonic_ns()}"
+    spider_file.write_text(_KILLED_SPIDER % site.url(f"/inflight?ms=60000&key={key}"))
     crawler = subprocess.Popen(
         [sys.executable, "-m", "scrapy", "runspider", str(spider_file), "-L", "WARNING"],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -176,7 +179,7 @@ def _kill_a_crawl_holding_a_page(site: SiteServer, tmp: Path) -> None:
         deadline = time.monotonic() + 60
         # Wait for the held page to reach the site (its browser is up, its
         # directory made), then kill the crawler without a chance to clean.
-        while site.stats()["hits"].get("/inflight", 0) < 1 or not list(tmp.glob("cdp-pool-*")):
+        while site.stats()["inflight_max"].get(key, 0) < 1 or not list(tmp.glob("cdp-pool-*")):
             assert crawler.poll() is None, "the crawl ended before it was killed"
             assert time.monotonic() < deadline, "the held page never reached the site"
             time.sleep(0.05)
