@@ -40,6 +40,12 @@ def build(connections: int) -> list[Config]:
             note="no browser; CONCURRENT_REQUESTS 16",
         ),
         Config(
+            "scrapy_floor",
+            "scrapy_floor",
+            concurrency=16,
+            note="no download: each request answered with one stored page (Scrapy's own cost)",
+        ),
+        Config(
             "cdp_pool_lightpanda",
             "cdp_pool",
             concurrency=c,
