@@ -69,9 +69,11 @@ class Backend:
     #: an embedded server of it may be dedicated to one identity's proxy or
     #: time zone (``CDP_POOL_DEDICATED_SERVERS``)
     dedicated_servers: bool = False
-    #: a page past its JavaScript heap ceiling is told from the server's own
-    #: report (Lightpanda's stderr), not from the page's crash
-    heap_limit_from_server: bool = False
+    #: why a page's connection closed (past its JavaScript heap ceiling, a
+    #: script stopped by the watchdog) is told by the embedded server's own
+    #: report on stderr (:mod:`~scrapy_cdp_pool.pool.lightpanda_reports`), not
+    #: by the page's crash
+    crashes_told_on_stderr: bool = False
     #: the server flag that caps a page's JavaScript heap, and its form
     #: (``{mb}``: the ceiling in MB); one argument per item
     heap_limit_flag: str = "--js-flags"
@@ -128,7 +130,7 @@ LIGHTPANDA = Backend(
     auto_attach=True,
     reuse_pages_by_default=False,
     dedicated_servers=True,
-    heap_limit_from_server=True,
+    crashes_told_on_stderr=True,
     heap_limit_flag="--v8-max-heap-mb",
     heap_limit_args_format=("--v8-max-heap-mb", "{mb}"),
     ignore_https_errors_by_command=False,

@@ -42,6 +42,7 @@ from scrapy_cdp_pool.errors import (
     NavigationFailed,
     PageCrashed,
     PageMemoryExceeded,
+    PageScriptStalled,
     PoolStartTimeout,
     PoolUnavailable,
     RequestTooLarge,
@@ -97,8 +98,8 @@ def to_scrapy_error(error: BaseException, request_text: str) -> BaseException:
         if any(text in reason for text in _REFUSED_TEXT):
             return DownloadConnectionRefusedError(message)
         return DownloadFailedError(message)
-    if isinstance(error, PageMemoryExceeded):
-        return error
+    if isinstance(error, (PageMemoryExceeded, PageScriptStalled)):
+        return error  # not retried: the same page would do the same again
     if isinstance(error, (CDPConnectionClosed, PageCrashed, CDPError)):
         return DownloadFailedError(message)
     return error

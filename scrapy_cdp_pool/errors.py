@@ -162,6 +162,15 @@ class PageMemoryExceeded(PageCrashed):
     other crash is reported, and not retried, the same way.)"""
 
 
+class PageScriptStalled(PageCrashed):
+    """A page script kept the browser busy without returning (``for(;;){}``,
+    a loop waiting for a layout Lightpanda does not have) until the embedded
+    Lightpanda's watchdog stopped it (``--watchdog-ms``: half of
+    ``DOWNLOAD_TIMEOUT``, at most 30 s) and closed the page's connection. Not
+    retried: the same page would stall again there. On the render ladder a
+    fallback to Chromium may render it."""
+
+
 class DedicatedServerFailed(RenderError):
     """A dedicated server (an identity's proxy or time zone, see
     :mod:`scrapy_cdp_pool.pool.dedicated`) did not start: that identity's

@@ -18,11 +18,14 @@ import pytest
 import pytest_twisted
 import scrapy
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DownloadFailedError, DownloadTimeoutError
+from scrapy.exceptions import DownloadTimeoutError
 from twisted.python.failure import Failure
 
+from scrapy_cdp_pool.render.errors import PageScriptStalled
 from scrapy_cdp_pool.runtime import runtime_of
+from tests.contract import token
 from tests.crawl import RecordingSpider, crawl
+from tests.profiles import hits
 from tests.servers import LightpandaProcess, SiteServer
 from tests.site.shop import PRODUCTS
 
@@ -109,8 +112,11 @@ async def test_busy_page_leaves_requests_on_other_connections_alone(site: SiteSe
 async def test_lightpanda_watchdog_is_set_below_the_download_timeout(site: SiteServer) -> None:
     """The embedded Lightpanda ends a page stuck in JavaScript itself, before
     ``DOWNLOAD_TIMEOUT`` (``--watchdog-ms``), and closes its connection: the
-    pool reconnects it without having to retire it, and the next page works."""
+    request fails by name (``PageScriptStalled``, from the server's stderr;
+    before: "connection closed"), is not retried, the pool reconnects without
+    having to retire the connection, and the next page works."""
     seen: dict[str, Any] = {}
+    key = token()
 
     def then(spider: Any, response: Any) -> Any:
         pool = runtime_of(spider.crawler).pool
@@ -121,21 +127,28 @@ async def test_lightpanda_watchdog_is_set_below_the_download_timeout(site: SiteS
         after = scrapy.Request(site.url("/js?n=1&after-watchdog"), meta={"cdp": True})
         return [
             scrapy.Request(
-                site.url("/busy-loop?watchdog"), meta={"cdp": True, "then_on_error": [after]}
+                site.url(f"/busy-loop?watchdog={key}"),
+                meta={"cdp": True, "then_on_error": [after]},
             )
         ]
 
     spider, crawler = await crawl(
         [scrapy.Request(site.url("/js?first"), meta={"cdp": True, "then": then})],
-        {"DOWNLOAD_TIMEOUT": 8, "CDP_POOL_CONNECTIONS": 1},
+        {"DOWNLOAD_TIMEOUT": 8, "CDP_POOL_CONNECTIONS": 1, "RETRY_ENABLED": True},
         spider_cls=FollowUpOnErrorSpider,
     )
     argv = seen["argv"]
     assert argv[argv.index(b"--watchdog-ms") + 1] == b"4000"
     assert len(spider.failures) == 1
-    assert spider.failures[0].check(DownloadTimeoutError, DownloadFailedError)
+    failure = spider.failures[0]
+    assert failure.check(PageScriptStalled), failure.value
+    assert "busy for" in str(failure.value)
+    assert "watchdog" in str(failure.value)
+    assert hits(site, f"/busy-loop?watchdog={key}") == 1  # not retried
     assert spider.by_url("after-watchdog").css("p.item").getall()
     stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/errors/PageScriptStalled"] == 1
+    assert "retry/count" not in stats
     assert stats["cdp_pool/reconnects"] == 1
     assert stats.get("cdp_pool/retired", 0) == 0
     assert_contexts_balanced(crawler)

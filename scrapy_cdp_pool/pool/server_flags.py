@@ -55,6 +55,34 @@ def lightpanda_flags(config: PoolConfig) -> list[str]:
     return flags
 
 
+#: Lightpanda's log on stderr: its ``app`` scope (start-up errors, a page
+#: past its heap ceiling) and its ``watchdog`` scope (a script it stopped, a
+#: warning) and nothing else (per-page navigation notes and page errors are
+#: not written): what :mod:`~scrapy_cdp_pool.pool.lightpanda_reports` reads
+#: and what a start-up error quotes (``lightpanda help serve``: filters apply
+#: first to last, ``-all`` then ``+scope``)
+LIGHTPANDA_LOG_FLAGS = (
+    "--log-level",
+    "warn",
+    "--log-filter",
+    "-all",
+    "--log-filter",
+    "+app",
+    "--log-filter",
+    "+watchdog",
+)
+
+
+def lightpanda_log_flags(config: PoolConfig) -> list[str]:
+    """:data:`LIGHTPANDA_LOG_FLAGS`, unless ``CDP_POOL_LIGHTPANDA_ARGS`` sets
+    its own ``--log-level`` or ``--log-filter`` (then a page stopped by the
+    watchdog or past its heap ceiling may not be told by name)."""
+    own = config.lightpanda_args
+    if sets_flag(own, "--log-level") or sets_flag(own, "--log-filter"):
+        return []
+    return list(LIGHTPANDA_LOG_FLAGS)
+
+
 def chromium_flags(config: PoolConfig) -> list[str]:
     """Flags of an embedded Chromium from the settings."""
     flags = ["--disable-blink-features=AutomationControlled"]

@@ -29,13 +29,15 @@ from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, info_from_browser_version
 from scrapy_cdp_pool.pool.embedded_server import EmbeddedServer
-from scrapy_cdp_pool.pool.heap_limit import heap_limit_args, note_stderr_line
+from scrapy_cdp_pool.pool.heap_limit import heap_limit_args
+from scrapy_cdp_pool.pool.lightpanda_reports import note_stderr_line
 from scrapy_cdp_pool.pool.server_flags import (
     CHROMIUM_FLAGS,
     LIGHTPANDA_ENV,
     chromium_flags,
     http_cache_args,
     lightpanda_flags,
+    lightpanda_log_flags,
     watchdog_ms,
 )
 from scrapy_cdp_pool.pool.server_options import ServerOptions
@@ -57,7 +59,7 @@ class LightpandaServer(EmbeddedServer):
     backend = LIGHTPANDA
 
     def _on_stderr_line(self, line: bytes) -> None:
-        note_stderr_line(line)  # a page over CDP_POOL_PAGE_HEAP_LIMIT_MB
+        note_stderr_line(line)  # a page over its heap ceiling, or stopped by the watchdog
 
     def binary(self) -> str:
         if self.config.lightpanda_path:
@@ -107,8 +109,7 @@ class LightpandaServer(EmbeddedServer):
             path,
             "--cdp-max-connections",
             str(max_connections),
-            "--log-level",
-            "error",
+            *lightpanda_log_flags(self.config),
             *watchdog,
             *lightpanda_flags(self.config),
             *heap_limit_args(self.config, LIGHTPANDA),

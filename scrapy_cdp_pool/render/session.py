@@ -17,10 +17,11 @@ from scrapy_cdp_pool.errors import (
     PageCrashed,
     PageMemoryExceeded,
     PageScriptError,
+    PageScriptStalled,
     ResponseTooLarge,
 )
-from scrapy_cdp_pool.pool.heap_limit import lightpanda_hit
 from scrapy_cdp_pool.pool.lease import ContextLease
+from scrapy_cdp_pool.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_STALL, reported
 from scrapy_cdp_pool.render.actions import Action, check_supported, run_action
 from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
 from scrapy_cdp_pool.render.cookies import browser_cookies
@@ -104,6 +105,8 @@ async def render(
     :raises ActionUnsupported: the backend cannot perform an action (before
         any page is opened); not retried.
     :raises PageMemoryExceeded: the page went past the heap ceiling.
+    :raises PageScriptStalled: Lightpanda's watchdog stopped a page script
+        that kept it busy.
     :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
         CDPError: see :mod:`scrapy_cdp_pool.render.errors`.
     """
@@ -165,10 +168,10 @@ async def render(
         try:
             return await _render_page(lease, page, spec, collect_cookies, hooks)
         except (PageCrashed, CDPConnectionClosed) as e:
-            exceeded = await _memory_exceeded(lease, page)
-            if exceeded is None:
+            named = await _named_crash(lease, page)
+            if named is None:
                 raise
-            raise exceeded from e
+            raise named from e
     except BaseException as error:
         if on_failure is not None:
             await on_failure(page, error)
@@ -299,23 +302,37 @@ async def _signed_out(page: Page, spec: RenderSpec) -> bool:
     return matched
 
 
-async def _memory_exceeded(lease: ContextLease, page: Page) -> PageMemoryExceeded | None:
-    """The error for a page that crashed past ``CDP_POOL_PAGE_HEAP_LIMIT_MB``
-    on a browser the plugin started (see :mod:`~scrapy_cdp_pool.pool.heap_limit`),
-    else ``None``."""
+async def _named_crash(
+    lease: ContextLease, page: Page
+) -> PageMemoryExceeded | PageScriptStalled | None:
+    """Why the page crashed or its connection closed, when the browser the
+    plugin started tells: past ``CDP_POOL_PAGE_HEAP_LIMIT_MB`` (see
+    :mod:`~scrapy_cdp_pool.pool.heap_limit`), or a script stopped by
+    Lightpanda's watchdog (see :mod:`~scrapy_cdp_pool.pool.lightpanda_reports`);
+    else ``None`` (the crash stays what it was)."""
+    if lease.config.endpoints:
+        return None  # someone else's server: its reasons are not seen
     limit = lease.config.page_heap_limit_mb
-    if limit is None or lease.config.endpoints:
-        return None
-    if lease.info.backend.heap_limit_from_server:
-        urls = {page.spec.url}
+    url = page.spec.url
+    if lease.info.backend.crashes_told_on_stderr:
+        urls = {url}
         if page.tracker.document is not None:
             urls.add(page.tracker.document.url)
-        if not await lightpanda_hit(urls):
+        report = await reported(urls)
+        if report is None:
             return None
-    elif page.tracker.crashed != "the page crashed":
+        if report.kind == SCRIPT_STALL:
+            busy = f" for {report.stalled_ms} ms" if report.stalled_ms is not None else ""
+            return PageScriptStalled(
+                f"{url}: a page script kept Lightpanda busy{busy} without returning; its "
+                "watchdog (--watchdog-ms) stopped it; not retried"
+            )
+        if report.kind != HEAP_LIMIT or limit is None:
+            return None
+    elif limit is None or page.tracker.crashed != "the page crashed":
         return None
     return PageMemoryExceeded(
-        f"{page.spec.url}: the page crashed at its JavaScript heap ceiling "
+        f"{url}: the page crashed at its JavaScript heap ceiling "
         f"(CDP_POOL_PAGE_HEAP_LIMIT_MB = {limit}); not retried"
     )
 
