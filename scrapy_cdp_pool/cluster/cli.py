@@ -11,6 +11,8 @@ project's ``CDP_POOL_CLUSTER_NAME``.
   seconds left), paused hosts (seconds left), workers by last heartbeat (live:
   within ``--lease`` seconds), pages/s over ``--interval`` seconds. It reads
   every queued request's score: O(queued) in Redis, for an operator, not a loop.
+  ``leased`` and ``leases`` (the first 100) are read in one transaction; the
+  other figures each at their own moment within the interval.
 - ``pause``: workers stop taking requests (those held are finished);
   ``resume``: they take again.
 - ``purge``: delete every key of the crawl (frontier, fingerprints, leases,
@@ -159,8 +161,13 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
             priority = -math.floor(score / _SCORE_STEP)
             per_priority[priority] = per_priority.get(priority, 0) + 1
     leases: list[dict[str, Any]] = []
-    now_ms = _now_ms(client)
-    for lease, expiry in client.zrange(f"{prefix}leases", 0, 99, withscores=True):
+    with client.pipeline(transaction=True) as pipe:  # the count and the list of one moment
+        pipe.time()
+        pipe.zcard(f"{prefix}leases")
+        pipe.zrange(f"{prefix}leases", 0, 99, withscores=True)
+        (now_s, micros), leased, first_leases = pipe.execute()
+    now_ms = int(now_s) * 1000 + int(micros) // 1000
+    for lease, expiry in first_leases:
         info = {
             k.decode(): v.decode()
             for k, v in client.hgetall(f"{prefix}lease:{lease.decode()}").items()
@@ -189,7 +196,7 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
     return {
         "queued": int(client.get(f"{prefix}queued") or 0),
         "queued_per_priority": {str(p): n for p, n in sorted(per_priority.items(), reverse=True)},
-        "leased": int(client.zcard(f"{prefix}leases")),
+        "leased": int(leased),
         "leases": leases,
         "busy_identities": identities,
         "paused_hosts_s_left": paused,
@@ -199,11 +206,6 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
         "requeued": int(client.hget(f"{prefix}stats", "requeued") or 0),
         "pages_per_s": round((acked_after - acked_before) / elapsed, 2) if interval_s > 0 else None,
     }
-
-
-def _now_ms(client: Any) -> int:
-    now_s, micros = client.time()
-    return int(now_s) * 1000 + int(micros) // 1000
 
 
 def purge(client: Any, prefix: str) -> int:
