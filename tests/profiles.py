@@ -45,8 +45,11 @@ def write_profile(
     }
     path = directory / f"{name}.json"
     path.write_text(json.dumps(state))
+    path.chmod(0o600)  # as the plugin writes them (a 0644 one is warned about)
     if identity is not None:
-        (directory / f"{name}.identity.json").write_text(json.dumps(identity))
+        identity_path = directory / f"{name}.identity.json"
+        identity_path.write_text(json.dumps(identity))
+        identity_path.chmod(0o600)
     return path
 
 

@@ -242,3 +242,30 @@ def test_health_counts_consecutive_failures_and_keeps_the_first_retirement() -> 
         "cdp_pool/profile/a/failures": 3, "cdp_pool/profile/a/retired": 1,
         "cdp_pool/profiles_retired": 1,
     }  # fmt: skip
+
+
+def test_a_hand_written_file_other_users_can_read_is_warned_about_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A profile written by hand with the umask's 0644 (cookies, a proxy
+    password) is used, with one WARNING per file naming it and the fix, never
+    a value; a 0600 file gets none."""
+    write_profile(
+        tmp_path, "carol", session=SECRET,
+        identity={"proxy": {"server": "http://proxy:3128", "username": "u", "password": SECRET}},
+    )  # fmt: skip
+    write_profile(tmp_path, "dave", session=SECRET)
+    state, identity = ProfileStore(tmp_path).paths("carol")
+    for path in (state, identity):
+        path.chmod(0o644)
+    ProfileStore(tmp_path).paths("dave")[0].chmod(0o600)
+    store = ProfileStore(tmp_path)
+    store.load("carol")
+    store.load("dave")
+    state.touch()  # changed on disk: read again, not warned again
+    store.load("carol")
+    warnings = [r.getMessage() for r in caplog.records if "other local users" in r.getMessage()]
+    assert len(warnings) == 2
+    assert {str(state), str(identity)} == {w.split(" can be read")[0].split()[-1] for w in warnings}
+    assert all("chmod 600" in w for w in warnings)
+    assert not any(SECRET in r.getMessage() for r in caplog.records)

@@ -8,15 +8,19 @@ viewport, locale, time zone, headers, geolocation, proxy, signed-out rule; see
 Files are read when first used and again whenever they change on disk; they are
 written atomically (a temporary file in the same directory, mode 0600, renamed
 over the old one), so a crash never leaves half a profile. Problems name the
-file and what is wrong, never a value.
+file and what is wrong, never a value. A file written by hand that other local
+users can read (cookies, a proxy password) is used, with one WARNING per file
+naming it and the fix (``chmod 600``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +35,11 @@ IDENTITY_SUFFIX = ".identity.json"
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}")
 FILE_MODE = 0o600
 _MAX_PROBLEMS = 5
+
+logger = logging.getLogger(__name__)
+
+#: files already warned about as readable by others (one warning per file)
+_warned_readable: set[Path] = set()
 
 
 @dataclass(frozen=True, repr=False)
@@ -59,6 +68,24 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     except FileNotFoundError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _warn_if_others_read(path: Path) -> None:
+    """One WARNING when ``path`` (a profile file: cookies, maybe a proxy
+    password) can be read by the group or by other users."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if mode & (stat.S_IRGRP | stat.S_IROTH) and path not in _warned_readable:
+        _warned_readable.add(path)
+        logger.warning(
+            "Profile file %s can be read by other local users (mode %s) and holds cookies or "
+            "credentials: run 'chmod 600 %s' (files the plugin writes are 0600)",
+            path,
+            stat.filemode(mode),
+            path,
+        )
 
 
 def check_name(name: str) -> str | None:
@@ -115,10 +142,12 @@ class ProfileStore:
             )
         state = _read_json(name, state_path)
         _raise_problems(name, state_path, storage_state_problems(state))
+        _warn_if_others_read(state_path)
         identity: dict[str, Any] = {}
         if stamp[1] is not None:
             identity = _read_json(name, identity_path)
             _raise_problems(name, identity_path, identity_problems(identity))
+            _warn_if_others_read(identity_path)
         profile = Profile(name, state_path, identity_path, state, identity)
         self._cache[name] = (stamp, profile)
         return profile
