@@ -53,6 +53,20 @@ def build(connections: int) -> list[Config]:
             note="embedded Lightpanda",
         ),
         Config(
+            "cdp_pool_lightpanda_defaults_items16",
+            "cdp_pool",
+            concurrency=c,
+            args=("--browser", "lightpanda", "--defaults", "--concurrent-items", "16"),
+            note="embedded Lightpanda at defaults, CONCURRENT_ITEMS 16 (Scrapy's is 100)",
+        ),
+        Config(
+            "scrapy_floor_items16",
+            "scrapy_floor",
+            concurrency=16,
+            args=("--concurrent-items", "16"),
+            note="scrapy_floor with CONCURRENT_ITEMS 16",
+        ),
+        Config(
             "cdp_pool_lightpanda_nocache",
             "cdp_pool",
             concurrency=c,

@@ -44,6 +44,13 @@ def parser(description: str) -> argparse.ArgumentParser:
     ap.add_argument(
         "--progress-every", type=int, default=0, help="soak: print RSS every N pages (0: never)"
     )
+    ap.add_argument(
+        "--concurrent-items",
+        type=int,
+        default=0,
+        help="Scrapy runners: CONCURRENT_ITEMS (0: Scrapy's default, 100; Scrapy 2.19 starts that "
+        "many asyncio tasks per response to process the callback's output)",
+    )
     return ap
 
 

@@ -92,6 +92,8 @@ def crawl(
     """Run the crawl in this process; print the result line; return an exit code."""
     tally = Tally(args.kind, args.pages, args.progress_every, raw_html=raw_html)
     failures: list[str] = []
+    if args.concurrent_items:
+        settings = {**settings, "CONCURRENT_ITEMS": args.concurrent_items}
     try:
         process = CrawlerProcess({**BASE_SETTINGS, **settings})
         d = process.crawl(BenchSpider, args=args, meta=meta, tally=tally)

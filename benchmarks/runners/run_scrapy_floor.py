@@ -42,15 +42,9 @@ if __name__ == "__main__":
     with urllib.request.urlopen(first, timeout=30) as page:
         BODY = page.read()
     handler = "%s.StoredPageHandler" % __name__
-    sys.exit(
-        crawl(
-            args,
-            {
-                "CONCURRENT_REQUESTS": args.concurrency,
-                "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
-                "DOWNLOAD_HANDLERS": {"http": handler, "https": handler},
-            },
-            meta={},
-            raw_html=True,
-        )
-    )
+    settings = {
+        "CONCURRENT_REQUESTS": args.concurrency,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
+        "DOWNLOAD_HANDLERS": {"http": handler, "https": handler},
+    }
+    sys.exit(crawl(args, settings, meta={}, raw_html=True))
