@@ -218,3 +218,39 @@ async def test_where_lightpanda_hits_another_element_the_event_goes_to_the_eleme
     assert ["click", "target", trusted] in events
     assert ["mouseover", "target", trusted] in events
     assert ["mouseenter", "target", trusted] in events
+
+
+@pytest.mark.parametrize("browser", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_fill_replaces_the_text_with_trusted_inserted_text(
+    site: SiteServer, browser: str
+) -> None:
+    """As Playwright's fill: the old text is replaced, the page sees a
+    trusted ``input`` event and no key; an empty value clears the field; a
+    field that is not fillable fails by name (before: the value was set by
+    script, untrusted events, on any element)."""
+    events, response = await seen_by_site(
+        site,
+        browser,
+        [
+            ["evaluate", "document.getElementById('txt').value = 'old text'"],
+            ["fill", "#txt", "Hello wörld"],
+            ["evaluate", "document.getElementById('txt').value"],
+            ["fill", "#txt", ""],
+            ["evaluate", "document.getElementById('txt').value"],
+        ],
+    )
+    assert response.meta["cdp_results"][2] == "Hello wörld"
+    assert response.meta["cdp_results"][4] == ""
+    inputs = [e for e in of(events, "input") if e[1] == "txt"]
+    assert inputs[0][2:] == [True, "", "Hello wörld"]
+    assert inputs[-1][2:] == [True, "", ""]
+    assert not [e for e in of(events, "keydown", "keyup") if e[3] != "Delete"]
+    key = token()
+    spider, _ = await crawl(
+        [scrapy.Request(site.url(f"/act/input?key={key}"),
+                        meta={"cdp": True, "cdp_actions": [["fill", "#cb", "x"]]})],
+        {"CDP_POOL_BROWSER": browser},
+    )  # fmt: skip
+    [failure] = spider.failures
+    assert "#cb is an input of type checkbox: not fillable" in str(failure.value)

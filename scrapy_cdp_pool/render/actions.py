@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from scrapy_cdp_pool.backends import Backend, Capability
 from scrapy_cdp_pool.errors import ActionUnsupported
 from scrapy_cdp_pool.render import action_args as args
 from scrapy_cdp_pool.render import input_steps, screenshots, wait_steps
-from scrapy_cdp_pool.render.elements import run_on_element, wait_for_selector
+from scrapy_cdp_pool.render.elements import wait_for_selector
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -74,16 +73,6 @@ async def _wait_for_load_state(page: Page, action: Action, timeout_s: float) -> 
     await page.wait_for_load(action.args[0] if action.args else "load", timeout_s)
 
 
-async def _fill(page: Page, action: Action, timeout_s: float) -> None:
-    value = json.dumps(action.args[1])
-    script = (
-        f"el.focus(); el.value = {value};"
-        "el.dispatchEvent(new Event('input', {bubbles: true}));"
-        "el.dispatchEvent(new Event('change', {bubbles: true}))"
-    )
-    await run_on_element(page, action.args[0], script, timeout_s)
-
-
 async def _scroll_to_bottom(page: Page, action: Action, timeout_s: float) -> None:
     await page.evaluate("window.scrollTo(0, document.body.scrollHeight)", timeout_s)
 
@@ -126,7 +115,7 @@ ACTIONS: dict[str, _Signature] = {
     ),
     "click": _Signature((str,), _T, input_steps.click),
     "hover": _Signature((str,), _T, input_steps.hover),
-    "fill": _Signature((str, str), _T, _fill),
+    "fill": _Signature((str, str), _T, input_steps.fill),
     "type": _Signature((str, str), {**_T, "delay": _NUMBER}, input_steps.type_, check=args.type_),
     "press": _Signature((str, str), {**_T, "delay": _NUMBER}, input_steps.press, check=args.press),
     "select_option": _Signature(

@@ -1,8 +1,10 @@
 """The actions that act on an element as a user would: ``click``, ``hover``,
-``type``, ``press``, ``select_option``, ``check``, ``uncheck`` (issue 18 item 4).
+``type``, ``press``, ``fill``, ``select_option``, ``check``, ``uncheck`` (issue 18 item 4).
 
 Clicks, hovers and keys are trusted input events (see
-:mod:`~scrapy_cdp_pool.render.input_events`); ``select_option`` sets the
+:mod:`~scrapy_cdp_pool.render.input_events`); ``fill`` selects the field's
+text and inserts the value as trusted text (``Input.insertText``: an
+``input`` event, no keys), as Playwright's does; ``select_option`` sets the
 options and fires ``input`` and ``change`` by script, as Playwright's does.
 An action that may start a navigation waits for it (:meth:`Page.settle`).
 """
@@ -67,6 +69,65 @@ async def hover(page: Page, action: Action, timeout_s: float) -> None:
 async def type_(page: Page, action: Action, timeout_s: float) -> None:
     await focus(page, action.args[0], timeout_s)
     await type_text(page, action.args[1], float(action.kwargs.get("delay", 0)))
+    await page.settle(timeout_s)
+
+
+# Playwright's fill (injectedScript.fill): the input types whose value is set
+# by script (no text to select), else the field's text is selected for the
+# inserted text to replace; anything else is not fillable.
+_FILL_PREPARE = """(async () => {
+  const sel = __SEL__, value = __VALUE__, deadline = Date.now() + __MS__;
+  const set = new Set(['color', 'date', 'time', 'datetime-local', 'month', 'range', 'week']);
+  const kinds = new Set(['', 'email', 'number', 'password', 'search', 'tel', 'text', 'url']);
+  for (;;) {
+    const el = document.querySelector(sel);
+    if (el) {
+      if (el.nodeName === 'INPUT') {
+        const type = (el.getAttribute('type') || '').toLowerCase();
+        if (set.has(type)) {
+          el.focus(); el.value = value;
+          if (el.value !== value) throw new Error('malformed value for ' + sel);
+          el.dispatchEvent(new Event('input', {bubbles: true, composed: true}));
+          el.dispatchEvent(new Event('change', {bubbles: true}));
+          return 'set';
+        }
+        if (!kinds.has(type))
+          throw new Error(sel + ' is an input of type ' + type + ': not fillable');
+      } else if (el.nodeName !== 'TEXTAREA' && !el.isContentEditable) {
+        throw new Error(sel + ' is not an <input>, <textarea> or contenteditable element');
+      }
+      if (el.disabled) throw new Error(sel + ' is disabled');
+      if (el.readOnly) throw new Error(sel + ' is read-only');
+      el.focus();
+      if (el.nodeName === 'INPUT' || el.nodeName === 'TEXTAREA') el.select();
+      else {
+        const range = document.createRange(); range.selectNodeContents(el);
+        const selection = window.getSelection();
+        selection.removeAllRanges(); selection.addRange(range);
+      }
+      return 'selected';
+    }
+    if (Date.now() > deadline) throw new Error(__TIMED_OUT__ + 'no element matches ' + sel);
+    await new Promise(r => setTimeout(r, 50));
+  }
+})()"""
+
+
+async def fill(page: Page, action: Action, timeout_s: float) -> None:
+    """Playwright's ``fill``: the field's text replaced by the value as
+    trusted inserted text (an empty value: the selection deleted with a
+    ``Delete`` key); date-like inputs set by script.
+
+    :raises PageScriptError: the element is not fillable (names why).
+    :raises TimeoutError: no element in time.
+    """
+    selector, value = action.args[0], action.args[1]
+    script = js_template(_FILL_PREPARE, SEL=selector, VALUE=value, MS=in_page_ms(timeout_s))
+    if await poll_in_page(page, script, timeout_s) == "selected":
+        if value:
+            await page.command("Input.insertText", {"text": value})
+        else:
+            await press_key(page, "Delete", 0)
     await page.settle(timeout_s)
 
 
