@@ -254,3 +254,51 @@ async def test_fill_replaces_the_text_with_trusted_inserted_text(
     )  # fmt: skip
     [failure] = spider.failures
     assert "#cb is an input of type checkbox: not fillable" in str(failure.value)
+
+
+@pytest.mark.parametrize("browser", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_click_options_as_playwright_names_them(site: SiteServer, browser: str) -> None:
+    """``button``, ``click_count``, ``delay``, ``position`` and (Chromium)
+    ``modifiers`` reach the page as a user's click would carry them (before:
+    refused as unknown keywords). Lightpanda does not pass held keys to mouse
+    events: ``modifiers`` there fails by name before the page opens."""
+    held = {"modifiers": ["Control", "Shift"]} if browser == "chromium" else {}
+    events, _ = await seen_by_site(
+        site,
+        browser,
+        [
+            ["click", "#btn", {"click_count": 2, "delay": 10, **held}],
+            ["click", "#btn", {"button": "right", "position": {"x": 10, "y": 5}}],
+        ],
+    )
+    on_button = [e for e in events if e[1] == "btn"]
+    assert all(e[2] is True for e in on_button)
+    mods = ["true", "true"] if held else ["false", "false"]
+    clicks = [(e[0], e[3].split(",")[:4]) for e in on_button]
+    assert [c for c in clicks if c[0] in ("click", "dblclick")] == [
+        ("click", ["0", "1", *mods]),
+        ("click", ["0", "2", *mods]),
+        ("dblclick", ["0", "2", *mods]),
+    ]
+    assert [c for c in clicks if c[0] in ("contextmenu", "auxclick")] == [
+        ("contextmenu", ["2", "0", "false", "false"]),
+        ("auxclick", ["2", "1", "false", "false"]),
+    ]
+    assert [e[3] for e in of(events, "keydown")] == (["Control", "Shift"] if held else [])
+    if browser == "chromium":  # a real layout: the offset is where the click landed
+        [right] = [e for e in on_button if e[0] == "contextmenu"]
+        assert right[3].split(",")[4:] == ["10", "5"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_click_with_keys_held_fails_by_name_on_lightpanda(site: SiteServer) -> None:
+    spider, _ = await crawl(
+        [scrapy.Request(site.url(f"/act/input?key={token()}"),
+                        meta={"cdp": True,
+                              "cdp_actions": [["click", "#btn", {"modifiers": ["Control"]}]]})],
+        {"CDP_POOL_BROWSER": "lightpanda"},
+    )  # fmt: skip
+    [failure] = spider.failures
+    assert type(failure.value).__name__ == "ActionUnsupported"
+    assert "does not pass keys held down to mouse events" in str(failure.value)

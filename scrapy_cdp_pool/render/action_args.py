@@ -9,7 +9,8 @@ import json
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from scrapy_cdp_pool.render.keyboard import parse_combo
+from scrapy_cdp_pool.render.input_events import BUTTONS
+from scrapy_cdp_pool.render.keyboard import MODIFIERS, parse_combo
 from scrapy_cdp_pool.render.url_patterns import check_pattern
 
 if TYPE_CHECKING:
@@ -53,6 +54,20 @@ def wait_for_load_state(action: Action) -> None:
 def press(action: Action) -> None:
     parse_combo(action.args[1])
     _at_least(action, "delay", 0)
+
+
+def click(action: Action) -> None:
+    _one_of(action, "button", tuple(BUTTONS))
+    _at_least(action, "click_count", 1, integer=True)
+    _at_least(action, "delay", 0)
+    for name in action.kwargs.get("modifiers", ()):
+        if name not in MODIFIERS:
+            raise ValueError(f"modifier {name!r} must be one of {', '.join(map(repr, MODIFIERS))}")
+    position = action.kwargs.get("position")
+    if position is not None and (
+        set(position) != {"x", "y"} or not all(_is_number(v) and v >= 0 for v in position.values())
+    ):
+        raise ValueError(f"position={position!r} must be {{'x': number >= 0, 'y': number >= 0}}")
 
 
 def type_(action: Action) -> None:

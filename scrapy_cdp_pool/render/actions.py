@@ -113,7 +113,19 @@ ACTIONS: dict[str, _Signature] = {
     "goto": _Signature(
         (str,), {**_T, "wait_until": str, "referer": str}, wait_steps.goto, check=args.goto
     ),
-    "click": _Signature((str,), _T, input_steps.click),
+    "click": _Signature(
+        (str,),
+        {
+            **_T,
+            "button": str,
+            "click_count": int,
+            "delay": _NUMBER,
+            "modifiers": list,
+            "position": dict,
+        },
+        input_steps.click,
+        check=args.click,
+    ),
     "hover": _Signature((str,), _T, input_steps.hover),
     "fill": _Signature((str, str), _T, input_steps.fill),
     "type": _Signature((str, str), {**_T, "delay": _NUMBER}, input_steps.type_, check=args.type_),
@@ -224,6 +236,13 @@ _NO_LAYOUT_SCROLL = (
 #: What Lightpanda cannot do (it has no layout and renders no pixels): action
 #: name -> (test on the action, why). Checked before the page is opened.
 LIGHTPANDA_UNSUPPORTED: dict[str, tuple[Callable[[Action], bool], str]] = {
+    "click": (
+        lambda a: bool(a.kwargs.get("modifiers")),
+        (
+            "Lightpanda does not pass keys held down to mouse events (measured on 1.0.2: "
+            "ctrlKey and shiftKey stay false)"
+        ),
+    ),
     "scroll_to_bottom": (lambda a: True, _NO_LAYOUT_SCROLL),
     "scroll_until_stable": (lambda a: True, _NO_LAYOUT_SCROLL),
     "screenshot": (

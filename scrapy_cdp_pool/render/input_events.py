@@ -21,13 +21,20 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.backends import Capability
 from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
-from scrapy_cdp_pool.render.keyboard import CHARACTERS, MODIFIERS, Key, parse_combo
+from scrapy_cdp_pool.render.keyboard import (
+    CHARACTERS,
+    MODIFIER_KEYS,
+    MODIFIERS,
+    Key,
+    parse_combo,
+)
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
 
 _POINT = """(async () => {
   const sel = __SEL__, deadline = Date.now() + __MS__, needHit = __HIT__, needEnabled = __ENABLED__;
+  const pos = __POS__;
   const frame = () => new Promise(r => { requestAnimationFrame(() => r()); setTimeout(r, 50); });
   const name = n => !n ? 'nothing' : n.nodeName.toLowerCase() + (n.id ? '#' + n.id : '');
   let why = 'no element matches ' + sel, last = null;
@@ -45,7 +52,9 @@ _POINT = """(async () => {
           el.scrollIntoView({block: 'center', inline: 'center'});
           r = el.getBoundingClientRect();
         }
-        const x = r.left + r.width / 2, y = r.top + r.height / 2;
+        // a position is from the padding box's top-left corner (Playwright's)
+        const x = r.left + (pos ? el.clientLeft + pos.x : r.width / 2);
+        const y = r.top + (pos ? el.clientTop + pos.y : r.height / 2);
         const box = [r.left, r.top, r.width, r.height].join();
         if (box !== last) {
           last = box; why = name(el) + ' (' + sel + ') keeps moving';
@@ -69,18 +78,30 @@ def has_layout(page: Page) -> bool:
 
 
 async def element_point(
-    page: Page, selector: str, timeout_s: float, *, enabled: bool = False
+    page: Page,
+    selector: str,
+    timeout_s: float,
+    *,
+    enabled: bool = False,
+    position: dict[str, float] | None = None,
 ) -> tuple[float, float] | None:
     """The viewport point (CSS pixels) at the centre of the first element
-    matching ``selector``, once it is actionable (see the module). ``None``
-    on a browser without layout when the hit test there finds another
-    element (the caller dispatches on the element by script).
+    matching ``selector`` (or at ``position``, ``{"x", "y"}`` in CSS pixels
+    from the top-left corner of its padding box, as Playwright's), once it is
+    actionable (see the module). ``None`` on a browser without layout when
+    the hit test there finds another element (the caller dispatches on the
+    element by script).
 
     :raises TimeoutError: not actionable in time, naming why (no element,
         not visible, disabled, covered by another element).
     """
     script = js_template(
-        _POINT, SEL=selector, MS=in_page_ms(timeout_s), HIT=has_layout(page), ENABLED=enabled
+        _POINT,
+        SEL=selector,
+        MS=in_page_ms(timeout_s),
+        HIT=has_layout(page),
+        ENABLED=enabled,
+        POS=position,
     )
     point = await poll_in_page(page, script, timeout_s)
     if not point["hit"]:
@@ -96,14 +117,46 @@ async def mouse_move(page: Page, x: float, y: float) -> None:
     await _mouse(page, "mouseMoved", x, y, button="none")
 
 
-async def mouse_click(page: Page, x: float, y: float) -> None:
-    """Move, press and release the left button at ``(x, y)`` (one click),
-    sent in one write: a session's commands are handled in order."""
-    await asyncio.gather(
-        _mouse(page, "mouseMoved", x, y, button="none"),
-        _mouse(page, "mousePressed", x, y, button="left", buttons=1, clickCount=1),
-        _mouse(page, "mouseReleased", x, y, button="left", buttons=0, clickCount=1),
-    )
+#: ``Input.dispatchMouseEvent``'s ``buttons`` bit of each button
+BUTTONS = {"left": 1, "right": 2, "middle": 4}
+
+
+async def mouse_click(
+    page: Page,
+    x: float,
+    y: float,
+    *,
+    button: str = "left",
+    click_count: int = 1,
+    delay_ms: float = 0,
+    modifiers: tuple[str, ...] = (),
+) -> None:
+    """Move to ``(x, y)``, then press and release ``button`` there
+    ``click_count`` times (the n-th press and release say ``clickCount`` n,
+    as Playwright's: a double click is two), ``delay_ms`` between each press
+    and its release, with ``modifiers`` (``"Alt"``, ``"Control"``, ``"Meta"``,
+    ``"Shift"``) held down as keys around the clicks. Without a delay the
+    commands go in one write: a session's commands are handled in order."""
+    held = 0
+    for name in modifiers:
+        held |= MODIFIERS[name]
+        await _key(page, True, MODIFIER_KEYS[name], held)
+    bit = BUTTONS[button]
+    common = {"button": button, "modifiers": held}
+    sends = [_mouse(page, "mouseMoved", x, y, button="none", modifiers=held)]
+    for count in range(1, click_count + 1):
+        pressed = _mouse(page, "mousePressed", x, y, buttons=bit, clickCount=count, **common)
+        released = _mouse(page, "mouseReleased", x, y, buttons=0, clickCount=count, **common)
+        if delay_ms:
+            await asyncio.gather(*sends, pressed)
+            await asyncio.sleep(delay_ms / 1000)
+            sends = [released]
+        else:
+            sends += [pressed, released]
+    await asyncio.gather(*sends)
+    for name in reversed(modifiers):
+        held &= ~MODIFIERS[name]
+        await _key(page, False, MODIFIER_KEYS[name], held)
 
 
 async def _key(page: Page, down: bool, key: Key, modifiers: int, text: str = "") -> None:

@@ -42,19 +42,47 @@ _HOVER_BY_SCRIPT = (
 )
 
 
-async def click_element(page: Page, selector: str, timeout_s: float) -> None:
-    """A trusted click at the element's centre once it is actionable (by
-    script, ``el.click()``, where a browser without layout hits another
-    element there)."""
-    point = await element_point(page, selector, timeout_s, enabled=True)
-    if point is None:
-        await run_on_element(page, selector, "el.click()", timeout_s)
+async def click_element(
+    page: Page, selector: str, timeout_s: float, options: dict[str, Any] | None = None
+) -> None:
+    """A trusted click at the element's centre (or ``options["position"]``)
+    once it is actionable; ``options``: Playwright's ``button``,
+    ``click_count``, ``delay`` (ms), ``modifiers`` (see
+    :func:`~scrapy_cdp_pool.render.input_events.mouse_click`). Where a
+    browser without layout hits another element there, a plain left click is
+    sent by script (``el.click()``).
+
+    :raises PageScriptError: that fallback, with other options.
+    """
+    options = options or {}
+    point = await element_point(
+        page, selector, timeout_s, enabled=True, position=options.get("position")
+    )
+    if point is not None:
+        await mouse_click(
+            page,
+            *point,
+            button=options.get("button", "left"),
+            click_count=int(options.get("click_count", 1)),
+            delay_ms=float(options.get("delay", 0)),
+            modifiers=tuple(options.get("modifiers", ())),
+        )
+    elif set(options) - {"position"}:
+        raise PageScriptError(
+            f"{selector}: the browser's hit test finds another element there (no layout), "
+            f"so only a plain click can be sent by script, not one with {sorted(options)}"
+        )
     else:
-        await mouse_click(page, *point)
+        await run_on_element(page, selector, "el.click()", timeout_s)
+
+
+#: ``click``'s options, as Playwright's ``page.click`` names them
+CLICK_OPTIONS = ("button", "click_count", "delay", "modifiers", "position")
 
 
 async def click(page: Page, action: Action, timeout_s: float) -> None:
-    await click_element(page, action.args[0], timeout_s)
+    options = {k: v for k, v in action.kwargs.items() if k in CLICK_OPTIONS}
+    await click_element(page, action.args[0], timeout_s, options)
     await page.settle(timeout_s)
 
 

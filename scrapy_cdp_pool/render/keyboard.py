@@ -26,7 +26,7 @@ class Key:
 
 #: modifier name -> CDP ``modifiers`` bit (Alt=1, Ctrl=2, Meta=4, Shift=8)
 MODIFIERS = {"Alt": 1, "Control": 2, "Meta": 4, "Shift": 8}
-_MODIFIER_KEYS = {
+MODIFIER_KEYS = {
     "Alt": Key("Alt", "AltLeft", 18),
     "Control": Key("Control", "ControlLeft", 17),
     "Meta": Key("Meta", "MetaLeft", 91),
@@ -48,7 +48,7 @@ _NAMED = {
     "PageUp": Key("PageUp", "PageUp", 33),
     "PageDown": Key("PageDown", "PageDown", 34),
     "Insert": Key("Insert", "Insert", 45),
-    **_MODIFIER_KEYS,
+    **MODIFIER_KEYS,
 }
 
 # (code, keyCode, unshifted, shifted) of the punctuation keys
@@ -109,7 +109,7 @@ def parse_combo(combo: str) -> tuple[list[Key], Key | None, int]:
         if name not in MODIFIERS:
             known = ", ".join(MODIFIERS)
             raise ValueError(f"unknown modifier {name!r} in {combo!r}; known: {known}")
-        mods.append(_MODIFIER_KEYS[name])
+        mods.append(MODIFIER_KEYS[name])
         bits |= MODIFIERS[name]
     key = _NAMED.get(main) or CHARACTERS.get(main)
     if key is not None:

@@ -8,7 +8,8 @@ what the site was told, not what the browser returned.
 - ``/act/input?key=K``: a button, a hover target, a text input, a select and
   a multiple select, a checkbox and two radio buttons; every mouse, key,
   input and change event is recorded as ``[type, target id, isTrusted,
-  key, value]``.
+  key, value]`` (for a mouse event, ``key`` is "button,detail,ctrlKey,shiftKey,
+  offsetX,offsetY").
 - ``/act/wait?key=K``: ``#go`` starts, 300 ms after its click, a ``fetch``
   of ``/act/data?key=K&call=N`` (N: 1, 2... per click), then sets
   ``window.ready``, counts it in ``window.done`` and pushes
@@ -84,10 +85,13 @@ INPUT = """<button id="btn" style="width:120px;height:40px">button</button>
 <input type="radio" name="r" id="r1" value="1"><input type="radio" name="r" id="r2" value="2">
 <script>
 for (const t of ["click", "mousedown", "mouseup", "mouseover", "mouseenter", "mousemove",
-                 "keydown", "keyup", "input", "change"])
+                 "keydown", "keyup", "input", "change", "dblclick", "contextmenu", "auxclick"])
   document.addEventListener(t, function (e) {
     const el = e.target;
-    window.seen.push([e.type, el.id || el.nodeName, e.isTrusted, e.key || "",
+    // a mouse event's button, detail (click count), Control and Shift held, offset
+    const mouse = e instanceof MouseEvent ? [e.button, e.detail, e.ctrlKey, e.shiftKey,
+      Math.round(e.offsetX), Math.round(e.offsetY)].join() : "";
+    window.seen.push([e.type, el.id || el.nodeName, e.isTrusted, e.key || mouse,
       el.type === "checkbox" || el.type === "radio" ? el.checked
         : el.multiple ? Array.from(el.selectedOptions).map(o => o.value)
         : el.value === undefined ? "" : String(el.value)]);

@@ -45,6 +45,11 @@ BAD: list[tuple[Any, str]] = [
     (["screenshot", {"clip": {"x": 0, "y": 0}}], "clip={'x': 0, 'y': 0} must be"),
     (["wait_for_load_state", "idle"], "state 'idle' must be one of"),
     (["wait_for_selector", "#a", {"state": "hidden"}], "state 'hidden' must be one of"),
+    (["click", "#a", {"button": "back"}], "'click': button 'back' must be one of 'left'"),
+    (["click", "#a", {"click_count": 0}], "'click': click_count=0 must be an integer >= 1"),
+    (["click", "#a", {"modifiers": ["Ctrl"]}], "'click': modifier 'Ctrl' must be one of 'Alt'"),
+    (["click", "#a", {"position": {"x": 1}}], "'click': position={'x': 1} must be {'x': number"),
+    (["click", "#a", {"force": True}], "'click': unknown keyword 'force'"),
 ]
 
 
