@@ -90,6 +90,28 @@ async def test_a_service_worker_never_answers_the_next_request(site: SiteServer)
 
 
 @pytest_twisted.ensureDeferred
+async def test_what_a_page_writes_while_leaving_does_not_reach_the_next_request(
+    site: SiteServer,
+) -> None:
+    """A page writes localStorage and sessionStorage from its ``unload``,
+    ``pagehide``, ``visibilitychange`` and ``freeze`` handlers; the next
+    request on the same kept page finds both empty: the storage is cleared
+    after the previous document is gone, not before (a kept page navigated
+    straight to the next URL, or frozen instead of left for
+    ``about:blank``, runs those handlers after the clearing: the next request
+    read ``["pagehide","unload","visibility-hidden"]``)."""
+    spider, crawler = await crawl(
+        [_chain(site, f"/behaviour/leaving?{token()}", 3, {"cdp": True})], ONE_PAGE
+    )
+    assert not spider.failures, spider.failures
+    assert len(spider.responses) == 3
+    for response in spider.responses:
+        seen = [response.css(f"#{k}::text").get() for k in ("local", "session")]
+        assert seen == ["[]", "[]"], (response.url, seen)
+    assert crawler.stats.get_value("cdp_pool/contexts_opened") == 1  # the page was reused
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_kept_page_runs_nothing_between_requests(site: SiteServer) -> None:
     """A page whose timer fetches every 20 ms is kept for reuse; while the
     crawl then waits 400 ms on a plain (unrendered) request, the site gets

@@ -75,6 +75,32 @@ async def visits(request: web.Request) -> web.Response:
     )
 
 
+@routes.get("/behaviour/leaving")
+async def leaving(request: web.Request) -> web.Response:
+    """Lists in ``#local`` and ``#session`` the keys already in
+    ``localStorage`` and ``sessionStorage`` when it loads (``[]`` when
+    none), then writes a key in both from its ``unload``, ``pagehide``,
+    ``visibilitychange`` and ``freeze`` handlers: what the page writes while
+    it leaves, after the request that rendered it ended."""
+    return html_response(
+        "Leaving",
+        '<p id="local"></p><p id="session"></p>'
+        "<script>"
+        "function keys(s) { try { return JSON.stringify(Object.keys(s).sort()); }"
+        " catch (e) { return 'error'; } }"
+        "document.getElementById('local').textContent = keys(localStorage);"
+        "document.getElementById('session').textContent = keys(sessionStorage);"
+        "function w(k) { try { localStorage.setItem(k, '1'); sessionStorage.setItem(k, '1'); }"
+        " catch (e) {} }"
+        "addEventListener('unload', function () { w('unload'); });"
+        "addEventListener('pagehide', function () { w('pagehide'); });"
+        "document.addEventListener('visibilitychange', function () {"
+        " w('visibility-' + document.visibilityState); });"
+        "document.addEventListener('freeze', function () { w('freeze'); });"
+        "</script>",
+    )
+
+
 @routes.get("/behaviour/ticker")
 async def ticker(request: web.Request) -> web.Response:
     """A page whose timer hits ``/behaviour/tick?key=`` every 20 ms, for as
