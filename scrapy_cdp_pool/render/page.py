@@ -277,7 +277,14 @@ class Page:
         :raises TimeoutError: no main document within ``timeout_s`` seconds.
         """
         self.tracker.navigation_pending = True
-        navigate = asyncio.ensure_future(self.command("Page.navigate", {"url": self.spec.url}))
+        # Chromium answers Page.navigate once the response has come: a slow
+        # site's answer is bounded by the navigation's deadline (a little
+        # later, so that the named TimeoutError below wins), not by
+        # CDP_POOL_COMMAND_TIMEOUT_SECONDS (before: a site answering after
+        # 30 s failed whatever the navigation timeout said).
+        navigate = asyncio.ensure_future(
+            self.command("Page.navigate", {"url": self.spec.url}, timeout_s + 1.0)
+        )
         navigate.add_done_callback(self._on_navigate_answer)
         try:
             if self._setup is not None:
