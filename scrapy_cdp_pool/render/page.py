@@ -33,6 +33,7 @@ from scrapy_cdp_pool.errors import (
     ResponseTooLarge,
 )
 from scrapy_cdp_pool.render.capture import NetworkCapture
+from scrapy_cdp_pool.render.child_frames import ChildFrames
 from scrapy_cdp_pool.render.console import ConsoleLog
 from scrapy_cdp_pool.render.dialogs import DialogAnswerer
 from scrapy_cdp_pool.render.document import DocumentTracker
@@ -99,6 +100,8 @@ class Page:
         #: origins of the documents this page loaded (main frame and frames),
         #: whose storage is cleared before the page is reused
         self.origins: set[str] = set()
+        #: its child frames: one of another origin keeps the page from reuse
+        self.child_frames = ChildFrames(target_id)
         #: set by ``Page.frameStoppedLoading`` of the main frame
         self.stopped_loading = asyncio.Event()
         #: an error that ends the render as soon as it is seen (the response or
@@ -469,9 +472,12 @@ class Page:
                 self.network.on_event(method, params)
                 if method == "Network.requestWillBeSent" and params.get("type") == "Document":
                     self._note_origin(str(params.get("documentURL", "")))
+            elif method == "Page.frameAttached":
+                self.child_frames.on_event(method, params)
             elif method == "Page.frameNavigated":
                 frame = params.get("frame") or {}
                 self._note_origin(str(frame.get("url", "")))
+                self.child_frames.on_event(method, params)
                 if frame.get("id") == self.target_id:
                     self.frame_url = str(frame.get("url", ""))
             elif method == "Page.navigatedWithinDocument":
