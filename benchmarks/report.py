@@ -20,11 +20,15 @@ import procs
 from configs import Config
 from execute import RunResult
 
-# Issue 7's targets on /products: (subject, reference(s), minimum ratio)
+# The targets on /products: (subject, reference(s), minimum ratio): issue 7's,
+# then issue 19's for a new user's crawl (the plugin at its defaults)
 TARGETS = [
     ("cdp_pool_lightpanda", ("raw_cdp_loop",), 0.85),
     ("cdp_pool_lightpanda", ("raw_playwright_pool",), 2.0),
     ("cdp_pool_lightpanda", ("scrapy_playwright_lightpanda_*",), 5.0),
+    ("cdp_pool_lightpanda_defaults", ("raw_cdp_loop",), 0.85),
+    ("cdp_pool_lightpanda_defaults", ("raw_playwright_pool",), 2.5),
+    ("cdp_pool_lightpanda_defaults", ("scrapy_playwright_lightpanda_*",), 8.0),
     ("cdp_pool_chromium", ("scrapy_playwright_chromium_tuned",), 1.5),
     ("cdp_pool_chromium_tuned", ("scrapy_playwright_chromium_tuned",), 1.5),
 ]

@@ -8,6 +8,7 @@ returns the value :class:`~scrapy_cdp_pool.config.PoolConfig` keeps, or raises
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -213,10 +214,19 @@ def choice(allowed: tuple[str, ...]) -> Kind:
 
 def str_list(settings: BaseSettings, name: str, default: Any = None) -> list[str]:
     """A list of strings; a string is split on commas (``-s NAME=a,b``, as
-    Scrapy's ``getlist()`` reads it)."""
+    Scrapy's ``getlist()`` reads it), or read as JSON when it is a JSON list
+    (``-s 'NAME=["--flag", "value"]'``: split on commas, it gave arguments
+    such as ``["--flag"``)."""
     raw = settings.get(name, default)
     if raw is None or raw == "":
         return []
+    if isinstance(raw, str) and raw.lstrip().startswith("["):
+        try:
+            raw = json.loads(raw)
+        except ValueError as e:
+            raise ValueError(
+                f"{name}: {raw!r} starts like a JSON list but is not one ({e})"
+            ) from None
     if isinstance(raw, str):
         return [part.strip() for part in raw.split(",") if part.strip()]
     if not isinstance(raw, (list, tuple)) or not all(isinstance(x, str) for x in raw):

@@ -4,7 +4,9 @@ default there) as clean as a fresh context, scrolling."""
 
 from __future__ import annotations
 
+import json
 import threading
+import urllib.request
 from typing import Any
 
 import psutil
@@ -109,6 +111,28 @@ async def test_what_a_page_writes_while_leaving_does_not_reach_the_next_request(
         seen = [response.css(f"#{k}::text").get() for k in ("local", "session")]
         assert seen == ["[]", "[]"], (response.url, seen)
     assert crawler.stats.get_value("cdp_pool/contexts_opened") == 1  # the page was reused
+
+
+def _reports(site: SiteServer, key: str) -> Any:
+    """What the page's frames posted to ``/act/report?key=``."""
+    with urllib.request.urlopen(site.url(f"/act/reports?key={key}"), timeout=10) as answer:
+        return json.loads(answer.read())
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_with_a_frame_of_another_site_is_not_kept(site: SiteServer) -> None:
+    """A cross-site iframe's storage is partitioned by the top-level site, out
+    of reach of the clearing by origin: before, its counters read 1, 2, 3 over
+    three requests on a kept page. Such a page is now closed with its context,
+    and each request's frame starts empty."""
+    key = token()
+    spider, crawler = await crawl(
+        [_chain(site, f"/behaviour/framed?key={key}", 3, {"cdp": True})], ONE_PAGE
+    )
+    assert not spider.failures, spider.failures
+    assert len(spider.responses) == 3
+    assert _reports(site, key) == [[1, 1], [1, 1], [1, 1]]
+    assert crawler.stats.get_value("cdp_pool/contexts_opened") == 3  # not kept
 
 
 @pytest_twisted.ensureDeferred

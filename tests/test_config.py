@@ -153,6 +153,7 @@ def test_addon_refuses_a_missing_browser_binary_at_start_up(
         ("CDP_POOL_LIGHTPANDA_ARGS", ["--unix-socket", "/run/x.sock"], "--unix-socket"),
         ("CDP_POOL_CHROMIUM_ARGS", ["--remote-debugging-address=::"], "--remote-debugging-address"),
         ("CDP_POOL_CHROMIUM_ARGS", ["--remote-debugging-port=9222"], "--remote-debugging-port"),
+        ("CDP_POOL_LIGHTPANDA_ARGS", '["--port", "9222"]', "--port"),  # -s NAME='[...]'
     ],
 )  # fmt: skip
 def test_flags_that_would_expose_a_server_are_refused_by_name(
@@ -170,6 +171,21 @@ def test_other_server_flags_pass() -> None:
     )
     assert cfg.lightpanda_args == ("--log-level", "info", "--watchdog-ms", "500")
     assert cfg.chromium_args == ("--lang=fr",)
+
+
+def test_a_list_setting_given_as_a_json_string_is_read_as_json() -> None:
+    """``-s 'CDP_POOL_LIGHTPANDA_ARGS=["--load-resources", "image"]'`` (before:
+    split on commas, the server got ``["--load-resources"`` and exited)."""
+    cfg = config(CDP_POOL_LIGHTPANDA_ARGS='["--load-resources", "image"]')
+    assert cfg.lightpanda_args == ("--load-resources", "image")
+    assert config(CDP_POOL_CHROMIUM_ARGS="--lang=fr,--mute-audio").chromium_args == (
+        "--lang=fr",
+        "--mute-audio",
+    )
+    with pytest.raises(ValueError, match=r"CDP_POOL_CHROMIUM_ARGS: .* is not one"):
+        config(CDP_POOL_CHROMIUM_ARGS='["--lang=fr",')
+    with pytest.raises(ValueError, match=r"CDP_POOL_CHROMIUM_ARGS: .* is not a list of strings"):
+        config(CDP_POOL_CHROMIUM_ARGS="[1, 2]")
 
 
 def test_server_flags_follow_the_settings() -> None:

@@ -225,3 +225,23 @@ async def test_a_killed_crawls_directories_are_removed_at_the_next_start(
     finally:
         await Deferred.fromFuture(asyncio.ensure_future(server.stop()))
     assert sorted(p.name for p in tmp.iterdir()) == ["cdp-pool-alive", "cdp-pool-not-ours"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_users_own_disable_features_adds_to_ours(private_tmp: dict[str, Path]) -> None:
+    """Chromium reads only the last ``--disable-features``: a user's own in
+    ``CDP_POOL_CHROMIUM_ARGS`` is merged into the plugin's one list (before:
+    it replaced it, switching the back-forward cache that page reuse's
+    isolation relies on, and the services that phone home, back on)."""
+    config = PoolConfig(browser="chromium", chromium_args=("--disable-features=Foo,Translate",))
+    server = embedded_server(config)
+    await Deferred.fromFuture(asyncio.ensure_future(server.ensure_running()))
+    try:
+        assert server.pid
+        argv = psutil.Process(server.pid).cmdline()
+    finally:
+        await Deferred.fromFuture(asyncio.ensure_future(server.stop()))
+    [features] = [a for a in argv if a.startswith("--disable-features")]
+    listed = features.removeprefix("--disable-features=").split(",")
+    assert {"BackForwardCache", "Translate", "NetworkTimeServiceQuerying", "Foo"} <= set(listed)
+    assert listed.count("Translate") == 1

@@ -51,3 +51,26 @@ async def test_a_navigation_timeout_names_its_setting(site: SiteServer, browser:
     message = str(spider.failures[0].value)
     assert "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS" in message, message
     assert "download_timeout" not in message, message
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_a_site_slower_than_the_command_timeout_loads_within_the_navigation_timeout(
+    site: SiteServer, browser: str
+) -> None:
+    """``Page.navigate`` is answered once the response has come: its deadline
+    is the navigation's, not ``CDP_POOL_COMMAND_TIMEOUT_SECONDS`` (found by a
+    fresh-user trial: a site answering after 40 s failed at the 30 s command
+    timeout with a 120 s navigation timeout)."""
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/slow?ms=4000&command-timeout"), meta={"cdp": True})],
+        {
+            "CDP_POOL_BROWSER": browser,
+            "DOWNLOAD_TIMEOUT": 60,
+            "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS": 30,
+            "CDP_POOL_COMMAND_TIMEOUT_SECONDS": 2,
+            "CDP_POOL_CONNECTIONS": 1,
+        },
+    )
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    assert spider.responses[0].css("#slow::text").get() == "done"

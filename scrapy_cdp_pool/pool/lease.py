@@ -160,6 +160,12 @@ class ContextLease:
         self.keep_cookies = keep_cookies
         self.applied = applied if applied is not None else {}
 
+    def do_not_keep(self) -> None:
+        """Dispose this lease's page at the end instead of keeping it for
+        reuse (e.g. it loaded a frame of another origin, whose partitioned
+        storage the clearing would not reach)."""
+        self.keep_key = None
+
     async def render_finished(
         self, stopped_loading: Any, alongside: Awaitable[Any] | None = None
     ) -> None:

@@ -20,8 +20,9 @@ When the page is parked, before its slot is handed on (:func:`clean_for_reuse`):
 
 A page that cannot be cleaned within ``CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS``
 is disposed instead. Storage that Chromium keys by a top-level site (the
-partitioned storage of third-party frames) is not reached by origin: a site
-that relies on it between requests should turn ``CDP_POOL_REUSE_PAGES`` off.
+partitioned storage of third-party frames) is not reached by origin: a page
+that loaded a frame of another origin is not kept (see
+:mod:`~scrapy_cdp_pool.render.child_frames`).
 """
 
 from __future__ import annotations

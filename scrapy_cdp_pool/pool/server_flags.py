@@ -200,6 +200,33 @@ CHROMIUM_FLAGS = (
     ),
 )
 
+#: Chromium switches that take a comma-separated list and of which Chromium
+#: reads only the last one given
+_LIST_SWITCHES = ("--disable-features=", "--enable-features=")
+
+
+def merge_feature_lists(argv: list[str]) -> list[str]:
+    """``argv`` with each of ``--disable-features=`` and
+    ``--enable-features=`` given once, at its first place, holding every
+    value given (in order, without repeats): Chromium reads only the last
+    one, so a user's ``--disable-features=X`` in ``CDP_POOL_CHROMIUM_ARGS``
+    would otherwise switch ours back on (the back-forward cache that page
+    reuse's isolation relies on, the services that phone home)."""
+    merged: list[str] = []
+    lists: dict[str, list[str]] = {}
+    for arg in argv:
+        switch = next((s for s in _LIST_SWITCHES if arg.startswith(s)), None)
+        if switch is None:
+            merged.append(arg)
+            continue
+        if switch not in lists:
+            lists[switch] = []
+            merged.append(switch)  # its place; the values are filled in below
+        values = lists[switch]
+        values.extend(v for v in arg[len(switch) :].split(",") if v and v not in values)
+    return [arg + ",".join(lists[arg]) if arg in lists else arg for arg in merged]
+
+
 #: Lightpanda reads it at start (``strings`` on 1.0.2 shows it): without it,
 #: every server looks up and calls its vendor's telemetry host
 LIGHTPANDA_ENV = {"LIGHTPANDA_DISABLE_TELEMETRY": "true"}

@@ -38,6 +38,7 @@ from scrapy_cdp_pool.pool.server_flags import (
     http_cache_args,
     lightpanda_flags,
     lightpanda_log_flags,
+    merge_feature_lists,
     watchdog_ms,
 )
 from scrapy_cdp_pool.pool.server_options import ServerOptions
@@ -192,18 +193,20 @@ class ChromiumServer(EmbeddedServer):
             # Not even requested: cheaper than intercepting each image (they are
             # then not counted in cdp_pool/resources_blocked).
             extra.append("--blink-settings=imagesEnabled=false")
-        argv = [
-            path,
-            *CHROMIUM_FLAGS,
-            *extra,
-            *chromium_flags(self.config),
-            *heap_limit_args(self.config, CHROMIUM),
-            *self.config.chromium_args,
-            "--remote-debugging-pipe",
-            f"--user-data-dir={private / 'profile'}",
-            f"--crash-dumps-dir={private / 'crashes'}",
-            "about:blank",
-        ]
+        argv = merge_feature_lists(
+            [
+                path,
+                *CHROMIUM_FLAGS,
+                *extra,
+                *chromium_flags(self.config),
+                *heap_limit_args(self.config, CHROMIUM),
+                *self.config.chromium_args,
+                "--remote-debugging-pipe",
+                f"--user-data-dir={private / 'profile'}",
+                f"--crash-dumps-dir={private / 'crashes'}",
+                "about:blank",
+            ]
+        )
         to_browser = os.pipe()  # (read: its fd 3, write: ours)
         from_browser = os.pipe()  # (read: ours, write: its fd 4)
         try:

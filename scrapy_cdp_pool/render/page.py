@@ -33,6 +33,7 @@ from scrapy_cdp_pool.errors import (
     ResponseTooLarge,
 )
 from scrapy_cdp_pool.render.capture import NetworkCapture
+from scrapy_cdp_pool.render.child_frames import ChildFrames
 from scrapy_cdp_pool.render.console import ConsoleLog
 from scrapy_cdp_pool.render.dialogs import DialogAnswerer
 from scrapy_cdp_pool.render.document import DocumentTracker
@@ -99,6 +100,8 @@ class Page:
         #: origins of the documents this page loaded (main frame and frames),
         #: whose storage is cleared before the page is reused
         self.origins: set[str] = set()
+        #: its child frames: one of another origin keeps the page from reuse
+        self.child_frames = ChildFrames(target_id)
         #: set by ``Page.frameStoppedLoading`` of the main frame
         self.stopped_loading = asyncio.Event()
         #: an error that ends the render as soon as it is seen (the response or
@@ -277,7 +280,14 @@ class Page:
         :raises TimeoutError: no main document within ``timeout_s`` seconds.
         """
         self.tracker.navigation_pending = True
-        navigate = asyncio.ensure_future(self.command("Page.navigate", {"url": self.spec.url}))
+        # Chromium answers Page.navigate once the response has come: a slow
+        # site's answer is bounded by the navigation's deadline (a little
+        # later, so that the named TimeoutError below wins), not by
+        # CDP_POOL_COMMAND_TIMEOUT_SECONDS (before: a site answering after
+        # 30 s failed whatever the navigation timeout said).
+        navigate = asyncio.ensure_future(
+            self.command("Page.navigate", {"url": self.spec.url}, timeout_s + 1.0)
+        )
         navigate.add_done_callback(self._on_navigate_answer)
         try:
             if self._setup is not None:
@@ -462,9 +472,12 @@ class Page:
                 self.network.on_event(method, params)
                 if method == "Network.requestWillBeSent" and params.get("type") == "Document":
                     self._note_origin(str(params.get("documentURL", "")))
+            elif method == "Page.frameAttached":
+                self.child_frames.on_event(method, params)
             elif method == "Page.frameNavigated":
                 frame = params.get("frame") or {}
                 self._note_origin(str(frame.get("url", "")))
+                self.child_frames.on_event(method, params)
                 if frame.get("id") == self.target_id:
                     self.frame_url = str(frame.get("url", ""))
             elif method == "Page.navigatedWithinDocument":

@@ -269,6 +269,8 @@ async def _read_cookies_and_finish(
     the render finished (:meth:`ContextLease.render_finished`: a page to keep
     is stopped), its session storage cleared in the same round trip as the
     cookie read."""
+    if page.child_frames.foreign:  # see render/child_frames.py
+        lease.do_not_keep()
     reading = asyncio.ensure_future(browser_cookies(page, timeout_s)) if collect_cookies else None
     try:
         await lease.render_finished(page.stopped_loading, alongside=reading)

@@ -101,6 +101,34 @@ async def leaving(request: web.Request) -> web.Response:
     )
 
 
+@routes.get("/behaviour/framed")
+async def framed(request: web.Request) -> web.Response:
+    """A page with an iframe from another site (``localhost`` instead of
+    ``127.0.0.1``, same server): ``/behaviour/frame-counter`` with this
+    page's query."""
+    port = request.url.port
+    src = f"http://localhost:{port}/behaviour/frame-counter?{request.query_string}"
+    return html_response("Framed", f'<p id="top">top</p><iframe src="{src}"></iframe>')
+
+
+@routes.get("/behaviour/frame-counter")
+async def frame_counter(request: web.Request) -> web.Response:
+    """Counts its loads in ``localStorage`` and ``sessionStorage`` and posts
+    ``[local, session]`` to ``/act/report?key=K`` before its load event (a
+    synchronous request, so before the page that frames it has loaded)."""
+    return html_response(
+        "Frame counter",
+        "<script>"
+        "var l = +(localStorage.getItem('n') || 0) + 1; localStorage.setItem('n', l);"
+        "var s = +(sessionStorage.getItem('n') || 0) + 1; sessionStorage.setItem('n', s);"
+        "var x = new XMLHttpRequest();"
+        "x.open('POST', '/act/report?key=' + new URLSearchParams(location.search).get('key'),"
+        " false);"
+        "x.send(JSON.stringify([l, s]));"
+        "</script>",
+    )
+
+
 @routes.get("/behaviour/ticker")
 async def ticker(request: web.Request) -> web.Response:
     """A page whose timer hits ``/behaviour/tick?key=`` every 20 ms, for as
