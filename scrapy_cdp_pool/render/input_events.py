@@ -141,22 +141,24 @@ async def mouse_click(
     for name in modifiers:
         held |= MODIFIERS[name]
         await _key(page, True, MODIFIER_KEYS[name], held)
-    bit = BUTTONS[button]
-    common = {"button": button, "modifiers": held}
-    sends = [_mouse(page, "mouseMoved", x, y, button="none", modifiers=held)]
-    for count in range(1, click_count + 1):
-        pressed = _mouse(page, "mousePressed", x, y, buttons=bit, clickCount=count, **common)
-        released = _mouse(page, "mouseReleased", x, y, buttons=0, clickCount=count, **common)
-        if delay_ms:
-            await asyncio.gather(*sends, pressed)
-            await asyncio.sleep(delay_ms / 1000)
-            sends = [released]
-        else:
-            sends += [pressed, released]
-    await asyncio.gather(*sends)
-    for name in reversed(modifiers):
-        held &= ~MODIFIERS[name]
-        await _key(page, False, MODIFIER_KEYS[name], held)
+    try:
+        bit = BUTTONS[button]
+        common = {"button": button, "modifiers": held}
+        sends = [_mouse(page, "mouseMoved", x, y, button="none", modifiers=held)]
+        for count in range(1, click_count + 1):
+            sends.append(
+                _mouse(page, "mousePressed", x, y, buttons=bit, clickCount=count, **common)
+            )
+            if delay_ms:
+                await asyncio.gather(*sends)
+                sends = []
+                await asyncio.sleep(delay_ms / 1000)
+            sends.append(_mouse(page, "mouseReleased", x, y, buttons=0, clickCount=count, **common))
+        await asyncio.gather(*sends)
+    finally:  # never leave a key held for the page's next action
+        for name in reversed(modifiers):
+            held &= ~MODIFIERS[name]
+            await _key(page, False, MODIFIER_KEYS[name], held)
 
 
 async def _key(page: Page, down: bool, key: Key, modifiers: int, text: str = "") -> None:
