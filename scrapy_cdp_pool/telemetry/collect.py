@@ -19,6 +19,7 @@ from scrapy_cdp_pool.scrapy_internals import scheduler_queues
 from scrapy_cdp_pool.telemetry.process_memory import (
     MB,
     TreeMemory,
+    added,
     process_rss_bytes,
     trees_memory,
 )
@@ -66,15 +67,29 @@ def read_server(
     embedded = pool.server
     if embedded is not None:
         pids = pool.server_pids()
-        kinds = [embedded.kind]
-        for other in others:
-            if other.server is not None and other.state is not PoolState.NEW:
-                pids += other.server_pids()
-                kinds.append(other.server.kind)
-        memory = trees_memory(pids) if pids else None
-        return ServerReading("embedded", "+".join(kinds), memory)
+        reading = ServerReading("embedded", embedded.kind, trees_memory(pids) if pids else None)
+        return with_other_servers(reading, others)
     kinds = sorted({info.kind for info in pool.infos if info is not None})
     return ServerReading("remote", ",".join(kinds) or None, None)
+
+
+def with_other_servers(reading: ServerReading, others: Iterable[ConnectionPool]) -> ServerReading:
+    """``reading`` (the pool's embedded server, measured) with the embedded
+    servers of the crawl's ``others`` pools measured and added, their kinds
+    joined to its (``lightpanda+chromium``); a reading of no embedded server
+    is returned as it is."""
+    if reading.server != "embedded":
+        return reading
+    pids: list[int] = []
+    kinds = [str(reading.kind)]
+    for other in others:
+        if other.server is not None and other.state is not PoolState.NEW:
+            pids += other.server_pids()
+            kinds.append(other.server.kind)
+    if len(kinds) == 1:
+        return reading
+    memory = added([reading.memory, trees_memory(pids) if pids else None])
+    return ServerReading("embedded", "+".join(kinds), memory)
 
 
 def identity_waiting(scheduler: Any) -> int:

@@ -19,7 +19,12 @@ from scrapy.utils.asyncio import create_looping_call
 
 from scrapy_cdp_pool.pool.pool import PoolState
 from scrapy_cdp_pool.runtime import CrawlerRuntime, runtime_of
-from scrapy_cdp_pool.telemetry.collect import ServerReading, StatusCollector, read_server
+from scrapy_cdp_pool.telemetry.collect import (
+    ServerReading,
+    StatusCollector,
+    read_server,
+    with_other_servers,
+)
 from scrapy_cdp_pool.telemetry.memory_guard import MemoryGuard
 from scrapy_cdp_pool.telemetry.process_memory import MB, process_rss_bytes
 from scrapy_cdp_pool.telemetry.sample import StatusSample
@@ -202,9 +207,8 @@ class EngineStatusExtension:
         reading = read_server(pool)
         if self.guard is not None:
             self.guard.check(pool, reading)  # the pool's own server: the one it can relieve
-        others = self.runtime.other_pools()
-        if others:  # the status line counts every server of the crawl
-            reading = read_server(pool, others)
+        # the status line counts every server of the crawl (the pool's is not measured twice)
+        reading = with_other_servers(reading, self.runtime.other_pools())
         sample = self.collector.collect(event, reading)
         self._last = sample
         self.samples += 1

@@ -9,6 +9,7 @@ processes that map it, so the tree's PSS is its real footprint;
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import psutil
@@ -87,7 +88,13 @@ def process_tree_memory(pid: int) -> TreeMemory | None:
 def trees_memory(pids: list[int]) -> TreeMemory | None:
     """:func:`process_tree_memory` of several trees (an embedded server and
     its dedicated ones), added up; ``None`` when none could be read."""
-    memories = [m for m in map(process_tree_memory, pids) if m is not None]
+    return added(map(process_tree_memory, pids))
+
+
+def added(readings: Iterable[TreeMemory | None]) -> TreeMemory | None:
+    """Several trees' memories added up (PSS only where every one has it);
+    ``None`` when none was read."""
+    memories = [m for m in readings if m is not None]
     if not memories:
         return None
     pss: int | None = 0
