@@ -33,13 +33,12 @@ import time
 from typing import Any
 
 from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
-from scrapy_cdp_pool.cluster.keys import key_prefix, redacted
+from scrapy_cdp_pool.cluster.keys import glob_escaped, key_prefix, redacted, redis_time_ms
 from scrapy_cdp_pool.cluster.profile_store import SharedProfiles, export_profiles
 from scrapy_cdp_pool.errors import ProfileFileError
 
 HELP = "look at or steer a cluster crawl on Redis: status, pause, resume, purge"
 _SCORE_STEP = 2**33
-_GLOB = str.maketrans({c: "\\" + c for c in "*?[]\\"})
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -141,8 +140,7 @@ def _scan(client: Any, pattern: str) -> list[str]:
 
 
 def _workers(client: Any, prefix: str, lease_s: float) -> dict[str, Any]:
-    now_s, micros = client.time()
-    now_ms = now_s * 1000 + micros // 1000
+    now_ms = redis_time_ms(client.time())
     beats = client.zrange(f"{prefix}workers", 0, -1, withscores=True)
     ages = {worker.decode(): round((now_ms - score) / 1000, 1) for worker, score in beats}
     return {
@@ -156,7 +154,7 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
     acked_before = int(client.hget(f"{prefix}stats", "acked") or 0)
     started = time.monotonic()
     per_priority: dict[int, int] = {}
-    for key in _scan(client, f"{prefix.translate(_GLOB)}q:*"):
+    for key in _scan(client, f"{glob_escaped(prefix)}q:*"):
         for _, score in client.zrange(key, 0, -1, withscores=True):
             priority = -math.floor(score / _SCORE_STEP)
             per_priority[priority] = per_priority.get(priority, 0) + 1
@@ -165,8 +163,8 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
         pipe.time()
         pipe.zcard(f"{prefix}leases")
         pipe.zrange(f"{prefix}leases", 0, 99, withscores=True)
-        (now_s, micros), leased, first_leases = pipe.execute()
-    now_ms = int(now_s) * 1000 + int(micros) // 1000
+        now, leased, first_leases = pipe.execute()
+    now_ms = redis_time_ms(now)
     for lease, expiry in first_leases:
         info = {
             k.decode(): v.decode()
@@ -178,7 +176,7 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
         })  # fmt: skip
     identities = {}
     identity_prefix = f"{prefix}identity:"
-    for key in _scan(client, f"{identity_prefix.translate(_GLOB)}*"):
+    for key in _scan(client, f"{glob_escaped(identity_prefix)}*"):
         lock = {k.decode(): v.decode() for k, v in client.hgetall(key).items()}
         identities[key[len(identity_prefix) :]] = {
             "owner": lock.get("owner"), "token": int(lock.get("token", 0) or 0),
@@ -187,7 +185,7 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
     pause_prefix = f"{prefix}pause:"
     paused = {
         key[len(pause_prefix) :]: round(max(0, client.pttl(key)) / 1000, 1)
-        for key in _scan(client, f"{pause_prefix.translate(_GLOB)}*")
+        for key in _scan(client, f"{glob_escaped(pause_prefix)}*")
     }
     if interval_s > 0:
         time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
@@ -212,7 +210,7 @@ def purge(client: Any, prefix: str) -> int:
     """Delete every key of the crawl; how many."""
     deleted = 0
     batch: list[str] = []
-    for key in _scan(client, f"{prefix.translate(_GLOB)}*"):
+    for key in _scan(client, f"{glob_escaped(prefix)}*"):
         batch.append(key)
         if len(batch) >= 1000:
             deleted += int(client.delete(*batch))

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scrapy_cdp_pool.cluster.keys import glob_escaped, redis_time_ms
 from scrapy_cdp_pool.telemetry.cluster_figures import ClusterFigures
-
-_GLOB = str.maketrans({"*": r"\*", "?": r"\?", "[": r"\[", "]": r"\]"})
 
 
 def read_figures(client: Any, prefix: str, lease_s: float) -> ClusterFigures:
@@ -30,8 +29,8 @@ def read_figures(client: Any, prefix: str, lease_s: float) -> ClusterFigures:
         pipe.zrange(f"{prefix}leases", 0, -1)
         pipe.zrange(f"{prefix}workers", 0, -1, withscores=True)
         pipe.hget(f"{prefix}stats", "requeued")
-        (now_s, micros), queued, leases, beats, requeued = pipe.execute()
-    now_ms = int(now_s) * 1000 + int(micros) // 1000
+        now, queued, leases, beats, requeued = pipe.execute()
+    now_ms = redis_time_ms(now)
     with client.pipeline(transaction=False) as pipe:
         for lease in leases:
             pipe.hget(f"{prefix}lease:{lease.decode()}", "owner")
@@ -41,11 +40,11 @@ def read_figures(client: Any, prefix: str, lease_s: float) -> ClusterFigures:
         if owner is not None:
             by_owner[owner.decode()] = by_owner.get(owner.decode(), 0) + 1
     identities = sum(
-        1 for _ in client.scan_iter(match=f"{prefix.translate(_GLOB)}identity:*", count=1000)
+        1 for _ in client.scan_iter(match=f"{glob_escaped(prefix)}identity:*", count=1000)
     )
     pause_prefix = f"{prefix}pause:"
     paused: dict[str, float] = {}
-    for key in client.scan_iter(match=f"{pause_prefix.translate(_GLOB)}*", count=1000):
+    for key in client.scan_iter(match=f"{glob_escaped(pause_prefix)}*", count=1000):
         left_ms = int(client.pttl(key))
         if left_ms > 0:
             paused[key.decode()[len(pause_prefix) :]] = round(left_ms / 1000, 1)

@@ -35,6 +35,22 @@ def split_gate(gate: str) -> tuple[str, int | None, str]:
     return host, (int(nb) if nb else None), identity
 
 
+_GLOB = str.maketrans({c: "\\" + c for c in "*?[]\\"})
+
+
+def glob_escaped(text: str) -> str:
+    """``text`` with the characters of a ``SCAN MATCH`` pattern escaped (``*``,
+    ``?``, ``[``, ``]``, backslash): a crawl's name matched as itself."""
+    return text.translate(_GLOB)
+
+
+def redis_time_ms(answer: tuple[int | bytes, int | bytes]) -> int:
+    """Milliseconds since the epoch from Redis ``TIME``'s ``(seconds,
+    microseconds)`` (the server's clock, the one leases and heartbeats use)."""
+    seconds, micros = answer
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
 def redacted(url: str) -> str:
     """``url`` without its password, for logs and errors
     (:func:`~scrapy_cdp_pool.messages.redact_url`)."""
