@@ -33,9 +33,10 @@ import time
 from typing import Any
 
 from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
-from scrapy_cdp_pool.cluster.keys import glob_escaped, key_prefix, redacted, redis_time_ms
+from scrapy_cdp_pool.cluster.keys import glob_escaped, key_prefix, redis_time_ms
 from scrapy_cdp_pool.cluster.profile_store import SharedProfiles, export_profiles
 from scrapy_cdp_pool.errors import ProfileFileError
+from scrapy_cdp_pool.messages import redact_url
 
 HELP = "look at or steer a cluster crawl on Redis: status, pause, resume, purge"
 _SCORE_STEP = 2**33
@@ -98,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         client = connect(url, 10.0)
     except ValueError as e:  # redis-py's parse of the URL
-        print(f"scrapy-cdp-pool cluster: {redacted(url)} is not a Redis URL: {e}", file=sys.stderr)
+        print(
+            f"scrapy-cdp-pool cluster: {redact_url(url)} is not a Redis URL: {e}", file=sys.stderr
+        )
         return 1
     prefix = key_prefix(name)
     try:
@@ -125,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             print(f"cluster crawl {name!r}: {purge(client, prefix)} keys deleted")
     except REDIS_ERRORS as e:
-        print(f"scrapy-cdp-pool cluster: Redis at {redacted(url)}: {e}", file=sys.stderr)
+        print(f"scrapy-cdp-pool cluster: Redis at {redact_url(url)}: {e}", file=sys.stderr)
         return 1
     except ProfileFileError as e:  # a stored profile not valid, a file not written
         print(f"scrapy-cdp-pool cluster export: {e}", file=sys.stderr)

@@ -14,7 +14,7 @@ from typing import Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
-from scrapy_cdp_pool.cluster.keys import redacted
+from scrapy_cdp_pool.messages import redact_url
 
 SCHEDULER = "scrapy_cdp_pool.cluster.ClusterScheduler"
 DUPEFILTER = "scrapy_cdp_pool.cluster.ClusterDupeFilter"
@@ -53,13 +53,14 @@ def check_redis(url: str) -> None:
         client = connect(url, 5.0)
     except ValueError as e:  # redis-py's parse of the URL (a port that is no number...)
         raise ValueError(
-            f"CDP_POOL_CLUSTER_REDIS_URL: {redacted(url)} is not a Redis URL redis-py can use: {e}"
+            f"CDP_POOL_CLUSTER_REDIS_URL: {redact_url(url)} is not a Redis URL redis-py can "
+            f"use: {e}"
         ) from e
     try:
         client.ping()
     except REDIS_ERRORS as e:
         raise ValueError(
-            f"CDP_POOL_CLUSTER_REDIS_URL: Redis at {redacted(url)} does not answer: {e}"
+            f"CDP_POOL_CLUSTER_REDIS_URL: Redis at {redact_url(url)} does not answer: {e}"
         ) from e
     finally:
         client.close()

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from scrapy_cdp_pool.messages import redact_url
-
 SEP = "|"
 """Separates a gate key's parts: ``<host>|<not before, ms or "">|<identity>``.
 Host names and numbers hold no ``|``; the identity (last) may."""
@@ -49,9 +47,3 @@ def redis_time_ms(answer: tuple[int | bytes, int | bytes]) -> int:
     microseconds)`` (the server's clock, the one leases and heartbeats use)."""
     seconds, micros = answer
     return int(seconds) * 1000 + int(micros) // 1000
-
-
-def redacted(url: str) -> str:
-    """``url`` without its password, for logs and errors
-    (:func:`~scrapy_cdp_pool.messages.redact_url`)."""
-    return redact_url(url)

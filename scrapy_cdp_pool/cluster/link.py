@@ -18,9 +18,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, Frontier, connect, worker_id
-from scrapy_cdp_pool.cluster.keys import redacted
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.errors import RedisUnavailable
+from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class ClusterLink:
         if self._down_since is not None:
             logger.warning(
                 "Redis %s reachable again after %.1f s; taking requests again",
-                redacted(self.url), time.monotonic() - self._down_since,
+                redact_url(self.url), time.monotonic() - self._down_since,
                 extra={"crawler": self.crawler},
             )  # fmt: skip
             self._down_since = None
@@ -102,7 +102,7 @@ class ClusterLink:
             self._down_since = time.monotonic()
             logger.error(
                 "Redis %s unreachable (%s: %s): not taking requests, finishing those held, "
-                "retrying with backoff", redacted(self.url), what, error,
+                "retrying with backoff", redact_url(self.url), what, error,
                 extra={"crawler": self.crawler},
             )  # fmt: skip
         else:

@@ -9,8 +9,9 @@ from scrapy.settings import Settings
 
 from scrapy_cdp_pool.cluster.frontier import PRIORITY_LIMIT, score_base
 from scrapy_cdp_pool.cluster.install import check_redis
-from scrapy_cdp_pool.cluster.keys import gate_of, key_prefix, redacted, split_gate
+from scrapy_cdp_pool.cluster.keys import gate_of, key_prefix, split_gate
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.messages import redact_url
 
 
 @pytest.mark.parametrize("value", ["http://:pw@redis:6379/0", "redis.internal:6379", 6379])
@@ -29,13 +30,15 @@ def test_cluster_settings_are_read_with_their_defaults() -> None:
 
 
 def test_a_password_is_redacted() -> None:
-    assert redacted("redis://:s3cret@host:6379/0") == "redis://:***@host:6379/0"
-    assert redacted("redis://user:s3cret@host/1") == "redis://user:***@host/1"
-    assert redacted("unix:///run/redis.sock") == "unix:///run/redis.sock"
+    assert redact_url("redis://:s3cret@host:6379/0") == "redis://:***@host:6379/0"
+    assert redact_url("redis://user:s3cret@host/1") == "redis://user:***@host/1"
+    assert redact_url("unix:///run/redis.sock") == "unix:///run/redis.sock"
     # redis-py also takes the password from the query string
-    assert redacted("unix:///r.sock?password=S3cret&db=2") == "unix:///r.sock?password=***&db=***"
-    assert redacted("redis://127.0.0.1:1/0?password=S3cret") == "redis://127.0.0.1:1/0?password=***"
-    assert redacted("redis://u:pw@127.0.0.1:notaport/0") == "redis://u:***@127.0.0.1:notaport/0"
+    assert redact_url("unix:///r.sock?password=S3cret&db=2") == "unix:///r.sock?password=***&db=***"
+    assert (
+        redact_url("redis://127.0.0.1:1/0?password=S3cret") == "redis://127.0.0.1:1/0?password=***"
+    )
+    assert redact_url("redis://u:pw@127.0.0.1:notaport/0") == "redis://u:***@127.0.0.1:notaport/0"
 
 
 @pytest.mark.parametrize(
