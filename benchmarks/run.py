@@ -3,10 +3,12 @@
     python benchmarks/run.py [--pages 300] [--runs 3] [--connections 4]
                              [--only NAME,...] [--page-kinds products,spa,static]
 
-Starts the benchmark site, then for each run, each page kind and each configuration (in
-that order, so configurations are interleaved across runs) starts the configuration's
-server, runs its runner in a subprocess and measures it. Prints the table and writes
-benchmarks/RESULTS.md (and the raw runs to benchmarks/RESULTS.json).
+Starts the benchmark site and fetches every page once (the site builds a page once and
+keeps it, so no configuration pays for building them), then for each run, each page kind
+and each configuration (in that order, so configurations are interleaved across runs)
+starts the configuration's server, runs its runner in a subprocess and measures it.
+Prints the table and writes benchmarks/RESULTS.md (and the raw runs to
+benchmarks/RESULTS.json).
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ import procs
 import report
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "runners"))
+from _common import page_urls, warmup_url  # noqa: E402 - the runners' own URL lists
+
 KINDS = ("products", "spa", "static")
 
 
@@ -143,6 +148,17 @@ def main(argv: list[str] | None = None) -> int:
         site = procs.start_benchsite(a.site, log_dir)
     except (procs.StartError, OSError) as e:
         raise SystemExit("cannot start the benchmark site %s: %s" % (a.site, e)) from e
+    try:
+        # Every page the runners will ask for, built once before any is measured.
+        paths = [
+            path
+            for kind in a.kinds
+            for path in (*page_urls("", kind, a.pages), warmup_url("", kind, a.pages))
+        ]
+        print("site warmed: %d pages in %.1f s" % (len(paths), procs.warm_benchsite(site, paths)))
+    except procs.StartError as e:
+        procs.stop(site)
+        raise SystemExit(str(e)) from e
     t0 = time.monotonic()
     try:
         for run in range(1, a.runs + 1):
