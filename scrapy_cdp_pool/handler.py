@@ -209,8 +209,8 @@ class CDPDownloadHandler:
                 )
 
             try:
-                # download_timeout bounds the page, not a wait for a dedicated
-                # server's turn (see ConnectionPool.lease).
+                # download_timeout bounds the page, not a wait for a slot or a
+                # dedicated server's turn (see ConnectionPool.lease).
                 with scrapy_errors(where, timeout_s, self._count_error, _PASSTHROUGH):
                     lease_cm = pool.lease(requires, server_options, timeout_s - spent_s)
                     if spec.include_page:  # the lease outlives this call (render/live_page.py)

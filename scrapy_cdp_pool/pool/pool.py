@@ -295,15 +295,19 @@ class ConnectionPool:
         ``server_options`` would (:meth:`dedicated_requires`), the slot is on
         that server, once it is this request's turn to use one.
 
-        ``timeout_s`` (seconds; ``None``: none) bounds the start, the wait for
-        a slot and the caller's block (the render), but not the wait for a
-        dedicated server's turn: like a request waiting for one of Scrapy's
-        downloader slots, its page is not started yet (that wait is bounded by
-        the turns ahead of it, each bounded in turn).
+        ``timeout_s`` (seconds; ``None``: none) bounds the start and, from
+        the moment it has its slot, the caller's block (the render). A wait
+        for a slot or for a dedicated server's turn is like a request waiting
+        for one of Scrapy's downloader slots: its page is not started yet, and
+        the wait is bounded by the pages ahead of it, each by its own
+        deadline. Only a wait while the pool cannot serve it (no connection
+        ready, or slots held) ends after ``timeout_s``
+        (:meth:`~scrapy_cdp_pool.pool.slots.SlotQueue.acquire_within`).
 
         :raises PoolStartTimeout: ``timeout_s`` passed while the pool (or the
             dedicated server) was starting.
-        :raises SlotWaitTimeout: ``timeout_s`` passed while waiting for a slot.
+        :raises SlotWaitTimeout: ``timeout_s`` passed while waiting for a slot
+            and the pool could not serve it.
         :raises TimeoutError: ``timeout_s`` passed in the caller's block.
         :raises CapabilityUnavailable: no endpoint has those capabilities.
         :raises DedicatedServerFailed: the dedicated server did not start.
@@ -330,33 +334,38 @@ class ConnectionPool:
                             self.pages_in_flight -= 1
                 return
             phase = "slot"
-            async with asyncio.timeout(timeout_s):
-                if requires:
-                    self.check_capabilities(requires)
-                connection = await self.slots.acquire(requires)
-                phase = "leased"
-                lease = ContextLease(connection, self.config)
-                self._page_started()
-                try:
+            if requires:
+                self.check_capabilities(requires)
+            connection = await self.slots.acquire_within(requires, timeout_s)
+            phase = "leased"
+            lease = ContextLease(connection, self.config)
+            self._page_started()
+            try:
+                async with asyncio.timeout(timeout_s):  # the page's, from its slot
                     yield lease
-                finally:
-                    self.pages_in_flight -= 1
-                    task = asyncio.get_running_loop().create_task(
-                        self._dispose(lease), name=f"cdp-pool dispose {connection.name}"
-                    )
-                    self._disposals.add(task)
-                    task.add_done_callback(self._disposals.discard)
+            finally:
+                self.pages_in_flight -= 1
+                task = asyncio.get_running_loop().create_task(
+                    self._dispose(lease), name=f"cdp-pool dispose {connection.name}"
+                )
+                self._disposals.add(task)
+                task.add_done_callback(self._disposals.discard)
         except TimeoutError as e:
             if phase == "start":  # a dedicated server's
                 raise PoolStartTimeout(
                     f"the dedicated server did not start within download_timeout = {timeout_s:g} s"
                 ) from e
             if phase == "slot":
-                raise SlotWaitTimeout(
-                    f"no browser slot within download_timeout = {timeout_s:g} s "
-                    "(every connection of the pool busy)"
-                ) from e
+                raise SlotWaitTimeout(self._slot_wait_text(timeout_s)) from e
             raise
+
+    def _slot_wait_text(self, timeout_s: float | None) -> str:
+        """Why a wait for a slot ended (see :meth:`SlotQueue.acquire_within`)."""
+        if self.holds:
+            why = "slots held: " + ", ".join(sorted(self.holds))
+        else:
+            why = "no connection of the pool ready: its server restarting or unreachable"
+        return f"no browser slot within download_timeout = {timeout_s:g} s ({why})"
 
     def _page_started(self) -> None:
         self.pages_in_flight += 1

@@ -6,6 +6,10 @@ the fewest open contexts (then the fewest pages) among those whose server
 honours what it requires. A waiter whose capabilities no free connection has
 does not hold back later ones. Holds (backpressure, e.g. the memory guard)
 stop new slots being handed out until lifted.
+
+A wait for a slot is bounded the way a request waiting for one of Scrapy's
+downloader slots is not: only while the pool cannot serve it
+(:meth:`SlotQueue.acquire_within`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import collections
 import contextlib
 from dataclasses import dataclass
 
-from scrapy_cdp_pool.pool.connection import PooledConnection
+from scrapy_cdp_pool.pool.connection import ConnectionState, PooledConnection
 
 
 @dataclass(eq=False)
@@ -43,11 +47,9 @@ class SlotQueue:
     async def acquire(self, requires: frozenset[str] = frozenset()) -> PooledConnection:
         """Wait for a slot; its connection's ``open_contexts`` is already
         counted. Give it back with :meth:`release`."""
-        if not self._waiters:
-            connection = self.pick(requires)
-            if connection is not None:
-                connection.open_contexts += 1
-                return connection
+        connection = self._take_now(requires)
+        if connection is not None:
+            return connection
         waiter = _Waiter(asyncio.get_running_loop().create_future(), requires)
         self._waiters.append(waiter)
         self.wake()
@@ -61,6 +63,48 @@ class SlotQueue:
                 with contextlib.suppress(ValueError):
                     self._waiters.remove(waiter)
             raise
+
+    async def acquire_within(
+        self, requires: frozenset[str], timeout_s: float | None
+    ) -> PooledConnection:
+        """:meth:`acquire`, given up only when the pool cannot serve it.
+
+        A wait while every slot is held by a page in flight is like a request
+        waiting for one of Scrapy's downloader slots: not part of its
+        ``download_timeout``, as each page ahead of it is bounded by its own.
+        So at each ``timeout_s`` seconds of waiting the wait goes on if
+        :meth:`busy`, and ends otherwise (no connection it could use ready,
+        e.g. its server restarting or unreachable, or a hold in force).
+
+        :raises TimeoutError: it ended so (the waiter's place is given up).
+        """
+        connection = self._take_now(requires)
+        if connection is not None or timeout_s is None:
+            return connection or await self.acquire(requires)
+        waiting = asyncio.ensure_future(self.acquire(requires))
+        try:
+            while True:
+                await asyncio.wait([waiting], timeout=timeout_s)
+                if waiting.done() or not self.busy(requires):
+                    break
+        except BaseException:  # cancelled: no slot may stay counted
+            if not waiting.done():
+                waiting.cancel()  # acquire gives back a slot handed meanwhile
+            elif not waiting.cancelled() and waiting.exception() is None:
+                self.release(waiting.result())
+            raise
+        if waiting.done():
+            return waiting.result()
+        waiting.cancel()
+        raise TimeoutError
+
+    def busy(self, requires: frozenset[str] = frozenset()) -> bool:
+        """Whether the pool is up and serving: no hold in force and a
+        connection that honours ``requires`` ready (each slot then frees when
+        its page ends)."""
+        return not self.holds and any(
+            c.state is ConnectionState.READY and _honours(c, requires) for c in self.connections
+        )
 
     def release(self, connection: PooledConnection) -> None:
         connection.open_contexts -= 1
@@ -96,7 +140,7 @@ class SlotQueue:
             return None
         best: PooledConnection | None = None
         for connection in self.connections:
-            if requires and (connection.info is None or requires & connection.info.unsupported):
+            if not _honours(connection, requires):
                 continue
             if connection.has_room and (
                 best is None
@@ -105,6 +149,15 @@ class SlotQueue:
             ):
                 best = connection
         return best
+
+    def _take_now(self, requires: frozenset[str]) -> PooledConnection | None:
+        """A free slot at once, when nobody is waiting ahead."""
+        if self._waiters:
+            return None
+        connection = self.pick(requires)
+        if connection is not None:
+            connection.open_contexts += 1
+        return connection
 
     def wake(self) -> None:
         """Hand free slots to waiters in arrival order."""
@@ -120,3 +173,10 @@ class SlotQueue:
             self._waiters.remove(waiter)
             connection.open_contexts += 1
             waiter.future.set_result(connection)
+
+
+def _honours(connection: PooledConnection, requires: frozenset[str]) -> bool:
+    """Whether ``connection``'s server honours every capability in ``requires``."""
+    return not requires or (
+        connection.info is not None and not requires & connection.info.unsupported
+    )

@@ -11,8 +11,8 @@ gates: a profile's identity, a budget's share, a host's count, released by
 :meth:`LivePages.when_closed`). The callback drives the page and closes
 it (``await page.close()``); then the relay and Playwright's connection are
 closed and the context is disposed, which frees the slot. A page still open at
-the request's deadline (``download_timeout``, counted from the request's
-start) is closed then, with a WARNING.
+the request's deadline (``download_timeout``, counted from the moment it
+got its slot) is closed then, with a WARNING.
 
 Playwright's driver (one Node.js process) is started at the crawl's first live
 page and stopped with the crawl (:meth:`LivePages.close`).

@@ -17,13 +17,13 @@ from scrapy_cdp_pool.pool.connection import ConnectionState, PooledConnection
 from scrapy_cdp_pool.pool.slots import SlotQueue
 
 
-def in_a_task(test: Callable[[], Coroutine[Any, Any, None]]) -> Any:
+def in_a_task(test: Callable[..., Coroutine[Any, Any, None]]) -> Any:
     """Run an async test as an asyncio task of the reactor's loop (where the
     pool's futures live), not as a Deferred's coroutine."""
 
     @functools.wraps(test)
-    async def run() -> None:
-        await Deferred.fromFuture(asyncio.ensure_future(test()))
+    async def run(**params: Any) -> None:
+        await Deferred.fromFuture(asyncio.ensure_future(test(**params)))
 
     return pytest_twisted.ensureDeferred(run)
 
@@ -96,3 +96,55 @@ async def test_a_cancelled_waiter_takes_no_slot_and_failing_waiters_raises_in_ea
         await failed
     queue.release(held)
     assert connection.open_contexts == 0
+
+
+@in_a_task
+async def test_a_wait_while_every_slot_is_held_by_a_page_outlasts_its_timeout() -> None:
+    """Like a request waiting for one of Scrapy's downloader slots: the page
+    ahead is bounded by its own deadline, so the waiter keeps its place past
+    several of its windows and gets the slot when it frees."""
+    connection = ready(0)
+    queue = SlotQueue([connection])
+    held = await queue.acquire()
+    waiting = asyncio.ensure_future(queue.acquire_within(frozenset(), 0.01))
+    # three of its windows pass (each ends in a busy check that lets it go on)
+    for _ in range(3):
+        await asyncio.wait([waiting], timeout=0.01)
+    assert not waiting.done()
+    assert queue.waiting == 1
+    queue.release(held)
+    assert await waiting is connection
+    assert connection.open_contexts == 1
+
+
+@pytest.mark.parametrize("why", ["broken", "held"])
+@in_a_task
+async def test_a_wait_while_the_pool_cannot_serve_ends_after_its_timeout(why: str) -> None:
+    connection = ready(0)
+    queue = SlotQueue([connection])
+    held = await queue.acquire()
+    if why == "broken":  # its server restarting, or the endpoint unreachable
+        connection.state = ConnectionState.BROKEN
+    else:  # backpressure (the memory guard)
+        queue.hold("server memory")
+    with pytest.raises(TimeoutError):
+        await queue.acquire_within(frozenset(), 0.01)
+    assert queue.waiting == 0  # its place given up
+    queue.release(held)
+    assert connection.open_contexts == 0
+
+
+@in_a_task
+async def test_a_waiter_cancelled_after_being_handed_a_slot_gives_it_back() -> None:
+    connection = ready(0)
+    queue = SlotQueue([connection])
+    held = await queue.acquire()
+    waiting = asyncio.ensure_future(queue.acquire_within(frozenset(), 10))
+    while queue.waiting == 0:  # noqa: ASYNC110 - yield (no time passes) until it queues
+        await asyncio.sleep(0)
+    queue.release(held)  # handed to the waiter's inner acquire...
+    waiting.cancel()  # ...as the caller gives up
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert connection.open_contexts == 0
+    assert await queue.acquire() is connection

@@ -1,0 +1,45 @@
+"""A request waiting for a browser slot waits as it would for one of Scrapy's
+downloader slots: its ``download_timeout`` starts with its page.
+
+Found by a fresh-user trial: on the embedded Chromium's 2 connections, two
+pages that never finish held both slots, and the other requests failed with
+``SlotWaitTimeout`` once their own ``download_timeout`` ran out in the queue;
+plain Scrapy keeps such requests waiting and fetches them afterwards.
+"""
+
+from __future__ import annotations
+
+import pytest
+import pytest_twisted
+import scrapy
+from scrapy.exceptions import DownloadTimeoutError
+
+from tests.crawl import crawl
+from tests.servers import SiteServer
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_a_request_waiting_behind_a_page_longer_than_its_timeout_renders(
+    site: SiteServer, browser: str
+) -> None:
+    # The first holds the only slot for its 4 s deadline (the site never
+    # answers within it); the second's deadline is 2 s, all of it spent
+    # waiting: it renders after the first has failed.
+    hog = scrapy.Request(
+        site.url("/slow?ms=60000"), meta={"cdp": True, "download_timeout": 4}, priority=1
+    )
+    waiter = scrapy.Request(site.url("/js?n=2"), meta={"cdp": True, "download_timeout": 2})
+    spider, crawler = await crawl(
+        [hog, waiter],
+        {"CDP_POOL_BROWSER": browser, "CDP_POOL_CONNECTIONS": 1},
+    )
+    [failure] = spider.failures
+    assert failure.request.url == hog.url
+    assert failure.check(DownloadTimeoutError)
+    assert "SlotWaitTimeout" not in repr(failure.value)
+    [response] = spider.responses
+    assert response.url == waiter.url
+    assert response.css("p.item::text").getall() == ["item-1", "item-2"]
+    stats = crawler.stats.get_stats()
+    assert "cdp_pool/errors/SlotWaitTimeout" not in stats
