@@ -27,6 +27,7 @@ from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_co
 from scrapy_cdp_pool.render.cookies import browser_cookies
 from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.page import Page
+from scrapy_cdp_pool.render.page_setup import open_page, take_over_page
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.spec import RenderSpec
 from scrapy_cdp_pool.render.user_agent import user_agent_command
@@ -116,7 +117,7 @@ async def render(
     idle = lease.take_idle_page(key) if key is not None else None
     user_agent = user_agent_command(spec, lease.info)
     if idle is not None:
-        page = await Page.reattach(
+        page = await take_over_page(
             lease.cdp,
             idle.context_id,
             idle.target_id,
@@ -141,7 +142,7 @@ async def render(
                 "Browser.grantPermissions",
                 {"permissions": ["geolocation"], "browserContextId": context_id},
             )
-        page = await Page.attach(
+        page = await open_page(
             lease.cdp,
             context_id,
             spec,

@@ -32,6 +32,7 @@ from scrapy_cdp_pool.pool.embedded_server import EmbeddedServer
 from scrapy_cdp_pool.pool.servers import embedded_server
 from scrapy_cdp_pool.render.context_options import ContextOptions
 from scrapy_cdp_pool.render.page import Page
+from scrapy_cdp_pool.render.page_setup import open_page
 from scrapy_cdp_pool.render.spec import RenderSpec
 from scrapy_cdp_pool.telemetry.process_memory import TreeMemory, process_tree_memory
 
@@ -297,7 +298,7 @@ async def _open_page(
                 "Storage.setCookies",
                 {"browserContextId": opened.context_id, "cookies": context.storage_cookies()},
             )
-        opened.page = await Page.attach(
+        opened.page = await open_page(
             cdp,
             opened.context_id,
             spec,
