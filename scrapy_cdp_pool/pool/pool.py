@@ -318,11 +318,15 @@ class ConnectionPool:
         phase = "start"  # which wait a timeout ends: start, slot or the caller's block
         try:
             if left is not None and server_options is not None and self.dedicated is not None:
-                async with self.dedicated.turn(server_options) as pool, asyncio.timeout(timeout_s):
+                async with (
+                    self.dedicated.turn(server_options) as pool,
+                    asyncio.timeout(timeout_s) as deadline,
+                ):
                     await self.dedicated.start(pool, server_options)
                     phase = "slot"
                     async with pool.lease(left) as lease:
                         phase = "leased"
+                        lease.deadline = deadline.when()
                         self._page_started()
                         try:
                             yield lease
@@ -330,12 +334,13 @@ class ConnectionPool:
                             self.pages_in_flight -= 1
                 return
             phase = "slot"
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(timeout_s) as deadline:
                 if requires:
                     self.check_capabilities(requires)
                 connection = await self.slots.acquire(requires)
                 phase = "leased"
                 lease = ContextLease(connection, self.config)
+                lease.deadline = deadline.when()
                 self._page_started()
                 try:
                     yield lease
