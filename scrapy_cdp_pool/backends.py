@@ -74,6 +74,11 @@ class Backend:
     #: report on stderr (:mod:`~scrapy_cdp_pool.pool.lightpanda_reports`), not
     #: by the page's crash
     crashes_told_on_stderr: bool = False
+    #: a render that runs out of time asks the page's main thread for ``1``:
+    #: no answer means a script that does not yield (see
+    #: :mod:`~scrapy_cdp_pool.render.script_stall`); Lightpanda's own
+    #: watchdog tells instead
+    probes_stalled_scripts: bool = True
     #: the server flag that caps a page's JavaScript heap, and its form
     #: (``{mb}``: the ceiling in MB); one argument per item
     heap_limit_flag: str = "--js-flags"
@@ -131,6 +136,7 @@ LIGHTPANDA = Backend(
     reuse_pages_by_default=False,
     dedicated_servers=True,
     crashes_told_on_stderr=True,
+    probes_stalled_scripts=False,
     heap_limit_flag="--v8-max-heap-mb",
     heap_limit_args_format=("--v8-max-heap-mb", "{mb}"),
     ignore_https_errors_by_command=False,

@@ -166,9 +166,11 @@ class PageScriptStalled(PageCrashed):
     """A page script kept the browser busy without returning (``for(;;){}``,
     a loop waiting for a layout Lightpanda does not have) until the embedded
     Lightpanda's watchdog stopped it (``--watchdog-ms``: half of
-    ``DOWNLOAD_TIMEOUT``, at most 30 s) and closed the page's connection. Not
+    ``DOWNLOAD_TIMEOUT``, at most 30 s) and closed the page's connection; or,
+    on Chromium, past the render's deadline, when the page's main thread did
+    not answer a probe (see :mod:`scrapy_cdp_pool.render.script_stall`). Not
     retried: the same page would stall again there. On the render ladder a
-    fallback to Chromium may render it."""
+    fallback to Chromium may render a page Lightpanda stalled on."""
 
 
 class DedicatedServerFailed(RenderError):

@@ -139,3 +139,22 @@ async def test_a_download_timeout_leaves_a_snapshot_and_still_fails_as_a_timeout
     (line,) = _lines(tmp_path)
     assert line["error"].startswith("CancelledError: the render was cut short")
     assert len(line["files"]) == 2, line["skipped"]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_chromium_page_stuck_in_script_leaves_a_readable_snapshot(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    """The stuck page's script is stopped once named (``PageScriptStalled``):
+    the snapshot reads the page as far as it got, screenshot included."""
+    meta = {"cdp": True, "download_timeout": 3}
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url("/busy-loop?snap=1"), meta=meta)],
+        {"CDP_POOL_BROWSER": "chromium", "CDP_POOL_SNAPSHOT_DIR": str(tmp_path)},
+    )
+    assert len(spider.failures) == 1
+    fingerprint = crawler.request_fingerprinter.fingerprint(spider.failures[0].request).hex()
+    (line,) = _lines(tmp_path)
+    assert line["error"].startswith("PageScriptStalled: ")
+    assert line["files"] == [f"{fingerprint}.html", f"{fingerprint}.png"], line["skipped"]
+    assert '<p id="before">before</p>' in (tmp_path / f"{fingerprint}.html").read_text()

@@ -29,6 +29,7 @@ from tests.profiles import hits
 from tests.servers import LightpandaProcess, SiteServer
 from tests.site.shop import PRODUCTS
 
+CDP: dict[str, Any] = {"cdp": True}
 RETRYING: dict[str, Any] = {
     "RETRY_ENABLED": True,
     "RETRY_TIMES": 5,
@@ -80,11 +81,15 @@ async def test_busy_page_times_out_alone_and_its_connection_serves_again(
         spider_cls=FollowUpOnErrorSpider,
     )
     assert len(spider.failures) == 1
-    assert spider.failures[0].check(DownloadTimeoutError)
-    assert "download_timeout = 3 s" in str(spider.failures[0].value)
+    # Chromium's stuck page is named (see the test below); Lightpanda's
+    # watchdog is at half of DOWNLOAD_TIMEOUT, later than this request's 3 s
+    expected = PageScriptStalled if browser == "chromium" else DownloadTimeoutError
+    assert spider.failures[0].check(expected), spider.failures[0].value
+    if browser == "lightpanda":
+        assert "download_timeout = 3 s" in str(spider.failures[0].value)
     assert spider.by_url("after-busy").css("p.item::text").getall() == ["item-1", "item-2"]
     stats = crawler.stats.get_stats()
-    assert stats["cdp_pool/failures/DownloadTimeoutError"] == 1
+    assert stats[f"cdp_pool/failures/{expected.__name__}"] == 1
     if browser == "lightpanda":  # stuck: disposing the context does not answer
         assert stats["cdp_pool/retired"] == 1
         assert stats["cdp_pool/reconnects"] == 1
@@ -151,6 +156,104 @@ async def test_lightpanda_watchdog_is_set_below_the_download_timeout(site: SiteS
     assert "retry/count" not in stats
     assert stats["cdp_pool/reconnects"] == 1
     assert stats.get("cdp_pool/retired", 0) == 0
+    assert_contexts_balanced(crawler)
+
+
+@pytest.mark.parametrize("at", ["parse", "load"])
+@pytest_twisted.ensureDeferred
+async def test_chromium_page_stuck_in_script_fails_by_name_and_is_not_retried(
+    site: SiteServer, at: str
+) -> None:
+    """On Chromium, a page whose script never yields (while the document is
+    parsed, or in its load handler) fails at its 3 s deadline as
+    ``PageScriptStalled``, not retried (before: a ``DownloadTimeoutError``,
+    retried twice more); its main thread did not answer the probe. The other
+    pages of the crawl render."""
+    path = f"/busy-loop?at={at}&stall={token()}"
+    spider, crawler = await crawl(
+        [
+            scrapy.Request(site.url(path), meta={"cdp": True, "download_timeout": 3}),
+            *(scrapy.Request(site.url(f"/js?n=2&beside={i}"), meta=CDP) for i in range(3)),
+        ],
+        {"CDP_POOL_BROWSER": "chromium", "RETRY_ENABLED": True},
+    )
+    assert len(spider.failures) == 1
+    failure = spider.failures[0]
+    assert failure.check(PageScriptStalled), failure.value
+    message = str(failure.value)
+    assert site.url(path) in message
+    assert "did not yield within download_timeout on Chromium" in message
+    assert hits(site, path) == 1  # not retried
+    assert sorted(r.url for r in spider.responses) == [
+        site.url(f"/js?n=2&beside={i}") for i in range(3)
+    ]
+    assert all(r.css("p.item::text").getall() == ["item-1", "item-2"] for r in spider.responses)
+    stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/errors/PageScriptStalled"] == 1
+    assert stats["cdp_pool/failures/PageScriptStalled"] == 1
+    assert "retry/count" not in stats
+    assert_contexts_balanced(crawler)
+
+
+@pytest_twisted.ensureDeferred
+async def test_chromium_page_stuck_in_script_named_when_its_read_times_out(
+    site: SiteServer,
+) -> None:
+    """Before ``download_timeout``: the navigation's wait for the load event
+    ends (``cdp_navigation_timeout``), the page is read as it is, and that
+    read times out (``CDP_POOL_ACTION_TIMEOUT_SECONDS``): the stuck page is
+    named then, saying which wait ran out (before: a retried timeout)."""
+    path = f"/busy-loop?stall={token()}"
+    meta = {"cdp": True, "download_timeout": 60, "cdp_navigation_timeout": 2}
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url(path), meta=meta)],
+        {
+            "CDP_POOL_BROWSER": "chromium",
+            "CDP_POOL_ACTION_TIMEOUT_SECONDS": 2,
+            "RETRY_ENABLED": True,
+        },
+    )
+    assert len(spider.failures) == 1
+    failure = spider.failures[0]
+    assert failure.check(PageScriptStalled), failure.value
+    assert "did not yield within its deadline (Runtime.evaluate" in str(failure.value)
+    assert hits(site, path) == 1
+    stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/errors/PageScriptStalled"] == 1
+    assert "retry/count" not in stats
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/hanging-image",  # the document is in, its image never comes: no load event
+        "/slow?ms=60000",  # no document yet
+        # loaded, then navigating to a slow page (Chromium holds the probe
+        # while a navigation is pending: not probed)
+        "/behaviour/scheme?when=inline&to=%2Fslow%3Fms%3D60000",
+    ],
+)
+@pytest_twisted.ensureDeferred
+async def test_chromium_page_waiting_on_the_network_still_times_out_and_is_retried(
+    site: SiteServer, path: str
+) -> None:
+    """A page that is only waiting on the network answers the probe (or, with
+    no document yet or a navigation pending, is not probed): it stays a
+    ``DownloadTimeoutError``, retried."""
+    url = site.url(f"{path}{'&' if '?' in path else '?'}wait={token()}")
+    spider, crawler = await crawl(
+        [scrapy.Request(url, meta={"cdp": True, "download_timeout": 3, "max_retry_times": 1})],
+        {"CDP_POOL_BROWSER": "chromium", "RETRY_ENABLED": True},
+    )
+    assert len(spider.failures) == 1
+    failure = spider.failures[0]
+    assert failure.check(DownloadTimeoutError), failure.value
+    assert not failure.check(PageScriptStalled)
+    assert hits(site, url.removeprefix(site.base)) == 2  # retried once
+    stats = crawler.stats.get_stats()
+    assert stats["retry/count"] == 1
+    assert "cdp_pool/errors/PageScriptStalled" not in stats
+    assert stats["cdp_pool/failures/DownloadTimeoutError"] == 1
     assert_contexts_balanced(crawler)
 
 

@@ -9,6 +9,7 @@ server end the page, and the pool reconnects.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -44,6 +45,9 @@ class ContextLease:
         self.keep_cookies: list[dict[str, Any]] | None = None
         #: the page's per-request commands in force (see :class:`IdlePage`)
         self.applied: dict[str, dict[str, Any]] = {}
+        #: event-loop time at which the caller's block is cut short
+        #: (``download_timeout``), ``None``: no deadline
+        self.deadline: float | None = None
         cdp = connection.cdp
         info = connection.info
         if cdp is None or info is None:  # _pick() hands out READY connections only
@@ -68,6 +72,11 @@ class ContextLease:
                 "Storage.setCookies", {"browserContextId": context_id, "cookies": cookies}
             )
         return context_id
+
+    def deadline_passed(self) -> bool:
+        """Whether :attr:`deadline` has come: a cancellation then is the
+        deadline's, not the crawl's."""
+        return self.deadline is not None and asyncio.get_running_loop().time() >= self.deadline
 
     def take_idle_page(self, key: str) -> IdlePage | None:
         """A page this connection kept for identity ``key``, now this lease's."""

@@ -322,10 +322,12 @@ class ConnectionPool:
         phase = "start"  # which wait a timeout ends: start, slot or the caller's block
         try:
             if left is not None and server_options is not None and self.dedicated is not None:
-                async with self.dedicated.turn(server_options) as pool, asyncio.timeout(timeout_s):
-                    await self.dedicated.start(pool, server_options)
+                async with self.dedicated.turn(server_options) as pool:
+                    async with asyncio.timeout(timeout_s):
+                        await self.dedicated.start(pool, server_options)
                     phase = "slot"
-                    async with pool.lease(left) as lease:
+                    # its slot waited for, and its page bounded, as on this pool
+                    async with pool.lease(left, timeout_s=timeout_s) as lease:
                         phase = "leased"
                         self._page_started()
                         try:
@@ -341,7 +343,8 @@ class ConnectionPool:
             lease = ContextLease(connection, self.config)
             self._page_started()
             try:
-                async with asyncio.timeout(timeout_s):  # the page's, from its slot
+                async with asyncio.timeout(timeout_s) as deadline:  # the page's, from its slot
+                    lease.deadline = deadline.when()
                     yield lease
             finally:
                 self.pages_in_flight -= 1

@@ -29,6 +29,7 @@ from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.page_setup import open_page, take_over_page
 from scrapy_cdp_pool.render.redirects import is_handed_back
+from scrapy_cdp_pool.render.script_stall import DEADLINE_ERRORS, stalled_script
 from scrapy_cdp_pool.render.spec import RenderSpec
 from scrapy_cdp_pool.render.user_agent import user_agent_command
 
@@ -107,7 +108,9 @@ async def render(
         any page is opened); not retried.
     :raises PageMemoryExceeded: the page went past the heap ceiling.
     :raises PageScriptStalled: Lightpanda's watchdog stopped a page script
-        that kept it busy.
+        that kept it busy; or, on Chromium, the render ran out of time (its
+        deadline, a timeout) while the page's main thread was stuck in a
+        script (see :mod:`~scrapy_cdp_pool.render.script_stall`).
     :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
         CDPError: see :mod:`scrapy_cdp_pool.render.errors`.
     """
@@ -173,6 +176,11 @@ async def render(
             if named is None:
                 raise
             raise named from e
+        except DEADLINE_ERRORS as e:
+            stalled = await stalled_script(lease, page, e)
+            if stalled is None:
+                raise
+            raise stalled from e
     except BaseException as error:
         if on_failure is not None:
             await on_failure(page, error)

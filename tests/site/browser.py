@@ -95,8 +95,11 @@ async def slow(request: web.Request) -> web.Response:
 
 @routes.get("/busy-loop")
 async def busy_loop(request: web.Request) -> web.Response:
-    """A page whose inline script never ends (``for(;;){}``)."""
-    return html_response("Busy loop", '<p id="before">before</p>\n<script>for(;;){}</script>')
+    """A page whose inline script never ends (``for(;;){}``); with
+    ``at=load``, its load event's handler (the document parsed, the load
+    event never reported)."""
+    script = "onload = () => { for(;;){} };" if request.query.get("at") == "load" else "for(;;){}"
+    return html_response("Busy loop", f'<p id="before">before</p>\n<script>{script}</script>')
 
 
 @routes.get("/external-script")

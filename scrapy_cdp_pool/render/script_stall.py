@@ -1,0 +1,94 @@
+"""Whether a render that ran out of time did so because the page's own
+JavaScript never yields (``for(;;){}``), on Chromium: then the request fails
+as :class:`~scrapy_cdp_pool.errors.PageScriptStalled` (not retried) instead
+of a retried timeout.
+
+How it is told, measured on Chromium 156 (see docs/resilience.md): a page's
+``Runtime.evaluate`` runs on its renderer's main thread. A page waiting on the
+network (a slow image, a slow XHR) answers ``1`` within a few milliseconds; a
+page stuck in a script answers nothing. But Chromium holds every command to
+the page's renderer while a main-frame navigation is pending, so a page whose
+document has not arrived, or that is navigating again, answers nothing either:
+the probe is sent only when the current document has committed and no
+navigation is pending (:class:`~scrapy_cdp_pool.render.document.DocumentTracker`),
+else the timeout stays what it was.
+
+The probe is sent only once a deadline has been hit, so a page that renders in
+time costs nothing; a stalled page holds its slot for :data:`PROBE_TIMEOUT_S`
+more. Once named, the script is stopped (``Runtime.terminateExecution``,
+answered even by a busy page): a failure snapshot can then read the page, and
+its context is disposed as for any failed render.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from scrapy_cdp_pool.errors import CDPError, CDPTimeoutError, PageScriptStalled
+from scrapy_cdp_pool.pool.lease import ContextLease
+from scrapy_cdp_pool.render.document import DocumentTracker
+from scrapy_cdp_pool.render.page import Page
+
+logger = logging.getLogger(__name__)
+
+PROBE_TIMEOUT_S = 1.0
+"""Seconds the page's main thread is given to answer ``1`` once a deadline
+has passed. An idle renderer answered in 1 to 8 ms on a shared 2-core machine."""
+
+#: what ran out of time: the deadline's cancellation, a timeout raised in the render
+DEADLINE_ERRORS = (TimeoutError, CDPTimeoutError, asyncio.CancelledError)
+
+
+def may_probe(tracker: DocumentTracker) -> bool:
+    """Whether the page shows a committed HTML document with no navigation
+    pending: only then does its main thread answer a probe when it is free."""
+    document = tracker.document
+    return (
+        document is not None
+        and document.body is None
+        and tracker.committed
+        and not tracker.navigation_pending
+        and tracker.crashed is None
+    )
+
+
+async def stalled_script(
+    lease: ContextLease, page: Page, error: BaseException
+) -> PageScriptStalled | None:
+    """:class:`PageScriptStalled` when ``error`` (one of
+    :data:`DEADLINE_ERRORS`, raised by the render of ``page``) came while the
+    page's main thread is stuck in JavaScript: it did not answer ``1`` within
+    :data:`PROBE_TIMEOUT_S` seconds. ``None`` when it answered, cannot be
+    asked (see :func:`may_probe`), the backend tells stalls its own way
+    (Lightpanda's watchdog), or ``error`` is a cancellation other than the
+    lease's deadline (the crawl stopping)."""
+    if not lease.info.backend.probes_stalled_scripts or not may_probe(page.tracker):
+        return None
+    if isinstance(error, asyncio.CancelledError) and not lease.deadline_passed():
+        return None
+    try:
+        await page.command("Runtime.evaluate", {"expression": "1"}, PROBE_TIMEOUT_S)
+        return None
+    except CDPTimeoutError:
+        pass
+    except CDPError:
+        return None  # closed or refused: not a stall the probe can tell
+    await _terminate(page)
+    if isinstance(error, asyncio.CancelledError):
+        limit = "download_timeout"
+    else:
+        limit = f"its deadline ({error})" if str(error) else "its deadline"
+    return PageScriptStalled(
+        f"{page.spec.url}: the page's script did not yield within {limit} on Chromium: "
+        f"its main thread answered no command for {PROBE_TIMEOUT_S:g} s more; stopped, "
+        "not retried"
+    )
+
+
+async def _terminate(page: Page) -> None:
+    """Stop the page's running script; its context is disposed after."""
+    try:
+        await page.command("Runtime.terminateExecution", None, PROBE_TIMEOUT_S)
+    except CDPError as e:
+        logger.debug("%s: Runtime.terminateExecution: %r", page.spec.url, e)
