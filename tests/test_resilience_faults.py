@@ -242,7 +242,8 @@ async def test_chromium_page_waiting_on_the_network_still_times_out_and_is_retri
     ``DownloadTimeoutError``, retried."""
     url = site.url(f"{path}{'&' if '?' in path else '?'}wait={token()}")
     spider, crawler = await crawl(
-        [scrapy.Request(url, meta={"cdp": True, "download_timeout": 3, "max_retry_times": 1})],
+        # 5 s: the retry's navigation reaches the site within it on a loaded machine
+        [scrapy.Request(url, meta={"cdp": True, "download_timeout": 5, "max_retry_times": 1})],
         {"CDP_POOL_BROWSER": "chromium", "RETRY_ENABLED": True},
     )
     assert len(spider.failures) == 1

@@ -23,17 +23,18 @@ from tests.servers import SiteServer
 async def test_a_request_waiting_behind_a_page_longer_than_its_timeout_renders(
     site: SiteServer, browser: str
 ) -> None:
-    # The first holds the only slot for its 4 s deadline (the site never
-    # answers within it); the second's deadline is 2 s, all of it spent
-    # waiting: it renders after the first has failed.
+    # The first holds the only slot for its 10 s deadline (the site never
+    # answers within it); the second's deadline is 6 s, less than its wait:
+    # it renders after the first has failed.
     hog = scrapy.Request(
-        site.url("/slow?ms=60000"), meta={"cdp": True, "download_timeout": 4}, priority=1
+        site.url("/slow?ms=60000"), meta={"cdp": True, "download_timeout": 10}, priority=1
     )
-    waiter = scrapy.Request(site.url("/js?n=2"), meta={"cdp": True, "download_timeout": 2})
+    waiter = scrapy.Request(site.url("/js?n=2"), meta={"cdp": True, "download_timeout": 6})
     spider, crawler = await crawl(
         [hog, waiter],
         {"CDP_POOL_BROWSER": browser, "CDP_POOL_CONNECTIONS": 1},
     )
+    assert len(spider.failures) == 1, [(f.request, f.value) for f in spider.failures]
     [failure] = spider.failures
     assert failure.request.url == hog.url
     assert failure.check(DownloadTimeoutError)
