@@ -278,10 +278,15 @@ def server_args(refused: tuple[str, ...]) -> Kind:
     the plugin owns the server's channel (a Unix socket, a pipe) so that no
     other local user can drive it."""
 
+    # Chromium reads a switch after "--" or "-" (base::CommandLine's
+    # prefixes on POSIX): both forms are refused, as are more dashes.
+    refused_names = {flag.lstrip("-") for flag in refused}
+
     def parse(settings: BaseSettings, name: str, default: Any) -> tuple[str, ...]:
         args = str_list(settings, name, default)
         for arg in args:
-            if arg.split("=", 1)[0] in refused:
+            switch = arg.split("=", 1)[0]
+            if switch.startswith("-") and switch.lstrip("-") in refused_names:
                 raise ValueError(
                     f"{name}: {arg!r} is not allowed: the plugin serves CDP on a channel only "
                     f"this user can open (refused flags: {', '.join(refused)}); use "

@@ -153,6 +153,11 @@ def test_addon_refuses_a_missing_browser_binary_at_start_up(
         ("CDP_POOL_LIGHTPANDA_ARGS", ["--unix-socket", "/run/x.sock"], "--unix-socket"),
         ("CDP_POOL_CHROMIUM_ARGS", ["--remote-debugging-address=::"], "--remote-debugging-address"),
         ("CDP_POOL_CHROMIUM_ARGS", ["--remote-debugging-port=9222"], "--remote-debugging-port"),
+        # Chromium reads single-dash switches too (found by a fresh-user trial:
+        # this one opened a port another local user could drive)
+        ("CDP_POOL_CHROMIUM_ARGS", ["-remote-debugging-port=9333"], "-remote-debugging-port"),
+        ("CDP_POOL_CHROMIUM_ARGS", ["-remote-debugging-pipe"], "-remote-debugging-pipe"),
+        ("CDP_POOL_LIGHTPANDA_ARGS", ["-port=9333"], "-port"),
         ("CDP_POOL_LIGHTPANDA_ARGS", '["--port", "9222"]', "--port"),  # -s NAME='[...]'
     ],
 )  # fmt: skip
