@@ -17,6 +17,11 @@ rendered request:
   (even with a storage whose key cannot be changed), and a cached render gives
   back ``meta["cdp_results"]`` and the ladder's ``cdp_rung``, ``cdp_ladder``,
   ``cdp_fallback_reason`` and ``cdp_page_kind``.
+
+Its entries hold what requests sent and responses carried (cookies, a
+``Proxy-Authorization`` header, a profile's pages), so the directory of
+Scrapy's filesystem and DBM storages (their ``cachedir``) is made 0700 at
+``open_spider``: only the crawl's user can read it (:func:`make_private`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import stat
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy.http import Headers
@@ -90,6 +98,9 @@ class RenderAwareCacheStorage:
 
     def open_spider(self, spider: Spider) -> None:
         self.inner.open_spider(spider)
+        cachedir = getattr(self.inner, "cachedir", None)
+        if isinstance(cachedir, str):
+            make_private(Path(cachedir), spider)
         # Scrapy's filesystem and DBM storages key entries with the
         # fingerprinter they take from the crawler at open_spider.
         fingerprinter = cache_fingerprinter(self.inner)
@@ -149,3 +160,24 @@ class RenderAwareCacheStorage:
                 headers[LADDER_HEADER] = json.dumps(ladder)
             response = response.replace(headers=headers)
         self.inner.store_response(spider, request, response)
+
+
+def make_private(directory: Path, spider: Spider) -> None:
+    """Create ``directory`` (mode 0700) or, when it exists and is the crawl
+    user's, take away every other user's access (an INFO line says so once).
+
+    :raises OSError: it could not be created or changed (an error naming it).
+    """
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = directory.stat()
+        if info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) & 0o077:
+            directory.chmod(stat.S_IMODE(info.st_mode) & 0o700)
+            logger.info(
+                "HTTP cache %s made private (mode 0700): its entries hold cookies and "
+                "request headers",
+                directory,
+                extra={"spider": spider},
+            )
+    except OSError as e:
+        raise OSError(f"HTTPCACHE_DIR {directory}: cannot make it private: {e}") from e
