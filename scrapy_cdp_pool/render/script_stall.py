@@ -74,21 +74,33 @@ async def stalled_script(
         pass
     except CDPError:
         return None  # closed or refused: not a stall the probe can tell
-    await _terminate(page)
     if isinstance(error, asyncio.CancelledError):
         limit = "download_timeout"
     else:
         limit = f"its deadline ({error})" if str(error) else "its deadline"
+    if await _terminate(page):
+        what = "the page's script did not yield"
+    else:  # still busy once scripts were stopped: found by a fresh-user trial
+        what = (
+            "the page's main thread stayed busy outside any script (parsing or laying out "
+            "a document too large for the deadline)"
+        )
     return PageScriptStalled(
-        f"{page.spec.url}: the page's script did not yield within {limit} on Chromium: "
-        f"its main thread answered no command for {PROBE_TIMEOUT_S:g} s more; stopped, "
-        "not retried"
+        f"{page.spec.url}: {what} within {limit} on Chromium: its main thread answered "
+        f"no command for {PROBE_TIMEOUT_S:g} s more; stopped, not retried"
     )
 
 
-async def _terminate(page: Page) -> None:
-    """Stop the page's running script; its context is disposed after."""
+async def _terminate(page: Page) -> bool:
+    """Stop the page's running script (its context is disposed after) and
+    tell whether that freed its main thread: it answers a probe within
+    :data:`PROBE_TIMEOUT_S` seconds. ``False`` for a thread busy outside any
+    script (a 100,000-element document without scripts, with a 5 s deadline)."""
     try:
         await page.command("Runtime.terminateExecution", None, PROBE_TIMEOUT_S)
+        await page.command("Runtime.evaluate", {"expression": "1"}, PROBE_TIMEOUT_S)
+    except CDPTimeoutError:
+        return False
     except CDPError as e:
         logger.debug("%s: Runtime.terminateExecution: %r", page.spec.url, e)
+    return True
