@@ -77,6 +77,9 @@ class PoolConfig:
     #: URL patterns of requests aborted in the browser (``CDP_POOL_BLOCK_URLS``)
     block_urls: tuple[str, ...] = ()
     download_timeout_s: float = 180.0
+    #: ``REDIRECT_MAX_TIMES``: also the most documents a page may navigate
+    #: itself to during one render (:class:`~scrapy_cdp_pool.errors.NavigationLoop`)
+    redirect_max_times: int = 20
     download_maxsize: int = 1024 * 1024 * 1024
     download_warnsize: int = 32 * 1024 * 1024
     status_interval_s: float = 30.0
@@ -197,4 +200,5 @@ class PoolConfig:
             download_timeout_s=SECONDS.parse(settings, "DOWNLOAD_TIMEOUT", 180.0),
             download_maxsize=integer(0).parse(settings, "DOWNLOAD_MAXSIZE", 1 << 30),
             download_warnsize=integer(0).parse(settings, "DOWNLOAD_WARNSIZE", 32 * 1024 * 1024),
+            redirect_max_times=integer(0).parse(settings, "REDIRECT_MAX_TIMES", 20),
         )

@@ -133,6 +133,13 @@ class PageScriptError(RenderError):
     """JavaScript run for an action threw, or an element was not found."""
 
 
+class NavigationLoop(PageScriptError):
+    """The page navigated itself (``location`` set by a script, a meta
+    refresh) more times during one render than ``REDIRECT_MAX_TIMES``
+    allows a plain request's redirects; not retried, like Scrapy's "max
+    redirections reached"."""
+
+
 class ActionError(RenderError):
     """An action of ``meta["cdp_actions"]`` failed; the message names it."""
 

@@ -284,5 +284,6 @@ async def run_action(page: Page, action: Action, default_timeout_s: float) -> An
     timeout_s = float(action.kwargs.get("timeout", default_timeout_s))
     if page.responses is not None:
         page.responses.mark()
+    page.tracker.count_navigations_from_here()  # an action's navigation is no loop
     async with asyncio.timeout(timeout_s):
         return await ACTIONS[action.name].run(page, action, timeout_s)

@@ -54,6 +54,9 @@ class DocumentTracker:
     #: bumped by every change of which document the frame shows or will
     #: show: a DOM read is kept only if it did not change meanwhile
     generation: int = 0
+    #: main-frame documents received since the render or its last action
+    #: started (the first, then each the page navigated itself to)
+    documents: int = 0
     #: called with each new main-document response as soon as it is known
     on_response: Callable[[DocumentResponse], None] | None = None
 
@@ -128,6 +131,7 @@ class DocumentTracker:
         """A new main-frame document response arrived: it replaces the last one
         and its load events are awaited again."""
         self.document = document
+        self.documents += 1
         self.navigation_pending = False
         self.dom_content_loaded = False
         self.loaded = document.body is not None
@@ -136,6 +140,11 @@ class DocumentTracker:
         self.changed.set()
         if self.on_response is not None:
             self.on_response(document)
+
+    def count_navigations_from_here(self) -> None:
+        """An action starts: the navigations it causes, and those after it,
+        are counted from the document shown now."""
+        self.documents = 1 if self.document is not None else 0
 
     def on_failure(self, reason: str) -> None:
         self.failure = reason

@@ -28,6 +28,7 @@ from scrapy_cdp_pool.cdp import (
 )
 from scrapy_cdp_pool.errors import (
     NavigationFailed,
+    NavigationLoop,
     NavigationToOtherScheme,
     PageCrashed,
     PageScriptError,
@@ -199,8 +200,8 @@ class Page:
         load event, then no request in flight for 500 ms, see
         :mod:`~scrapy_cdp_pool.render.network_idle`).
 
-        :raises NavigationFailed, PageCrashed, NavigationToOtherScheme: as
-            soon as they happen.
+        :raises NavigationFailed, PageCrashed, NavigationToOtherScheme,
+            NavigationLoop: as soon as they happen.
         :raises TimeoutError: after ``timeout_s`` seconds.
         """
         tracker = self.tracker
@@ -209,6 +210,12 @@ class Page:
             while True:
                 if self.too_large is not None:
                     raise self.too_large
+                if tracker.documents > self.spec.max_self_navigations + 1:
+                    raise NavigationLoop(
+                        f"{self.spec.url}: the page navigated itself {tracker.documents - 1} "
+                        f"times in a row, more than REDIRECT_MAX_TIMES = "
+                        f"{self.spec.max_self_navigations} (a navigation loop); not retried"
+                    )
                 if tracker.crashed:
                     # A connection closed for what its server sent fails by that name.
                     raise self.cdp.close_error() or PageCrashed(

@@ -57,6 +57,8 @@ class RenderSpec:
     block_urls: tuple[str, ...] = ()
     maxsize: int = 0
     warnsize: int = 0
+    #: documents the page may navigate itself to beyond its first (``REDIRECT_MAX_TIMES``)
+    max_self_navigations: int = 20
     context: ContextOptions | None = None
     #: the request's ``User-Agent`` header (see render/user_agent.py)
     user_agent: str | None = None
@@ -182,6 +184,7 @@ def build_spec(
         block_urls=config.block_urls,
         maxsize=int(meta.get("download_maxsize", config.download_maxsize)),
         warnsize=int(meta.get("download_warnsize", config.download_warnsize)),
+        max_self_navigations=config.redirect_max_times,
         context=context,
         user_agent=_user_agent(request),
         dialogs=dialogs,

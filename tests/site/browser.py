@@ -69,6 +69,22 @@ async def self_navigate(request: web.Request) -> web.Response:
     )
 
 
+@routes.get("/nav-loop")
+async def nav_loop(request: web.Request) -> web.Response:
+    """Page ``n`` sends the browser to page ``n + 1``, without end: by
+    script (``how=script``, ``location.href``) or by ``<meta http-equiv=refresh>``
+    (``how=refresh``); ``key`` is kept, for hit counts."""
+    n = int_query(request, "n", 0, 0, 1_000_000)
+    key = request.query.get("key", "")
+    how = request.query.get("how", "script")
+    following = f"/nav-loop?n={n + 1}&amp;how={how}&amp;key={key}"
+    if how == "refresh":
+        head = f'<meta http-equiv="refresh" content="0; url={following}">'
+        return html_response("Loop", f'{head}<p id="n">{n}</p>')
+    script = following.replace("&amp;", "&")
+    return html_response("Loop", f'<p id="n">{n}</p><script>location.href = "{script}";</script>')
+
+
 @routes.get("/click-to-404")
 async def click_to_404(request: web.Request) -> web.Response:
     """A link (``a#go``) to /status/404."""

@@ -18,7 +18,12 @@ from scrapy_cdp_pool.settings_table import BY_NAME, SETTINGS, SHARED_POOL_SETTIN
 #: sections of subsystems with settings of their own: cluster, ladder...)
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 #: PoolConfig attributes read from Scrapy's own settings, not from the table
-SCRAPY_FIELDS = {"download_timeout_s", "download_maxsize", "download_warnsize"}
+SCRAPY_FIELDS = {
+    "download_timeout_s",
+    "download_maxsize",
+    "download_warnsize",
+    "redirect_max_times",
+}
 ROW = re.compile(r"^\| `(CDP_POOL_[A-Z0-9_]+)` \| (.*?) \| ", re.MULTILINE)
 
 
