@@ -183,6 +183,7 @@ class CDPDownloadHandler:
         host = host_of(request)
         hooks = self._hooks(request, pauses, host)
         spent_s = 0.0  # under download_timeout: not the waits for a host pause
+        slot_at = time.monotonic()  # when the page got its browser slot
         live_page = None
         request.meta.pop(LIVE_PAGE_META_KEY, None)  # a copy's (a retry's) stale page
         jar_middleware = self._cookie_jar_middleware(request)
@@ -196,6 +197,8 @@ class CDPDownloadHandler:
             started = time.monotonic()
 
             async def in_lease(lease: ContextLease) -> RenderResult:
+                nonlocal slot_at
+                slot_at = time.monotonic()
                 if pauses is not None and pauses.remaining(host) > 0:
                     raise _HostPaused  # before a context is made
                 self._count_page(pool, lease)
@@ -229,7 +232,7 @@ class CDPDownloadHandler:
                 raise self.identities.unsupported(request, e) from e
             finally:
                 spent_s += time.monotonic() - started
-        seconds = spent_s
+        seconds = time.monotonic() - slot_at  # the render, not its wait for a slot
         if result.cookies and jar_middleware is not None:
             merge_into_jar(jar_middleware, request, result.cookies, spec.cookies)
         if context is not None and result.storage_state is not None:

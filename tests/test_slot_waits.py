@@ -44,3 +44,5 @@ async def test_a_request_waiting_behind_a_page_longer_than_its_timeout_renders(
     assert response.css("p.item::text").getall() == ["item-1", "item-2"]
     stats = crawler.stats.get_stats()
     assert "cdp_pool/errors/SlotWaitTimeout" not in stats
+    # the render's time, from its slot: within its 6 s deadline, not its 10 s wait
+    assert stats["cdp_pool/render_seconds_max"] < 6
