@@ -112,3 +112,24 @@ async def test_an_invalid_not_before_fails_alone_with_jobdir(
     assert [r.url for r in spider.responses] == [site.url("/js?n=1&good")]
     assert isinstance(spider.failures[0].value, InvalidRequestMeta)
     assert crawler.stats.get_value("finish_reason") == "finished"
+
+
+@pytest.mark.parametrize("value", ["", "  ", False, 0, ["alice"]], ids=repr)
+@pytest_twisted.ensureDeferred
+async def test_a_profile_that_is_no_name_fails_its_request_by_name(
+    site: SiteServer, value: Any
+) -> None:
+    """``meta["cdp_profile"] = ""`` (say, a name read from an empty field) was
+    rendered with no identity at all; ``0`` would have been a profile "0"."""
+    spider, crawler = await crawl(
+        [
+            scrapy.Request(site.url("/js?n=1&who"), meta={"cdp": True, "cdp_profile": value}),
+            scrapy.Request(site.url("/js?n=1&none"), meta={"cdp": True, "cdp_profile": None}),
+        ]
+    )
+    assert [r.url for r in spider.responses] == [site.url("/js?n=1&none")]
+    error = spider.failures[0].value
+    assert isinstance(error, InvalidRequestMeta)
+    assert f"meta['cdp_profile'] = {value!r}" in str(error)
+    assert "/js?n=1&who" in str(error)
+    assert crawler.stats.get_value("cdp_pool/failures/InvalidRequestMeta") == 1

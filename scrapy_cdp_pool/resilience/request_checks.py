@@ -13,6 +13,10 @@ name, alone, before it is downloaded; the crawl goes on.
   once instead of holding it (for ever, or failing the enqueue); it fails here
   with :class:`InvalidRequestMeta`, through its errback, counted in
   ``cdp_pool/failures/InvalidRequestMeta``.
+- ``meta["cdp_profile"]`` must be a profile's name (a non-empty string) or
+  ``None`` (no profile). An empty string, ``False`` or a number fails with
+  :class:`InvalidRequestMeta` instead of being sent as no identity at all, or
+  as a profile named ``"0"``.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from scrapy_cdp_pool.runtime import runtime_of
 from scrapy_cdp_pool.scheduling.gates import (
     INVALID_META_KEY,
     NOT_BEFORE_META_KEY,
+    PROFILE_META_KEY,
     not_before_problem,
 )
 from scrapy_cdp_pool.scheduling.queue import UNSERIALIZABLE_META_KEY
@@ -81,4 +86,10 @@ class RequestChecksMiddleware:
         if problem is not None:
             raise InvalidRequestMeta(
                 f"{request}: meta[{NOT_BEFORE_META_KEY!r}] = {not_before!r}: {problem}"
+            )
+        profile = request.meta.get(PROFILE_META_KEY)
+        if profile is not None and (not isinstance(profile, str) or not profile.strip()):
+            raise InvalidRequestMeta(
+                f"{request}: meta[{PROFILE_META_KEY!r}] = {profile!r}: expected a profile's "
+                "name (a non-empty string), or None for no profile"
             )
