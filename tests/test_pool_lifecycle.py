@@ -144,6 +144,7 @@ async def test_unreachable_endpoint_ends_the_crawl_with_a_clear_error(site: Site
     assert crawler.stats.get_value("finish_reason") == "cdp_pool_unavailable"
     assert spider.failures
     assert all(dead in str(f.value) for f in spider.failures), spider.failures
+    assert crawler.stats.get_value("log_count/ERROR") == 1  # as README.md says
 
 
 async def _retire_on_the_shared_pipe() -> dict[str, Any]:

@@ -121,14 +121,14 @@ class ConnectionPool:
             *(self._discover(i) for i in range(len(self.endpoints))), return_exceptions=True
         )
         self.infos = [None if isinstance(info, BaseException) else info for info in infos]
-        for endpoint, info in zip(self.endpoints, infos, strict=True):
-            if isinstance(info, BaseException):
-                logger.error("CDP endpoint %s does not answer: %s", endpoint, info)
-        if not any(self.infos):
+        if not any(self.infos):  # one ERROR, the handler's, names them all
             raise PoolUnavailable(
                 "no CDP endpoint answers: "
                 + "; ".join(f"{e}: {i}" for e, i in zip(self.endpoints, infos, strict=True))
             )
+        for endpoint, info in zip(self.endpoints, infos, strict=True):
+            if isinstance(info, BaseException):
+                logger.error("CDP endpoint %s does not answer: %s", endpoint, info)
         index = 0
         for endpoint_index, known in enumerate(self.infos):
             capacity = self.config.contexts_per_connection
