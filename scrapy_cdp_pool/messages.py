@@ -48,22 +48,78 @@ def cap_message(text: object, limit: int = MESSAGE_LIMIT_CHARS) -> str:
     return message[:kept] + _MARK.format(total=total, kept=kept)
 
 
+def _split_userinfo(rest: str) -> tuple[str, str]:
+    """``(userinfo, remainder)`` of what follows ``scheme://``; ``("", rest)``
+    when there is no user part.
+
+    A password may hold an unencoded ``#``, ``/`` or ``?``
+    (``redis://:pa#ss@host/0``): the user part then runs to the last ``@``
+    when what precedes that ``@`` has a ``:`` before its first ``/``, ``?`` or
+    ``#``. Otherwise an ``@`` after those marks is the path's or the query's
+    (``http://host/p?mail=a@b``)."""
+    at = rest.rfind("@")
+    if at < 0:
+        return "", rest
+    candidate = rest[:at]
+    first_mark = min((i for i in (candidate.find(c) for c in "/?#") if i >= 0), default=-1)
+    if first_mark < 0:
+        return candidate, rest[at + 1 :]
+    colon = candidate.find(":")
+    if 0 <= colon < first_mark:
+        return candidate, rest[at + 1 :]
+    netloc_end = first_mark
+    if "@" in rest[:netloc_end]:  # user@host/path?q=a@b: the first @ ends it
+        user_at = rest.index("@")
+        return rest[:user_at], rest[user_at + 1 :]
+    return "", rest
+
+
 def redact_url(url: str) -> str:
     """``url`` for logs, stats and errors: the password of its user part and
     every value of its query string (``?password=...`` is how redis-py, among
-    others, takes a password) replaced by ``***``. Never raises (a URL that
-    does not parse is redacted as text)."""
+    others, takes a password; ``?token=`` how hosted CDP services take theirs)
+    and its fragment replaced by ``***``; a password holding ``#``, ``/`` or
+    ``?`` unencoded is masked whole (see :func:`_split_userinfo`). Never
+    raises (a URL that does not parse is redacted as text)."""
     scheme, separator, rest = url.partition("://")
+    userinfo, rest = _split_userinfo(rest)
     rest, hash_mark, fragment = rest.partition("#")
     rest, question, query = rest.partition("?")
     netloc, slash, path = rest.partition("/")
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
+    if userinfo or url.partition("://")[2].startswith("@"):
         user, colon, _ = userinfo.partition(":")
-        netloc = f"{user}:***@{host}" if colon else f"***@{host}"
+        netloc = f"{user}:***@{netloc}" if colon else f"***@{netloc}"
     if query:
         query = "&".join(
             f"{part.partition('=')[0]}=***" if "=" in part else part for part in query.split("&")
         )
     fragment = "***" if fragment else ""
     return f"{scheme}{separator}{netloc}{slash}{path}{question}{query}{hash_mark}{fragment}"
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of ``url`` that :func:`redact_url` hides (the password, the
+    query's values, the fragment), longest first: what :func:`scrub_secrets`
+    removes from another library's message about ``url``."""
+    _, _, rest = url.partition("://")
+    userinfo, rest = _split_userinfo(rest)
+    password = userinfo.partition(":")[2] if ":" in userinfo else userinfo
+    # A parser that stopped at an unencoded mark quotes the piece before it.
+    secrets = [password, *re.split(r"[#/?]", password)]
+    rest, _, fragment = rest.partition("#")
+    _, _, query = rest.partition("?")
+    secrets.extend(part.partition("=")[2] for part in query.split("&") if "=" in part)
+    secrets.append(fragment)
+    return sorted({s for s in secrets if s}, key=len, reverse=True)
+
+
+def scrub_secrets(text: object, url: str) -> str:
+    """``str(text)`` with ``url`` redacted (:func:`redact_url`) and every
+    secret of ``url`` (:func:`url_secrets`) replaced by ``***``: for a message
+    composed by another library (redis-py, websockets, the OS) that may quote
+    the URL or a part of it, such as "Port could not be cast to integer value
+    as 'pa'" for ``redis://:pa#ss@host``."""
+    message = str(text).replace(url, redact_url(url))
+    for secret in url_secrets(url):
+        message = message.replace(secret, "***")
+    return message

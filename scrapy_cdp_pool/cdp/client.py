@@ -31,6 +31,7 @@ from scrapy_cdp_pool.errors import (
     CDPRequestTooLarge,
     CDPTimeoutError,
 )
+from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ class CDPConnection:
         max_message_bytes: int | None = None,
         max_pending: int = MAX_PENDING_COMMANDS,
     ) -> None:
-        self.url = url
+        self.url = redact_url(url)  # for messages: a remote endpoint's token stays out
         self.command_timeout_s = command_timeout_s
         self.max_message_bytes = max_message_bytes
         self.max_pending = max_pending
@@ -135,10 +136,12 @@ class CDPConnection:
             )
         except InvalidStatus as e:
             raise CDPConnectError(
-                f"{url} refused the WebSocket upgrade with HTTP {e.response.status_code}"
-            ) from e
+                f"{connection.url} refused the WebSocket upgrade with HTTP {e.response.status_code}"
+            ) from None  # chained, the library's error would quote the URL whole
         except (OSError, TimeoutError, InvalidURI, WebSocketException) as e:
-            raise CDPConnectError(f"cannot connect to {url}: {e!r}") from e
+            raise CDPConnectError(
+                f"cannot connect to {connection.url}: {scrub_secrets(repr(e), url)}"
+            ) from None
         return connection
 
     @classmethod

@@ -32,6 +32,8 @@ from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.uri import WebSocketURI, parse_uri
 
+from scrapy_cdp_pool.messages import redact_url
+
 MessageHandler = Callable[[bytes], None]
 LostHandler = Callable[[str], None]
 
@@ -79,7 +81,7 @@ class WebSocketStream(asyncio.Protocol):
         logger: logging.Logger,
         max_size: int | None = None,
     ) -> None:
-        self.url = url
+        self.url = redact_url(url)  # names it in messages
         # websockets checks max_size against each frame's announced length
         # before reading its payload, and against the sum of a fragmented
         # message's frames, so neither one huge frame nor endless fragments
@@ -268,7 +270,7 @@ class PipeStream(asyncio.Protocol):
         on_lost: LostHandler,
         max_size: int | None = None,
     ) -> None:
-        self.url = url
+        self.url = redact_url(url)  # names it in messages
         self._on_message = on_message
         self._on_lost = on_lost
         self.max_size = max_size

@@ -36,7 +36,7 @@ from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
 from scrapy_cdp_pool.cluster.keys import glob_escaped, key_prefix, redis_time_ms
 from scrapy_cdp_pool.cluster.profile_store import SharedProfiles, export_profiles
 from scrapy_cdp_pool.errors import ProfileFileError
-from scrapy_cdp_pool.messages import redact_url
+from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 
 HELP = "look at or steer a cluster crawl on Redis: status, pause, resume, purge"
 _SCORE_STEP = 2**33
@@ -100,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
         client = connect(url, 10.0)
     except ValueError as e:  # redis-py's parse of the URL
         print(
-            f"scrapy-cdp-pool cluster: {redact_url(url)} is not a Redis URL: {e}", file=sys.stderr
+            f"scrapy-cdp-pool cluster: {redact_url(url)} is not a Redis URL: "
+            f"{scrub_secrets(e, url)}",
+            file=sys.stderr,
         )
         return 1
     prefix = key_prefix(name)
@@ -128,7 +130,10 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             print(f"cluster crawl {name!r}: {purge(client, prefix)} keys deleted")
     except REDIS_ERRORS as e:
-        print(f"scrapy-cdp-pool cluster: Redis at {redact_url(url)}: {e}", file=sys.stderr)
+        print(
+            f"scrapy-cdp-pool cluster: Redis at {redact_url(url)}: {scrub_secrets(e, url)}",
+            file=sys.stderr,
+        )
         return 1
     except ProfileFileError as e:  # a stored profile not valid, a file not written
         print(f"scrapy-cdp-pool cluster export: {e}", file=sys.stderr)

@@ -14,7 +14,7 @@ from typing import Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
-from scrapy_cdp_pool.messages import redact_url
+from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 
 SCHEDULER = "scrapy_cdp_pool.cluster.ClusterScheduler"
 DUPEFILTER = "scrapy_cdp_pool.cluster.ClusterDupeFilter"
@@ -54,14 +54,15 @@ def check_redis(url: str) -> None:
     except ValueError as e:  # redis-py's parse of the URL (a port that is no number...)
         raise ValueError(
             f"CDP_POOL_CLUSTER_REDIS_URL: {redact_url(url)} is not a Redis URL redis-py can "
-            f"use: {e}"
-        ) from e
+            f"use: {scrub_secrets(e, url)}"
+        ) from None  # redis-py's own message, chained, would show the password
     try:
         client.ping()
     except REDIS_ERRORS as e:
         raise ValueError(
-            f"CDP_POOL_CLUSTER_REDIS_URL: Redis at {redact_url(url)} does not answer: {e}"
-        ) from e
+            f"CDP_POOL_CLUSTER_REDIS_URL: Redis at {redact_url(url)} does not answer: "
+            f"{scrub_secrets(e, url)}"
+        ) from None
     finally:
         client.close()
 

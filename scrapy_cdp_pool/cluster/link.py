@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, Frontier, connect, worker_id
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.errors import RedisUnavailable
-from scrapy_cdp_pool.messages import redact_url
+from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class ClusterLink:
             result = fn()
         except REDIS_ERRORS as e:
             self._failed(what, e)
-            raise RedisUnavailable(str(e)) from e
+            raise RedisUnavailable(scrub_secrets(e, self.url)) from None
         if self._down_since is not None:
             logger.warning(
                 "Redis %s reachable again after %.1f s; taking requests again",
@@ -102,12 +102,13 @@ class ClusterLink:
             self._down_since = time.monotonic()
             logger.error(
                 "Redis %s unreachable (%s: %s): not taking requests, finishing those held, "
-                "retrying with backoff", redact_url(self.url), what, error,
+                "retrying with backoff", redact_url(self.url), what, scrub_secrets(error, self.url),
                 extra={"crawler": self.crawler},
             )  # fmt: skip
         else:
             logger.info(
-                "Redis still unreachable (%s: %s); next try in %.1f s", what, error,
+                "Redis still unreachable (%s: %s); next try in %.1f s", what,
+                scrub_secrets(error, self.url),
                 self._backoff_s, extra={"crawler": self.crawler},
             )  # fmt: skip
 

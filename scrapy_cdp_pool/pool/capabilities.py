@@ -17,6 +17,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA, UNKNOWN, Backend, backend_named
 from scrapy_cdp_pool.cdp.transport import UNIX_SCHEME, split_unix_url
+from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 
 
 @dataclass(frozen=True)
@@ -256,5 +257,5 @@ async def discover(endpoint: str, timeout_s: float) -> ServerInfo:
     except (OSError, ValueError) as e:
         if urlsplit(endpoint).scheme in ("ws", "wss"):
             return _info(UNKNOWN, "", endpoint)
-        raise OSError(f"{url}: {e}") from e
+        raise OSError(f"{redact_url(url)}: {scrub_secrets(e, endpoint)}") from None
     return info_from_version(endpoint, version)

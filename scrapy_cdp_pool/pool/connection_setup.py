@@ -15,6 +15,7 @@ import logging
 
 from scrapy_cdp_pool.cdp import CDPConnection
 from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.pool.capabilities import ServerInfo
 
 logger = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ async def set_up_connection(
                 "CDP_POOL_IGNORE_HTTPS_ERRORS is set, but the remote Lightpanda endpoint %s "
                 "verifies TLS certificates unless it was started with "
                 "--insecure-disable-tls-host-verification",
-                info.ws_url,
+                redact_url(info.ws_url),
             )
         return
     await cdp.send("Security.setIgnoreCertificateErrors", {"ignore": True})

@@ -27,6 +27,7 @@ from scrapy_cdp_pool.errors import (
     ServerStartError,
     SlotWaitTimeout,
 )
+from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.pool.connection import ConnectionState, PooledConnection
 from scrapy_cdp_pool.pool.connection_setup import set_up_connection
@@ -124,11 +125,13 @@ class ConnectionPool:
         if not any(self.infos):  # one ERROR, the handler's, names them all
             raise PoolUnavailable(
                 "no CDP endpoint answers: "
-                + "; ".join(f"{e}: {i}" for e, i in zip(self.endpoints, infos, strict=True))
+                + "; ".join(
+                    f"{redact_url(e)}: {i}" for e, i in zip(self.endpoints, infos, strict=True)
+                )
             )
         for endpoint, info in zip(self.endpoints, infos, strict=True):
             if isinstance(info, BaseException):
-                logger.error("CDP endpoint %s does not answer: %s", endpoint, info)
+                logger.error("CDP endpoint %s does not answer: %s", redact_url(endpoint), info)
         index = 0
         for endpoint_index, known in enumerate(self.infos):
             capacity = self.config.contexts_per_connection
@@ -159,7 +162,7 @@ class ConnectionPool:
         logger.info(
             "CDP pool ready: %s; endpoints %s; %d connection(s) x %d context(s)",
             ", ".join(sorted({i.label for i in self.infos if i})),
-            ", ".join(self.endpoints),
+            ", ".join(redact_url(e) for e in self.endpoints),
             len(self.connections),
             max((c.capacity for c in self.connections), default=0),
         )
@@ -474,7 +477,7 @@ class ConnectionPool:
     def snapshot(self) -> list[dict[str, Any]]:
         """Per connection, :meth:`PooledConnection.row`."""
         return [
-            c.row(self.endpoints[c.endpoint_index] if self.endpoints else None)
+            c.row(redact_url(self.endpoints[c.endpoint_index]) if self.endpoints else None)
             for c in self.connections
         ]
 

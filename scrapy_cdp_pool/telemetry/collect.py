@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.pool.connection import ConnectionState
 from scrapy_cdp_pool.pool.pool import ConnectionPool, PoolState
 from scrapy_cdp_pool.scrapy_internals import scheduler_queues
@@ -217,7 +218,9 @@ def _connections(pool: ConnectionPool | None) -> tuple[ConnectionStatus, ...]:
         ConnectionStatus(
             connection=c.index,
             endpoint=(
-                pool.endpoints[c.endpoint_index] if c.endpoint_index < len(pool.endpoints) else None
+                redact_url(pool.endpoints[c.endpoint_index])
+                if c.endpoint_index < len(pool.endpoints)
+                else None
             ),
             state=c.state.value,
             open_contexts=c.open_contexts,
@@ -236,7 +239,7 @@ def _endpoints(pool: ConnectionPool | None) -> tuple[EndpointStatus, ...]:
         info = pool.infos[index] if index < len(pool.infos) else None
         rows.append(
             EndpointStatus(
-                endpoint=endpoint,
+                endpoint=redact_url(endpoint),  # a remote endpoint's token stays out
                 kind=info.kind if info is not None else None,
                 connections=len(on_it),
                 connections_ready=sum(1 for c in on_it if c.state is ConnectionState.READY),

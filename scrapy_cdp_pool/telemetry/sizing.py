@@ -27,6 +27,7 @@ from scrapy_cdp_pool.backends import LIGHTPANDA, backend_named
 from scrapy_cdp_pool.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.errors import RenderError
+from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.pool.embedded_server import EmbeddedServer
 from scrapy_cdp_pool.pool.servers import embedded_server
@@ -188,7 +189,7 @@ async def measure(
             info = await server.server_info(timeout_s)
             server_pid = server.pid
         else:
-            where = f"endpoint {endpoint}"
+            where = f"endpoint {redact_url(endpoint or '')}"
             info = await discover(endpoint or "", timeout_s)
             if server_pid is None:
                 server_pid = find_listening_pid(endpoint or "")

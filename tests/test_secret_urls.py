@@ -1,0 +1,146 @@
+"""A remote endpoint's credentials and token, and a Redis password however it
+is written, never reach logs, stats, errors or the status file.
+
+Found by a fresh-user trial: ``CDP_POOL_ENDPOINTS = ["http://u:pw@host/?token=t"]``
+was logged whole at start and in every status line, written 23 times in a
+0644 status file, and printed whole in the errors of a dead endpoint; a
+Redis password holding an unencoded ``#``, ``/`` or ``?`` was shown (the URL
+did not parse as having a password), and redis-py's own message about it
+repeated the password.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import stat
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import pytest_twisted
+import scrapy
+from scrapy.settings import Settings
+
+from scrapy_cdp_pool.cluster.install import check_redis
+from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.messages import redact_url, scrub_secrets
+from tests.crawl import crawl
+from tests.servers import SiteServer, free_port
+
+SECRETS = ("EPs3cret", "EPtok")
+
+
+def with_secrets(endpoint: str) -> str:
+    parts = urlsplit(endpoint)
+    return urlunsplit(
+        (parts.scheme, f"u:EPs3cret@{parts.netloc}", parts.path or "/", "token=EPtok", "")
+    )
+
+
+def everything_said(caplog: pytest.LogCaptureFixture, crawler: Any, spider: Any) -> str:
+    return "\n".join(
+        [
+            caplog.text,
+            *(str(r.exc_info[1]) for r in caplog.records if r.exc_info and r.exc_info[1]),
+            json.dumps(crawler.stats.get_stats(), default=str),
+            *(repr(f.value) for f in spider.failures),
+        ]
+    )
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_endpoints_credentials_stay_out_of_logs_stats_and_the_status_file(
+    site: SiteServer,
+    lightpanda_endpoint: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    status = tmp_path / "status.jsonl"
+    caplog.set_level(logging.DEBUG)
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url(f"/js?n=1&secret={i}"), meta={"cdp": True}) for i in range(3)],
+        {
+            "CDP_POOL_ENDPOINTS": [with_secrets(lightpanda_endpoint)],
+            "CDP_POOL_STATUS_FILE": str(status),
+            "CDP_POOL_STATUS_INTERVAL_SECONDS": 0.2,
+        },
+    )
+    assert len(spider.responses) == 3, spider.failures
+    assert "CDP pool ready" in caplog.text
+    written = status.read_text()
+    assert '"endpoint"' in written  # the status file names the endpoint...
+    said = everything_said(caplog, crawler, spider) + written
+    for secret in SECRETS:
+        assert secret not in said  # ...without its password or token
+    assert stat.S_IMODE(status.stat().st_mode) == 0o600
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_dead_endpoints_credentials_stay_out_of_its_errors(
+    site: SiteServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    dead = with_secrets(f"ws://127.0.0.1:{free_port()}/devtools/browser")
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url("/js?n=1&dead"), meta={"cdp": True})],
+        {"CDP_POOL_ENDPOINTS": [dead], "CDP_POOL_CONNECT_TIMEOUT_SECONDS": 2},
+    )
+    assert crawler.stats.get_value("finish_reason") == "cdp_pool_unavailable"
+    assert spider.failures
+    said = everything_said(caplog, crawler, spider)
+    assert "127.0.0.1" in said  # the endpoint is named...
+    for secret in SECRETS:
+        assert secret not in said  # ...without its secrets
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_existing_status_file_others_could_read_is_made_private(
+    site: SiteServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    status = tmp_path / "status.jsonl"
+    status.write_text("")
+    status.chmod(0o644)
+    caplog.set_level(logging.INFO)
+    await crawl(
+        [scrapy.Request(site.url("/js?n=1&status"), meta={"cdp": True})],
+        {"CDP_POOL_STATUS_FILE": str(status)},
+    )
+    assert stat.S_IMODE(status.stat().st_mode) == 0o600
+    assert "made 0600" in caplog.text
+
+
+PASSWORDS_WITH_MARKS = ["S3cret#frag", "S3cret/slash", "S3cretPW?x"]
+
+
+@pytest.mark.parametrize("password", PASSWORDS_WITH_MARKS)
+def test_a_redis_password_with_unencoded_marks_is_never_shown(password: str) -> None:
+    url = f"redis://:{password}@127.0.0.1:{free_port()}/0"
+    piece = "S3cret"  # what a parser that stops at the mark quotes
+    with pytest.raises(ValueError, match="CDP_POOL_CLUSTER_REDIS_URL") as raised:
+        check_redis(url)
+    error = raised.value
+    chained = None if error.__suppress_context__ else error.__context__
+    shown = [str(error), repr(error.__cause__), repr(chained)]
+    assert all(piece not in text for text in shown), shown
+    assert redact_url(url).startswith("redis://:***@127.0.0.1:")
+
+
+@pytest.mark.parametrize("password", PASSWORDS_WITH_MARKS)
+def test_a_redis_url_setting_with_such_a_password_is_refused_without_it(password: str) -> None:
+    with pytest.raises(ValueError, match="CDP_POOL_CLUSTER_REDIS_URL") as raised:
+        PoolConfig.from_settings(
+            Settings({"CDP_POOL_CLUSTER_REDIS_URL": f"http://:{password}@127.0.0.1:1/0"})
+        )
+    assert "S3cret" not in str(raised.value)
+
+
+def test_scrub_secrets_removes_the_pieces_another_library_quotes() -> None:
+    url = "redis://:S3cret#frag@127.0.0.1:1/0"
+    message = "Port could not be cast to integer value as 'S3cret' (redis://:S3cret#frag@...)"
+    scrubbed = scrub_secrets(message, url)
+    assert "S3cret" not in scrubbed
+    assert "frag" not in scrubbed
+    assert redact_url("http://host/p?mail=a@b") == "http://host/p?mail=***"  # no user part
+    assert redact_url("ws://admin:pw@h:1/x?apiKey=k") == "ws://admin:***@h:1/x?apiKey=***"
