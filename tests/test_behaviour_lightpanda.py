@@ -74,6 +74,26 @@ async def test_a_page_that_leaves_for_a_file_url_fails_by_name_at_once(site: Sit
         assert page.meta["cdp_ignored_navigations"] == ["file:///etc/hostname"]
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_page_replaced_for_a_file_url_before_it_is_read_fails_by_name(
+    site: SiteServer,
+) -> None:
+    """A meta refresh to ``file:`` that Lightpanda follows while an action
+    waits: the page read afterwards is Lightpanda's own "Navigation failed"
+    page. Found by a fresh-user trial: it was returned as the site's page,
+    status 200 (fails before)."""
+    url = f"/behaviour/scheme?to=file:///etc/hostname&when=meta&k={token()}"
+    spider, _ = await crawl(
+        [scrapy.Request(site.url(url), meta={"cdp": True,
+                                             "cdp_actions": [["wait_for_timeout", 300]]})],
+        LIGHTPANDA,
+    )  # fmt: skip
+    assert not spider.responses, spider.responses[0].text
+    error = spider.failures[0].value
+    assert isinstance(error, NavigationToOtherScheme), error
+    assert "file:///etc/hostname" in str(error)
+
+
 @pytest.mark.parametrize(
     "action",
     [["scroll_to_bottom"], ["screenshot", {"type": "jpeg"}]],

@@ -298,6 +298,8 @@ class Page:
 
         :raises PageScriptError: the page kept changing documents for
             ``timeout_s`` seconds.
+        :raises NavigationToOtherScheme: the browser replaced the page with
+            one for another scheme before it was read.
         """
         tracker = self.tracker
         loop = asyncio.get_running_loop()
@@ -313,6 +315,12 @@ class Page:
                 if not is_context_gone(e):
                     raise
             else:
+                if self.schemes.left_for is not None:
+                    # The browser replaced the page before this read (its
+                    # events come before the read's answer): what was read
+                    # is its own page for the other scheme (Lightpanda's
+                    # "Navigation failed"), not the site's.
+                    raise NavigationToOtherScheme(self.spec.url, self.schemes.left_for)
                 if tracker.generation == generation and tracker.committed:
                     return str(value or "")
             if last_chance:

@@ -7,6 +7,7 @@ infinite scroll.
 from __future__ import annotations
 
 import asyncio
+import html
 import time
 from collections import defaultdict
 
@@ -225,9 +226,15 @@ async def late_data(request: web.Request) -> web.Response:
 async def scheme(request: web.Request) -> web.Response:
     """Shows ``#here`` then sets ``window.location`` to ``to`` (any URL,
     e.g. ``mailto:a@b``, ``myapp://open``, ``file:///etc/hostname``) once
-    loaded (``when=load``, default) or inline (``when=inline``)."""
+    loaded (``when=load``, default), inline (``when=inline``) or by a meta
+    refresh of 0 s (``when=meta``)."""
     to = script_json(request.query.get("to", "mailto:a@example.com"))
     go = "window.location.href = " + to + ";"
+    if request.query.get("when") == "meta":
+        refresh = html.escape("0;url=" + request.query.get("to", "mailto:a@example.com"))
+        return html_response(
+            "Scheme", f'<meta http-equiv="refresh" content="{refresh}"><p id="here">here</p>'
+        )
     if request.query.get("when") == "inline":
         script = go
     else:
