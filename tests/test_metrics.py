@@ -6,6 +6,7 @@ the crawl."""
 from __future__ import annotations
 
 import json
+import socket
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -134,6 +135,30 @@ def test_metrics_are_off_by_default() -> None:
     crawler = get_crawler(settings_dict={"ADDONS": {"scrapy_cdp_pool.Addon": 0}})
     with pytest.raises(NotConfigured):
         MetricsExtension.from_crawler(crawler)
+
+
+@pytest.mark.parametrize("where", ["port in use", "not this machine's address"])
+def test_a_metrics_address_that_cannot_be_listened_on_is_refused_naming_the_settings(
+    where: str,
+) -> None:
+    """Found by a fresh-user trial: a bare OSError ("Address already in use")
+    that named no setting (fails before)."""
+    from scrapy.utils.test import get_crawler
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        settings: dict[str, Any] = {
+            "ADDONS": {"scrapy_cdp_pool.Addon": 0},
+            "CDP_POOL_METRICS_PORT": port,
+        }
+        if where != "port in use":
+            settings["CDP_POOL_METRICS_HOST"] = "192.0.2.1"  # TEST-NET-1: no machine's
+            settings["CDP_POOL_METRICS_PORT"] = 0
+        with pytest.raises(ValueError, match="CDP_POOL_METRICS_PORT") as raised:
+            MetricsExtension.from_crawler(get_crawler(settings_dict=settings))
+    assert "CDP_POOL_METRICS_HOST" in str(raised.value)
 
 
 @pytest_twisted.ensureDeferred

@@ -232,8 +232,9 @@ class MetricsExtension:
     """Publishes the crawler's figures (see the module). Installed by the
     add-on; not configured without ``CDP_POOL_METRICS_PORT``.
 
-    :raises ValueError: a setting is invalid.
-    :raises OSError: the port cannot be listened on (in use, not allowed).
+    :raises ValueError: a setting is invalid, or ``CDP_POOL_METRICS_HOST``
+        and ``CDP_POOL_METRICS_PORT`` cannot be listened on (in use, not an
+        address of this machine, not allowed): the message names both.
     """
 
     def __init__(self, crawler: Crawler, host: str, port: int) -> None:
@@ -243,7 +244,13 @@ class MetricsExtension:
         with _endpoints_lock:
             endpoint = _endpoints.get((host, port)) if port else None
             if endpoint is None:
-                endpoint = _Endpoint(host, port)
+                try:
+                    endpoint = _Endpoint(host, port)
+                except OSError as e:  # in use, an address not of this machine...
+                    raise ValueError(
+                        f"CDP_POOL_METRICS_PORT = {port}, CDP_POOL_METRICS_HOST = {host!r}: "
+                        f"cannot serve metrics there: {e.strerror or e}"
+                    ) from e
                 _endpoints[(host, endpoint.port)] = endpoint
             endpoint.users += 1
             endpoint.registry.register(self.collector)
