@@ -9,6 +9,7 @@ returns the value :class:`~scrapy_cdp_pool.config.PoolConfig` keeps, or raises
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,9 +115,9 @@ def _number(raw: Any, message: str, cast: Callable[[Any], Any] = float) -> Any:
 
 def _seconds(settings: BaseSettings, name: str, default: Any) -> float:
     raw: Any = settings.get(name, default)
-    message = f"{name}: {raw!r} is not a number of seconds > 0"
+    message = f"{name}: {raw!r} is not a finite number of seconds > 0"
     value = float(_number(raw, message))
-    if not value > 0:
+    if not (value > 0 and math.isfinite(value)):
         raise ValueError(message)
     return value
 

@@ -67,6 +67,8 @@ def test_values_are_read() -> None:
         ("CDP_POOL_BLOCK_RESOURCES", ["document"], "cannot be blocked"),
         ("CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", 0, "seconds > 0"),
         ("CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", "soon", "seconds > 0"),
+        ("CDP_POOL_NAVIGATION_TIMEOUT_SECONDS", float("inf"), "finite number of seconds > 0"),
+        ("CDP_POOL_CONNECT_TIMEOUT_SECONDS", float("nan"), "finite number of seconds > 0"),
         ("CDP_POOL_WAIT_UNTIL", "commit", "use one of load, domcontentloaded, networkidle"),
         ("CDP_POOL_RENDER_ALL", "maybe", "not a boolean"),
         ("CDP_POOL_IGNORE_HTTPS_ERRORS", "perhaps", "not a boolean"),

@@ -133,3 +133,36 @@ async def test_a_profile_that_is_no_name_fails_its_request_by_name(
     assert f"meta['cdp_profile'] = {value!r}" in str(error)
     assert "/js?n=1&who" in str(error)
     assert crawler.stats.get_value("cdp_pool/failures/InvalidRequestMeta") == 1
+
+
+@pytest.mark.parametrize("value", ["false", "yes", 1, 0], ids=repr)
+@pytest_twisted.ensureDeferred
+async def test_a_cdp_flag_that_is_not_a_bool_fails_its_request_by_name(
+    site: SiteServer, value: Any
+) -> None:
+    """Found by a fresh-user trial: ``meta["cdp"] = "false"`` was rendered."""
+    spider, _ = await crawl(
+        [
+            scrapy.Request(site.url("/js?n=1&flag"), meta={"cdp": value}),
+            scrapy.Request(site.url("/js?n=1&plain"), meta={"cdp": False}),
+        ]
+    )
+    assert [r.url for r in spider.responses] == [site.url("/js?n=1&plain")]
+    error = spider.failures[0].value
+    assert isinstance(error, InvalidRequestMeta)
+    assert f"meta['cdp'] = {value!r}" in str(error)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 1e300 * 1e10], ids=repr)
+@pytest_twisted.ensureDeferred
+async def test_a_navigation_timeout_that_is_not_finite_fails_its_request_by_name(
+    site: SiteServer, value: float
+) -> None:
+    """Found by a fresh-user trial: NaN and infinity passed the "> 0" check."""
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/js?n=1&nan"), meta={"cdp": True,
+                                                      "cdp_navigation_timeout": value})]
+    )  # fmt: skip
+    assert not spider.responses
+    assert "meta['cdp_navigation_timeout']" in str(spider.failures[0].value)
+    assert "finite" in str(spider.failures[0].value)

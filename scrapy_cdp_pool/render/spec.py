@@ -7,6 +7,7 @@ distributed queues.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,11 +143,12 @@ def build_spec(
     if (
         isinstance(navigation_timeout, bool)
         or not isinstance(navigation_timeout, (int, float))
+        or not math.isfinite(navigation_timeout)
         or navigation_timeout <= 0
     ):
         raise ValueError(
             f"{request}: meta['cdp_navigation_timeout'] = {navigation_timeout!r}; "
-            "expected seconds > 0"
+            "expected a finite number of seconds > 0"
         )
     try:
         actions = parse_actions(meta.get("cdp_actions") or ())

@@ -17,6 +17,8 @@ name, alone, before it is downloaded; the crawl goes on.
   ``None`` (no profile). An empty string, ``False`` or a number fails with
   :class:`InvalidRequestMeta` instead of being sent as no identity at all, or
   as a profile named ``"0"``.
+- ``meta["cdp"]`` must be ``True``, ``False`` or ``None``: ``"false"`` would
+  have been rendered (a non-empty string is true).
 """
 
 from __future__ import annotations
@@ -86,6 +88,12 @@ class RequestChecksMiddleware:
         if problem is not None:
             raise InvalidRequestMeta(
                 f"{request}: meta[{NOT_BEFORE_META_KEY!r}] = {not_before!r}: {problem}"
+            )
+        flag = request.meta.get("cdp")
+        if flag is not None and not isinstance(flag, bool):
+            raise InvalidRequestMeta(
+                f"{request}: meta['cdp'] = {flag!r}: expected True (render it), False (never "
+                "render it) or None"
             )
         profile = request.meta.get(PROFILE_META_KEY)
         if profile is not None and (not isinstance(profile, str) or not profile.strip()):
