@@ -79,6 +79,11 @@ class Backend:
     #: :mod:`~scrapy_cdp_pool.render.script_stall`); Lightpanda's own
     #: watchdog tells instead
     probes_stalled_scripts: bool = True
+    #: the browser itself asks each site for ``/favicon.ico`` (Chromium, for
+    #: a page that declares no icon): a request the page did not make and
+    #: plain Scrapy would not send, failed at the request stage
+    #: (:func:`~scrapy_cdp_pool.render.page_setup.fetch_params`)
+    fetches_favicon: bool = True
     #: the server flag that caps a page's JavaScript heap, and its form
     #: (``{mb}``: the ceiling in MB); one argument per item
     heap_limit_flag: str = "--js-flags"
@@ -137,6 +142,7 @@ LIGHTPANDA = Backend(
     dedicated_servers=True,
     crashes_told_on_stderr=True,
     probes_stalled_scripts=False,
+    fetches_favicon=False,
     heap_limit_flag="--v8-max-heap-mb",
     heap_limit_args_format=("--v8-max-heap-mb", "{mb}"),
     ignore_https_errors_by_command=False,

@@ -26,6 +26,7 @@ from scrapy_cdp_pool.ladder.plain import decoded
 from scrapy_cdp_pool.playwright_keys import PlaywrightMetaWarner
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
 from scrapy_cdp_pool.render.document import DocumentResponse
+from scrapy_cdp_pool.render.interception import FAVICON
 from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.request_proxy import request_proxy, with_request_proxy
@@ -241,6 +242,9 @@ class CDPDownloadHandler:
         self.stats.max_value("cdp_pool/render_seconds_max", round(seconds, 3))
         self.stats.max_value("cdp_pool/pages_in_flight_max", pool.pages_in_flight_max)
         for resource_type, count in result.blocked.items():
+            if resource_type == FAVICON:  # the browser's own request, not the page's
+                self.stats.inc_value("cdp_pool/favicon_requests_blocked", count)
+                continue
             self.stats.inc_value("cdp_pool/resources_blocked", count)
             self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
         if result.network is not None:

@@ -245,3 +245,26 @@ async def test_pages_on_several_connections_start_no_renderer_per_page(site: Sit
     assert len(spider.responses) == 15
     # 8 measured on Chromium 156 (27-37 with the spare renderer): fewer than the pages
     assert len(seen) < len(spider.responses), sorted(seen)
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["kept pages", "fresh contexts"])
+@pytest_twisted.ensureDeferred
+async def test_chromium_asks_no_site_for_a_favicon(reuse: bool) -> None:
+    """Found by a fresh-user trial: Chromium fetched ``/favicon.ico`` after
+    each rendered page, a request the spider never made, that plain Scrapy
+    does not send (cookies, proxy, robots.txt all skipped). It is now failed
+    before it leaves (``cdp_pool/favicon_requests_blocked``). Its own site:
+    the hit count is this test's alone."""
+    own = SiteServer()
+    try:
+        requests = [scrapy.Request(own.url(f"/js?n=1&icon={i}"), meta={"cdp": True})
+                    for i in range(4)]  # fmt: skip
+        spider, crawler = await crawl(
+            requests, {**CHROMIUM, "CDP_POOL_REUSE_PAGES": reuse, "CDP_POOL_CONNECTIONS": 1}
+        )
+        assert len(spider.responses) == 4
+        assert hits(own, "/favicon.ico") == 0
+        # The browser did ask (so the test can fail): each page's icon, once.
+        assert crawler.stats.get_value("cdp_pool/favicon_requests_blocked", 0) >= 1
+    finally:
+        own.stop()

@@ -73,6 +73,18 @@ def _content_length(headers: list[tuple[str, str]]) -> int | None:
     return None
 
 
+FAVICON = "favicon"
+"""The key of ``DocumentTracker.blocked`` for the browser's own favicon
+requests failed (``cdp_pool/favicon_requests_blocked``)."""
+
+
+def _is_favicon(params: dict[str, Any]) -> bool:
+    """Whether a request paused at the request stage is the browser's own
+    ``/favicon.ico`` (see ``page_setup.FAVICON_URL_PATTERN``)."""
+    url = str(params.get("request", {}).get("url", ""))
+    return url.split("?", 1)[0].split("#", 1)[0].endswith("/favicon.ico")
+
+
 class FetchInterceptor:
     """Handles ``Fetch.requestPaused`` and ``Fetch.authRequired`` of ``page``."""
 
@@ -90,6 +102,12 @@ class FetchInterceptor:
             elif resource_type in self.page.spec.block_resources:
                 blocked = self.page.tracker.blocked
                 blocked[resource_type] = blocked.get(resource_type, 0) + 1
+                await self.page.command(
+                    "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
+                )
+            elif resource_type == "other" and _is_favicon(params):
+                blocked = self.page.tracker.blocked
+                blocked[FAVICON] = blocked.get(FAVICON, 0) + 1
                 await self.page.command(
                     "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
                 )

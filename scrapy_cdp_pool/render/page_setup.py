@@ -15,6 +15,9 @@ from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.spec import RenderSpec
 from scrapy_cdp_pool.render.url_patterns import fetch_url_pattern
 
+FAVICON_URL_PATTERN = "*/favicon.ico"
+"""The URLs of the favicon a browser asks for by itself (``Fetch`` pattern)."""
+
 
 async def open_page(
     cdp: CDPConnection,
@@ -53,7 +56,7 @@ async def open_page(
     page = Page(cdp, target_id, session_id, spec, backend)
     page.guard_cache = guard_cache
     context = spec.context
-    fetch = fetch_params(spec, unsupported, guard_cache)
+    fetch = fetch_params(spec, unsupported, guard_cache, block_favicon=backend.fetches_favicon)
     page.applied["Fetch.enable"] = fetch
     commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
     if (
@@ -114,7 +117,8 @@ async def take_over_page(
     page = Page(cdp, target_id, session_id, spec, backend)
     page.guard_cache = guard_cache
     page.applied = dict(applied or {})
-    wanted = [("Fetch.enable", fetch_params(spec, guard_cache=guard_cache))]
+    fetch = fetch_params(spec, guard_cache=guard_cache, block_favicon=backend.fetches_favicon)
+    wanted = [("Fetch.enable", fetch)]
     if user_agent is not None:  # this request's, which may not be the last one's
         wanted.append(user_agent)
     commands = []
@@ -138,14 +142,20 @@ async def take_over_page(
 
 
 def fetch_params(
-    spec: RenderSpec, unsupported: frozenset[str] = frozenset(), guard_cache: bool = False
+    spec: RenderSpec,
+    unsupported: frozenset[str] = frozenset(),
+    guard_cache: bool = False,
+    block_favicon: bool = False,
 ) -> dict[str, Any]:
     """``Fetch.enable`` parameters: the main document at the response stage
     (every response with ``guard_cache``), its request when it must be
     rewritten, the blocked resource types, the requests ``CDP_POOL_BLOCK_URLS``
     may match (each checked again); proxy challenges answered where the
     context has the proxy (not on a dedicated server, ``"proxy"`` in
-    ``unsupported``: it sends the credentials itself)."""
+    ``unsupported``: it sends the credentials itself); with
+    ``block_favicon``, the browser's own ``/favicon.ico`` requests (resource
+    type ``Other``: a page's ``<img>`` or ``fetch()`` of it is not one), which
+    :class:`~scrapy_cdp_pool.render.interception.FetchInterceptor` fails."""
     patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
     if guard_cache:
         patterns.append({"requestStage": "Response"})
@@ -159,6 +169,9 @@ def fetch_params(
         patterns.append({"resourceType": cdp_resource_type(resource_type)})
     for url_pattern in sorted({fetch_url_pattern(p) for p in spec.block_urls}):
         patterns.append({"urlPattern": url_pattern, "requestStage": "Request"})
+    if block_favicon:
+        patterns.append({"urlPattern": FAVICON_URL_PATTERN, "resourceType": "Other",
+                         "requestStage": "Request"})  # fmt: skip
     params: dict[str, Any] = {"patterns": patterns}
     if proxy_auth:
         params["handleAuthRequests"] = True
