@@ -166,3 +166,30 @@ async def test_a_navigation_timeout_that_is_not_finite_fails_its_request_by_name
     assert not spider.responses
     assert "meta['cdp_navigation_timeout']" in str(spider.failures[0].value)
     assert "finite" in str(spider.failures[0].value)
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_a_url_with_credentials_is_refused_as_plain_scrapy_refuses_it(
+    site: SiteServer, browser: str
+) -> None:
+    """``http://bob:pw@host/``: plain Scrapy fails it ("invalid hostname");
+    rendered, Lightpanda sent the pair as ``Authorization`` and Chromium
+    dropped it (found by a fresh-user trial). Now it fails by name, without
+    the password, on both; plain Scrapy's result is the reference."""
+    url = site.url("/headers?creds").replace("http://", "http://bob:pw123@")
+    spider, _ = await crawl(
+        [
+            scrapy.Request(url, meta={"cdp": True}),
+            scrapy.Request(url, meta={"cdp": False}, dont_filter=True),
+            scrapy.Request(site.url("/js?n=1&after"), meta={"cdp": True}),
+        ],
+        {"CDP_POOL_BROWSER": browser},
+    )
+    assert [r.url for r in spider.responses] == [site.url("/js?n=1&after")]
+    assert len(spider.failures) == 2
+    rendered = next(f.value for f in spider.failures if f.request.meta["cdp"])
+    plain = next(f.value for f in spider.failures if not f.request.meta["cdp"])
+    assert "invalid hostname" in str(plain)  # the reference
+    assert "user part" in str(rendered)
+    assert "pw123" not in str(rendered)

@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from scrapy import Request
 
 from scrapy_cdp_pool.config import DIALOG_ANSWERS, WAIT_UNTIL, PoolConfig
 from scrapy_cdp_pool.identity.signed_out import SignedOutRule
+from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.render.actions import Action, parse_actions
 from scrapy_cdp_pool.render.capture import CaptureRule, parse_capture
 from scrapy_cdp_pool.render.console import parse_console
@@ -116,8 +118,17 @@ def build_spec(
     """The :class:`RenderSpec` for ``request``.
 
     :raises ValueError: a ``cdp_*`` meta key has a bad value (the message names
-        the request and the key).
+        the request and the key); the URL has a user part (``user:pw@host``),
+        which plain Scrapy refuses ("invalid hostname") and the browsers
+        treat each their own way (Lightpanda sends it as ``Authorization``,
+        Chromium drops it).
     """
+    if "@" in urlsplit(request.url).netloc:
+        raise ValueError(
+            f"<{request.method} {redact_url(request.url)}>: a URL with a user part "
+            "(user:password@host) is refused, as plain Scrapy refuses it; send credentials "
+            "with Scrapy's HttpAuthMiddleware (http_user, http_pass) or an Authorization header"
+        )
     meta = request.meta
     headers: list[tuple[str, str]] = []
     for raw_name, values in request.headers.items():
