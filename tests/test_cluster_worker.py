@@ -4,6 +4,7 @@ a request that cannot be stored failing by name."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,8 +15,9 @@ import scrapy
 from scrapy_cdp_pool.cluster.keys import key_prefix
 from scrapy_cdp_pool.resilience.request_checks import UnserializableRequestError
 from tests.cluster_harness import RedisServer
-from tests.crawl import crawl
+from tests.crawl import RecordingSpider, crawl
 from tests.profiles import session_inflight_max, token, write_profile
+from tests.redis_server import RedisServer as RestartableRedis
 from tests.servers import SiteServer
 
 
@@ -163,3 +165,54 @@ async def test_a_worker_that_stopped_cleanly_is_not_listed_live(
     assert spider.responses
     with redis_server.client() as client:
         assert client.zcard(f"{key_prefix(name)}workers") == 0
+
+
+class RedisRestartingSpider(RecordingSpider):
+    """At its first response, restarts Redis empty (``restart``, set by the
+    test: a spider method, so that its requests can be stored in Redis) and
+    asks for ``then_urls``."""
+
+    restart: Any = None
+    then_urls: list[str] = []
+
+    def parse(self, response: scrapy.http.Response) -> Any:
+        yield from super().parse(response)
+        if type(self).restart is not None:
+            restart, type(self).restart = type(self).restart, None
+            restart()
+            for url in self.then_urls:
+                yield self.prepare(scrapy.Request(url))
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_redis_that_lost_the_crawl_closes_the_spider_by_name(site: SiteServer) -> None:
+    """Found by a fresh-user trial: Redis restarted without persistence, the
+    worker said it was reachable again and finished (``finished``, 40 of 300
+    pages) as if the crawl were done. Now: one ERROR and finish_reason
+    ``cdp_pool_cluster_state_lost`` (fails before: ``finished``). Here the
+    client may reconnect to the new, empty Redis without a call failing."""
+    first = RestartableRedis()
+    directory = first.directory
+    servers = [first]
+    name = token()
+
+    def restart_empty() -> None:
+        servers[-1].stop_keeping_directory()
+        servers.append(RestartableRedis(directory))  # same socket, nothing in it
+
+    RedisRestartingSpider.restart = restart_empty
+    RedisRestartingSpider.then_urls = [site.url(f"/js?n=1&lost={i}&k={name}") for i in range(3)]
+    try:
+        _, crawler = await crawl(
+            [scrapy.Request(site.url(f"/js?n=1&first&k={name}"))],
+            cluster(first, name),
+            spider_cls=RedisRestartingSpider,
+        )
+    finally:
+        RedisRestartingSpider.restart = None
+        servers[-1].stop_keeping_directory()
+        shutil.rmtree(directory, ignore_errors=True)
+    stats = crawler.stats.get_stats()
+    assert stats["finish_reason"] == "cdp_pool_cluster_state_lost"
+    assert stats["cdp_pool/cluster/state_lost"] == 1
+    assert stats["log_count/ERROR"] == 1

@@ -8,11 +8,22 @@ whether Redis is reachable. A failed call (:data:`REDIS_ERRORS`) starts an
 outage: no call is tried again before a backoff (0.5 s doubled per failure, up
 to :data:`MAX_BACKOFF_S`), the outage is logged once when it starts and once
 when it ends, and ``cdp_pool/cluster/redis_errors`` counts the failures.
+
+The link checks that Redis still holds the crawl when an outage ends and
+before the scheduler calls the crawl done: the first worker writes a random
+``<prefix>epoch`` key (:meth:`ClusterLink.remember_crawl`). A Redis that
+lost it (restarted without persistence, flushed, purged: its client may
+reconnect without any call failing) lost the queued, leased and seen
+requests: the spider closes with ``finish_reason``
+``cdp_pool_cluster_state_lost`` and one ERROR, instead of finishing quietly
+with whatever is left.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import secrets
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -62,6 +73,9 @@ class ClusterLink:
         self._retry_at = 0.0
         self._backoff_s = 0.0
         self._down_since: float | None = None
+        #: the crawl's ``<prefix>epoch`` as this worker first saw it
+        self.epoch: bytes | str | None = None
+        self._state_lost = False
 
     @property
     def down(self) -> bool:
@@ -92,7 +106,55 @@ class ClusterLink:
             )  # fmt: skip
             self._down_since = None
             self._backoff_s = 0.0
+            self._check_crawl()
         return result
+
+    @property
+    def epoch_key(self) -> str:
+        return f"{self.frontier.prefix}epoch"
+
+    def remember_crawl(self) -> None:
+        """Write the crawl's epoch if no worker has (``SET NX``) and keep
+        it; ``None`` when Redis cannot say now (then nothing is checked)."""
+        try:
+            self.client.set(self.epoch_key, secrets.token_hex(8), nx=True)
+            self.epoch = self.client.get(self.epoch_key)
+        except REDIS_ERRORS:
+            self.epoch = None
+
+    def _check_crawl(self) -> None:
+        """After an outage: close the spider if Redis lost the crawl."""
+        self.crawl_is_there()
+
+    def crawl_is_there(self) -> bool:
+        """Whether Redis still holds the crawl this worker joined (its epoch);
+        true when that cannot be told now. The first time it does not, the
+        spider is closed (see the module)."""
+        if self._state_lost:
+            return False
+        if self.epoch is None:
+            return True
+        try:
+            now = self.client.get(self.epoch_key)
+        except REDIS_ERRORS:
+            return True  # down: checked when it is back
+        if now == self.epoch:
+            return True
+        self._state_lost = True
+        self.crawler.stats.set_value("cdp_pool/cluster/state_lost", 1)
+        logger.error(
+            "Redis %s came back without cluster crawl %r (restarted without persistence, "
+            "flushed or purged): its queued, leased and seen requests are gone; closing the "
+            "spider (finish_reason cdp_pool_cluster_state_lost)",
+            redact_url(self.url), self.name, extra={"crawler": self.crawler},
+        )  # fmt: skip
+        engine = self.crawler.engine
+        if engine is not None:
+            asyncio.get_running_loop().create_task(
+                engine.close_spider_async(reason="cdp_pool_cluster_state_lost"),
+                name="cdp-pool close spider: cluster state lost",
+            )
+        return False
 
     def _failed(self, what: str, error: BaseException) -> None:
         self.crawler.stats.inc_value("cdp_pool/cluster/redis_errors")

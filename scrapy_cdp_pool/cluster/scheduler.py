@@ -138,6 +138,7 @@ class ClusterScheduler(BaseScheduler):
         from scrapy_cdp_pool.cluster.locks import ClusterIdentityLocks
 
         self.gates.locks = ClusterIdentityLocks(self.link)
+        self.link.remember_crawl()
         self.held.start_renewal()
         logger.info(
             "Cluster crawl %r: worker %s, lease %.1f s", self.link.name, self.link.worker,
@@ -357,6 +358,8 @@ class ClusterScheduler(BaseScheduler):
         except RedisUnavailable:
             return True
         self._pending = (time.monotonic(), bool(queued or leased))
+        if not (queued or leased) and not self.link.crawl_is_there():
+            return True  # not finished: the crawl was lost (the spider is closing)
         return bool(queued or leased)
 
     def __len__(self) -> int:
