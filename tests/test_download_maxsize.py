@@ -147,6 +147,18 @@ async def test_a_maxsize_over_lightpandas_cap_is_refused_by_name(site: SiteServe
 
 
 @pytest_twisted.ensureDeferred
+async def test_no_maxsize_at_all_renders_on_lightpanda(site: SiteServer) -> None:
+    """``DOWNLOAD_MAXSIZE = 0`` (no limit): nothing refused, Lightpanda keeps
+    its own 1 GiB cap."""
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/js?n=4"), meta={"cdp": True, "download_maxsize": 0})],
+        _settings("lightpanda", DOWNLOAD_MAXSIZE=0),
+    )
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    assert len(spider.responses[0].css("p.item")) == 4
+
+
+@pytest_twisted.ensureDeferred
 async def test_a_remote_chromium_cuts_the_document_while_it_arrives(
     site: SiteServer, chromium_endpoint: str
 ) -> None:

@@ -50,17 +50,19 @@ def http_timeout_ms(config: PoolConfig) -> int:
 LIGHTPANDA_DEFAULT_MAX_RESPONSE = 1 << 30
 
 
-def lightpanda_response_cap(config: PoolConfig) -> tuple[int, str]:
-    """The largest response, in bytes, a Lightpanda server started by the
-    plugin takes, and the setting it comes from: ``CDP_POOL_LIGHTPANDA_ARGS``'
-    own ``--http-max-response-size`` if it gives one, else
-    ``DOWNLOAD_MAXSIZE`` (Lightpanda's default of 1 GiB when that is 0)."""
+def lightpanda_response_cap(config: PoolConfig) -> tuple[int, str] | None:
+    """The largest response, in bytes, the settings make a Lightpanda server
+    started by the plugin take, and the setting it comes from:
+    ``CDP_POOL_LIGHTPANDA_ARGS``' own ``--http-max-response-size`` if it
+    gives one, else ``DOWNLOAD_MAXSIZE``; None when that is 0 (no limit
+    asked: Lightpanda keeps its own 1 GiB,
+    :data:`LIGHTPANDA_DEFAULT_MAX_RESPONSE`)."""
     own = _flag_value(config.lightpanda_args, "--http-max-response-size")
     if own is not None and own.strip().isdigit():
         return int(own), "CDP_POOL_LIGHTPANDA_ARGS"
     if config.download_maxsize:
         return config.download_maxsize, "DOWNLOAD_MAXSIZE"
-    return LIGHTPANDA_DEFAULT_MAX_RESPONSE, "Lightpanda's default (DOWNLOAD_MAXSIZE = 0)"
+    return None
 
 
 def _flag_value(args: tuple[str, ...], flag: str) -> str | None:
