@@ -94,6 +94,10 @@ class Backend:
     #: TLS errors are ignored per connection (``Security.setIgnoreCertificateErrors``);
     #: else only by a flag the server starts with
     ignore_https_errors_by_command: bool = True
+    #: a paused response's body can be read in chunks
+    #: (``Fetch.takeResponseBodyAsStream``, ``IO.read``), so a raw main
+    #: document is cut at ``DOWNLOAD_MAXSIZE`` instead of read whole
+    streams_response_bodies: bool = True
 
     def can(self, capability: Capability | str) -> bool:
         """Whether it honours ``capability``."""
@@ -143,6 +147,7 @@ LIGHTPANDA = Backend(
     crashes_told_on_stderr=True,
     probes_stalled_scripts=False,
     fetches_favicon=False,
+    streams_response_bodies=False,
     heap_limit_flag="--v8-max-heap-mb",
     heap_limit_args_format=("--v8-max-heap-mb", "{mb}"),
     ignore_https_errors_by_command=False,

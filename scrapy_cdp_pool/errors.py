@@ -202,12 +202,17 @@ class PoolStartTimeout(DownloadTimeoutError):
 
 
 class ResponseTooLarge(RenderError):
-    """The document is larger than ``DOWNLOAD_MAXSIZE`` (bytes)."""
+    """The document is larger than ``DOWNLOAD_MAXSIZE`` (bytes). ``size`` is
+    what was received (or announced, ``expected``); ``more_than``: the
+    browser did not tell how much, only that it passed ``size``."""
 
-    def __init__(self, url: str, size: int, limit: int, *, expected: bool) -> None:
+    def __init__(
+        self, url: str, size: int, limit: int, *, expected: bool, more_than: bool = False
+    ) -> None:
         prefix = "Expected to receive" if expected else "Received"
+        amount = f"more than {size}" if more_than else str(size)
         super().__init__(
-            f"{prefix} {size} bytes which is larger than download max size ({limit}) for {url}"
+            f"{prefix} {amount} bytes which is larger than download max size ({limit}) for {url}"
         )
 
 

@@ -198,20 +198,38 @@ def test_a_list_setting_given_as_a_json_string_is_read_as_json() -> None:
 def test_server_flags_follow_the_settings() -> None:
     """Embedded servers' flags (pool/server_flags.py); a flag set in
     CDP_POOL_LIGHTPANDA_ARGS is left to it."""
-    from scrapy_cdp_pool.pool.server_flags import chromium_flags, lightpanda_flags
+    from scrapy_cdp_pool.pool.server_flags import (
+        chromium_flags,
+        lightpanda_flags,
+        lightpanda_response_cap,
+    )
 
-    # Lightpanda's own --http-timeout (15 s) cut slower pages whatever DOWNLOAD_TIMEOUT said.
+    # Lightpanda's own --http-timeout (15 s) cut slower pages whatever DOWNLOAD_TIMEOUT said;
+    # DOWNLOAD_MAXSIZE was checked only once a document had loaded whole.
     assert lightpanda_flags(config()) == [
         "--cdp-max-message-size", str(256 << 20), "--http-timeout", "180000",
+        "--http-max-response-size", str(1 << 30),
     ]  # fmt: skip
-    cfg = config(CDP_POOL_MAX_MESSAGE_MB=8, CDP_POOL_IGNORE_HTTPS_ERRORS=True, DOWNLOAD_TIMEOUT=20)
+    cfg = config(
+        CDP_POOL_MAX_MESSAGE_MB=8, CDP_POOL_IGNORE_HTTPS_ERRORS=True, DOWNLOAD_TIMEOUT=20,
+        DOWNLOAD_MAXSIZE=5000,
+    )  # fmt: skip
     assert lightpanda_flags(cfg) == [
         "--cdp-max-message-size", str(8 << 20), "--http-timeout", "30000",
-        "--insecure-disable-tls-host-verification",
+        "--http-max-response-size", "5000", "--insecure-disable-tls-host-verification",
     ]  # fmt: skip
+    assert lightpanda_response_cap(cfg) == (5000, "DOWNLOAD_MAXSIZE")
     assert "--ignore-certificate-errors" in chromium_flags(cfg)
-    own = config(CDP_POOL_LIGHTPANDA_ARGS=["--cdp-max-message-size", "99", "--http-timeout=5000"])
+    own = config(
+        CDP_POOL_LIGHTPANDA_ARGS=[
+            "--cdp-max-message-size", "99", "--http-timeout=5000", "--http-max-response-size", "77",
+        ]
+    )  # fmt: skip
     assert lightpanda_flags(own) == []
+    assert lightpanda_response_cap(own) == (77, "CDP_POOL_LIGHTPANDA_ARGS")
+    unlimited = config(DOWNLOAD_MAXSIZE=0)
+    assert "--http-max-response-size" not in lightpanda_flags(unlimited)
+    assert lightpanda_response_cap(unlimited) is None  # Lightpanda's own 1 GiB, nothing refused
 
 
 def test_browser_behaviour_settings() -> None:

@@ -15,6 +15,13 @@
   ``net::ERR_TIMED_OUT`` whatever ``DOWNLOAD_TIMEOUT`` said (Chromium waited).
   The embedded servers take the larger of ``DOWNLOAD_TIMEOUT`` and
   ``CDP_POOL_NAVIGATION_TIMEOUT_SECONDS``: the plugin's own deadlines decide.
+- ``DOWNLOAD_MAXSIZE``: Lightpanda's ``--http-max-response-size`` (1 GiB by
+  default), so a main document streamed past it is cut while it arrives
+  (Lightpanda ends the transfer and fails the navigation with
+  ``ResponseTooLarge``) instead of being loaded whole first (measured: a
+  200 MB chunked page took 11 s and 1.9 GB in the crawler before it was
+  refused). It bounds every response of the page (scripts, XHR) too, as
+  Lightpanda's flag does; ``DOWNLOAD_MAXSIZE = 0`` leaves Lightpanda's 1 GiB.
 - Chromium's ``--disable-blink-features=AutomationControlled``: without it
   ``navigator.webdriver`` is true, a bot signal plain Scrapy does not give
   (Playwright passes the same flag).
@@ -39,6 +46,37 @@ def http_timeout_ms(config: PoolConfig) -> int:
     return int(1000 * max(config.download_timeout_s, config.navigation_timeout_s))
 
 
+#: Lightpanda's own ``--http-max-response-size`` (bytes), ``lightpanda help serve``
+LIGHTPANDA_DEFAULT_MAX_RESPONSE = 1 << 30
+
+
+def lightpanda_response_cap(config: PoolConfig) -> tuple[int, str] | None:
+    """The largest response, in bytes, the settings make a Lightpanda server
+    started by the plugin take, and the setting it comes from:
+    ``CDP_POOL_LIGHTPANDA_ARGS``' own ``--http-max-response-size`` if it
+    gives one, else ``DOWNLOAD_MAXSIZE``; None when that is 0 (no limit
+    asked: Lightpanda keeps its own 1 GiB,
+    :data:`LIGHTPANDA_DEFAULT_MAX_RESPONSE`)."""
+    own = _flag_value(config.lightpanda_args, "--http-max-response-size")
+    if own is not None and own.strip().isdigit():
+        return int(own), "CDP_POOL_LIGHTPANDA_ARGS"
+    if config.download_maxsize:
+        return config.download_maxsize, "DOWNLOAD_MAXSIZE"
+    return None
+
+
+def _flag_value(args: tuple[str, ...], flag: str) -> str | None:
+    """The value the user's arguments give ``flag`` (``flag value`` or
+    ``flag=value``), else None."""
+    for index, arg in enumerate(args):
+        name, _, value = arg.partition("=")
+        if name == flag:
+            if value or "=" in arg:
+                return value
+            return args[index + 1] if index + 1 < len(args) else None
+    return None
+
+
 def lightpanda_flags(config: PoolConfig) -> list[str]:
     """Flags of ``lightpanda serve`` from the settings; a flag that
     ``CDP_POOL_LIGHTPANDA_ARGS`` sets itself is left to it."""
@@ -48,6 +86,8 @@ def lightpanda_flags(config: PoolConfig) -> list[str]:
         flags += ["--cdp-max-message-size", str(max_message_bytes(config))]
     if not sets_flag(own, "--http-timeout"):
         flags += ["--http-timeout", str(http_timeout_ms(config))]
+    if config.download_maxsize and not sets_flag(own, "--http-max-response-size"):
+        flags += ["--http-max-response-size", str(config.download_maxsize)]
     if config.ignore_https_errors and not sets_flag(
         own, "--insecure-disable-tls-host-verification"
     ):

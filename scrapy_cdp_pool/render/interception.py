@@ -12,6 +12,7 @@ identity's credentials.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import time
@@ -238,18 +239,33 @@ class FetchInterceptor:
         )
         if not is_raw_document(status, headers):
             self.page.tracker.on_document(document)
+            self.page.body_size.watch(document.network_id)
             await self.page.command("Fetch.continueRequest", {"requestId": request_id})
             return
         body = b""
         if status not in _NO_BODY_STATUSES and params.get("request", {}).get("method") != "HEAD":
-            result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
-            data = result.get("body", "")
-            body = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
+            if maxsize and self._streams(headers, expected):
+                body = await read_body_stream(self.page, request_id, self.page.spec.url, maxsize)
+            else:
+                result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
+                data = result.get("body", "")
+                body = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
             if maxsize and len(body) > maxsize:
                 raise ResponseTooLarge(self.page.spec.url, len(body), maxsize, expected=False)
         document.body = body
         self.page.tracker.on_document(document)
         await self._abort(request_id)  # taken as bytes: neither render nor download it
+
+    def _streams(self, headers: list[tuple[str, str]], length: int | None) -> bool:
+        """Whether a raw document's body is read in chunks, to stop at the
+        maxsize: on a backend that can, when its size is not bounded by a
+        ``Content-Length`` (none, or a compressed body, whose decoded size
+        it does not bound); a body within its ``Content-Length`` is read in
+        one command, one round trip fewer."""
+        if not self.page.backend.streams_response_bodies:
+            return False
+        encoded = any(k.lower() == "content-encoding" and v.strip() for k, v in headers)
+        return length is None or encoded
 
     async def _fulfill_unstored(self, params: dict[str, Any]) -> None:
         """Answer a subresource that must not be shared (:func:`shareable`)
@@ -322,6 +338,43 @@ class FetchInterceptor:
             )
         except CDPError as e:
             logger.debug("%s: aborting a paused request: %r", self.page.spec.url, e)
+
+
+#: bytes asked for per ``IO.read`` of a streamed body
+STREAM_READ_BYTES = 1 << 20
+
+
+async def read_body_stream(page: Page, request_id: str, url: str, maxsize: int) -> bytes:
+    """A paused response's body read in chunks of :data:`STREAM_READ_BYTES`
+    (``Fetch.takeResponseBodyAsStream``, ``IO.read``), stopped as soon as it
+    passes ``maxsize`` bytes; the stream is closed either way (the caller
+    then fails the request, which ends the transfer).
+
+    :raises ResponseTooLarge: past ``maxsize`` (not all of it read).
+    """
+    taken = await page.command("Fetch.takeResponseBodyAsStream", {"requestId": request_id})
+    handle = taken["stream"]
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            result = await page.command("IO.read", {"handle": handle, "size": STREAM_READ_BYTES})
+            data = result.get("data", "")
+            chunk = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > maxsize:
+                raise ResponseTooLarge(url, size, maxsize, expected=False)
+            if result.get("eof"):
+                return b"".join(chunks)
+    finally:
+        closing = asyncio.ensure_future(page.command("IO.close", {"handle": handle}))
+        closing.add_done_callback(_ignore_result)
+
+
+def _ignore_result(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # an answer nobody waits for (the page may be gone)
 
 
 def cdp_resource_type(name: str) -> str:

@@ -23,6 +23,7 @@ from scrapy_cdp_pool.backends import CHROMIUM, Backend
 from scrapy_cdp_pool.cdp import (
     CDPConnection,
     CDPConnectionClosed,
+    CDPError,
     CDPProtocolError,
     CDPRequestTooLarge,
 )
@@ -34,6 +35,7 @@ from scrapy_cdp_pool.errors import (
     PageScriptError,
     ResponseTooLarge,
 )
+from scrapy_cdp_pool.render.body_size import BodySizeGuard, navigation_too_large
 from scrapy_cdp_pool.render.capture import NetworkCapture
 from scrapy_cdp_pool.render.child_frames import ChildFrames
 from scrapy_cdp_pool.render.console import ConsoleLog
@@ -111,6 +113,8 @@ class Page:
         #: the rewritten request too large)
         self.too_large: ResponseTooLarge | CDPRequestTooLarge | None = None
         self.capture = NetworkCapture(self, spec.capture) if spec.capture is not None else None
+        #: the main document's body counted as it arrives (``DOWNLOAD_MAXSIZE``)
+        self.body_size = BodySizeGuard(spec.url, spec.maxsize)
         #: the server's HTTP cache ignores cookies: keep ``Vary: Cookie``
         #: responses out of it (see ``FetchInterceptor``)
         self.guard_cache = False
@@ -192,7 +196,10 @@ class Page:
                 self.tracker.on_failure(str(error))
             return
         error_text = future.result().get("errorText")
-        if error_text and self.tracker.document is None:
+        too_large = navigation_too_large(self.spec.url, error_text, self.spec.maxsize)
+        if too_large is not None:
+            self.fail(too_large)
+        elif error_text and self.tracker.document is None:
             self.tracker.on_failure(str(error_text))
 
     async def wait_settled(self, wait_until: str, timeout_s: float) -> None:
@@ -223,6 +230,9 @@ class Page:
                     )
                 if self.schemes.left_for is not None:
                     raise NavigationToOtherScheme(self.spec.url, self.schemes.left_for)
+                too_large = navigation_too_large(self.spec.url, tracker.failure, self.spec.maxsize)
+                if too_large is not None:
+                    raise too_large
                 if tracker.failure and tracker.document is None:
                     raise NavigationFailed(self.spec.url, tracker.failure)
                 tracker.changed.clear()
@@ -358,6 +368,8 @@ class Page:
         else:
             if method.startswith("Network."):
                 self.network.on_event(method, params)
+                if method == "Network.dataReceived":
+                    self._on_data(params)
                 if method == "Network.requestWillBeSent" and params.get("type") == "Document":
                     self._note_origin(str(params.get("documentURL", "")))
             elif method == "Page.frameAttached":
@@ -381,6 +393,26 @@ class Page:
                 self.capture.on_event(method, params)
             elif self.console is not None and method.startswith("Runtime."):
                 self.console.on_event(method, params)
+
+    def _on_data(self, params: dict[str, Any]) -> None:
+        """A chunk of a response's body arrived: past the request's maxsize
+        for the main document, the render fails and the page stops loading
+        (the failed render's context is then disposed, which ends the
+        transfer)."""
+        too_large = self.body_size.on_data(params)
+        if too_large is None:
+            return
+        logger.debug("%s: %s; stopping the page", self.spec.url, too_large)
+        self.fail(too_large)
+        task = asyncio.get_running_loop().create_task(self._stop_loading())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _stop_loading(self) -> None:
+        try:
+            await self.command("Page.stopLoading")
+        except CDPError as e:
+            logger.debug("%s: stopping the page: %r", self.spec.url, e)
 
     def _note_origin(self, url: str) -> None:
         parts = urlsplit(url)

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from scrapy_cdp_pool.backends import LIGHTPANDA
 from scrapy_cdp_pool.cdp import CDPConnectionClosed
 from scrapy_cdp_pool.errors import (
     ActionError,
@@ -22,7 +23,9 @@ from scrapy_cdp_pool.errors import (
 )
 from scrapy_cdp_pool.pool.lease import ContextLease
 from scrapy_cdp_pool.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_STALL, reported
+from scrapy_cdp_pool.pool.server_flags import lightpanda_response_cap
 from scrapy_cdp_pool.render.actions import Action, check_supported, run_action
+from scrapy_cdp_pool.render.body_size import check_within_cap
 from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
 from scrapy_cdp_pool.render.cookies import browser_cookies
 from scrapy_cdp_pool.render.document import DocumentResponse
@@ -106,6 +109,9 @@ async def render(
     :raises ActionError: an action failed (names the action); not retried.
     :raises ActionUnsupported: the backend cannot perform an action (before
         any page is opened); not retried.
+    :raises InvalidRequestMeta: its ``download_maxsize`` is over the response
+        cap of the Lightpanda server the plugin started (see
+        :mod:`~scrapy_cdp_pool.render.body_size`); not retried.
     :raises PageMemoryExceeded: the page went past the heap ceiling.
     :raises PageScriptStalled: Lightpanda's watchdog stopped a page script
         that kept it busy; or, on Chromium, the render ran out of time (its
@@ -115,6 +121,9 @@ async def render(
         CDPError: see :mod:`scrapy_cdp_pool.render.errors`.
     """
     check_supported(spec.actions, lease.info.backend)
+    cap = lightpanda_response_cap(lease.config)
+    if cap is not None and lease.info.backend == LIGHTPANDA and not lease.config.endpoints:
+        check_within_cap(spec.url, spec.maxsize, *cap)
     options = spec.context
     key = reuse_key(lease, spec)
     idle = lease.take_idle_page(key) if key is not None else None
@@ -231,6 +240,8 @@ async def _render_page(
     # The DOM, then the document it was read from (the page may have
     # navigated on after its load: status, headers and body of one document).
     html = await page.read_html(spec.action_timeout_s)
+    if page.too_large is not None:  # past maxsize while it was read (a slow stream)
+        raise page.too_large
     document = tracker.document
     if document is None:  # navigate() returns with a document or raises
         raise PageCrashed(f"{spec.url}: no document")

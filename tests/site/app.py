@@ -21,6 +21,7 @@ Routes live in small modules grouped by purpose:
 - ``ladder``: /ladder/* (static, script-rendered and Chromium-only pages: issue 17)
 - ``livepage``: /live/* (pages driven through a live page)
 - ``actions``: /act/* (page actions: what each one made the page see)
+- ``oversize``: /oversize/* (bodies streamed past DOWNLOAD_MAXSIZE)
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from . import (
     jobsite,
     ladder,
     livepage,
+    oversize,
     pagecontrol,
     protocol,
     sessions,
@@ -66,6 +68,7 @@ def make_app() -> web.Application:
     app[behaviour.TICKS] = defaultdict(list)
     app[livepage.RECORDS] = []
     app[actions.REPORTS] = defaultdict(list)
+    app[oversize.RECORDS] = {}
     app.on_shutdown.append(cancel_parked)
     for module in (protocol, assets, browser, shop, stats, sessions):
         app.router.add_routes(module.routes)
@@ -81,6 +84,7 @@ def make_app() -> web.Application:
     app.router.add_routes(ladder.routes)
     app.router.add_routes(livepage.routes)
     app.router.add_routes(actions.routes)
+    app.router.add_routes(oversize.routes)
     return app
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest_twisted
 
+from scrapy_cdp_pool.backends import CHROMIUM, Backend
+from scrapy_cdp_pool.render.body_size import BodySizeGuard
 from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.interception import FetchInterceptor, is_raw_document, shareable
 
@@ -36,11 +38,21 @@ class StandInPage:
     commands: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     failures: list[BaseException] = field(default_factory=list)
     body: bytes = b""
+    backend: Backend = CHROMIUM
+    body_size: BodySizeGuard = field(default_factory=lambda: BodySizeGuard("", 0))
+    read: int = 0  # bytes of ``body`` handed out by IO.read
 
     async def command(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self.commands.append((method, params))
         if method == "Fetch.getResponseBody":
             return {"body": base64.b64encode(self.body).decode(), "base64Encoded": True}
+        if method == "Fetch.takeResponseBodyAsStream":
+            return {"stream": "s1"}
+        if method == "IO.read":
+            chunk = self.body[self.read : self.read + params["size"]]
+            self.read += len(chunk)
+            data = base64.b64encode(chunk).decode()
+            return {"data": data, "base64Encoded": True, "eof": self.read >= len(self.body)}
         return {}
 
     def fail(self, error: BaseException) -> None:
@@ -139,3 +151,48 @@ def test_raw_documents_and_shareable_responses() -> None:
     assert not shareable([{"name": "Set-Cookie", "value": "a=1"}])
     assert not shareable([{"name": "Vary", "value": "Accept, Cookie"}])
     assert not shareable([{"name": "cache-control", "value": "private, max-age=60"}])
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_raw_document_without_length_is_read_in_chunks_and_cut_past_maxsize() -> None:
+    page = StandInPage(Spec(maxsize=3 << 20), body=b"x" * (10 << 20))
+    interceptor = FetchInterceptor(page)
+    headers = [{"name": "Content-Type", "value": "text/plain"}]
+    await interceptor.on_paused(
+        paused(
+            "http://a.test/", "Document", TARGET, responseStatusCode=200, responseHeaders=headers
+        )
+    )
+    assert page.read == 4 << 20  # four reads of 1 MiB, not the 10 MiB
+    assert "Received 4194304 bytes which is larger than download max size (3145728)" in str(
+        page.failures[0]
+    )
+    assert page.commands[-1][0] == "Fetch.failRequest"  # (IO.close is sent, not awaited)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_raw_document_under_maxsize_is_read_whole_by_chunks() -> None:
+    page = StandInPage(Spec(maxsize=3 << 20), body=b"y" * ((2 << 20) + 5))
+    interceptor = FetchInterceptor(page)
+    headers = [{"name": "Content-Type", "value": "text/plain"}]
+    await interceptor.on_paused(
+        paused(
+            "http://a.test/", "Document", TARGET, responseStatusCode=200, responseHeaders=headers
+        )
+    )
+    assert not page.failures
+    assert page.tracker.document is not None
+    assert page.tracker.document.body == page.body
+
+
+def test_the_body_guard_counts_only_the_watched_document() -> None:
+    guard = BodySizeGuard("http://a.test/", 100)
+    assert guard.on_data({"requestId": "n1", "dataLength": 500}) is None  # nothing watched
+    guard.watch("n1")
+    assert guard.on_data({"requestId": "other", "dataLength": 500}) is None
+    assert guard.on_data({"requestId": "n1", "dataLength": 60, "encodedDataLength": 0}) is None
+    error = guard.on_data({"requestId": "n1", "dataLength": 0, "encodedDataLength": 101})
+    assert str(error) == (
+        "Received 101 bytes which is larger than download max size (100) for http://a.test/"
+    )
+    assert guard.on_data({"requestId": "n1", "dataLength": 500}) is None  # told once
