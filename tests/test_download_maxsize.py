@@ -194,3 +194,19 @@ async def test_a_remote_lightpanda_is_warned_about_once(
     assert "DOWNLOAD_MAXSIZE" in warnings[0].getMessage()
     assert len(spider.failures) == 3
     assert "larger than download max size (1000)" in str(spider.failures[0].value)
+
+
+@pytest_twisted.ensureDeferred
+async def test_no_limit_for_one_request_renders_at_scrapys_default_maxsize(
+    site: SiteServer,
+) -> None:
+    """``meta["download_maxsize"] = 0`` (Scrapy's way to lift the limit for
+    one request) with ``DOWNLOAD_MAXSIZE`` at Scrapy's 1 GiB: rendered,
+    bounded by Lightpanda's cap as before (it was refused by the first cut
+    of this check, which broke that idiom)."""
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/js?n=3&unlimited"), meta={"cdp": True, "download_maxsize": 0})],
+        {"CDP_POOL_BROWSER": "lightpanda"},
+    )
+    assert not spider.failures, spider.failures
+    assert len(spider.responses[0].css("p.item")) == 3

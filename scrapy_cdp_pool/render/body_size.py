@@ -49,9 +49,17 @@ def check_within_cap(url: str, maxsize: int, cap: int, source: str) -> None:
     """Refuse a request whose maxsize (bytes, 0: none) the server's response
     cap (``cap`` bytes, set by ``source``) would cut short.
 
-    :raises InvalidRequestMeta: ``maxsize`` is 0 or above ``cap``; not retried.
+    A request with no limit (``maxsize`` 0, Scrapy's way to lift
+    ``DOWNLOAD_MAXSIZE`` for one request) is let through while ``cap`` is at
+    least Lightpanda's own default (1 GiB, what bounded every response before
+    the plugin set the flag); below that, the user lowered it, and it is refused.
+
+    :raises InvalidRequestMeta: ``maxsize`` is above ``cap``, or 0 with
+        ``cap`` under Lightpanda's default; not retried.
     """
     if maxsize and maxsize <= cap:
+        return
+    if not maxsize and cap >= LIGHTPANDA_DEFAULT_MAX_RESPONSE:
         return
     asked = f"{maxsize}" if maxsize else "0 (no limit)"
     raise InvalidRequestMeta(
