@@ -147,7 +147,7 @@ async def test_a_chromium_page_stuck_in_script_leaves_a_readable_snapshot(
 ) -> None:
     """The stuck page's script is stopped once named (``PageScriptStalled``):
     the snapshot reads the page as far as it got, screenshot included."""
-    meta = {"cdp": True, "download_timeout": 3}
+    meta = {"cdp": True, "download_timeout": 6}  # its document arrives in time under load
     spider, crawler = await crawl(
         [scrapy.Request(site.url("/busy-loop?snap=1"), meta=meta)],
         {"CDP_POOL_BROWSER": "chromium", "CDP_POOL_SNAPSHOT_DIR": str(tmp_path)},

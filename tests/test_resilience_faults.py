@@ -165,14 +165,15 @@ async def test_chromium_page_stuck_in_script_fails_by_name_and_is_not_retried(
     site: SiteServer, at: str
 ) -> None:
     """On Chromium, a page whose script never yields (while the document is
-    parsed, or in its load handler) fails at its 3 s deadline as
+    parsed, or in its load handler) fails at its 6 s deadline as
     ``PageScriptStalled``, not retried (before: a ``DownloadTimeoutError``,
     retried twice more); its main thread did not answer the probe. The other
     pages of the crawl render."""
     path = f"/busy-loop?at={at}&stall={token()}"
     spider, crawler = await crawl(
         [
-            scrapy.Request(site.url(path), meta={"cdp": True, "download_timeout": 3}),
+            # 6 s: under load its document must have arrived (else a plain timeout)
+            scrapy.Request(site.url(path), meta={"cdp": True, "download_timeout": 6}),
             *(scrapy.Request(site.url(f"/js?n=2&beside={i}"), meta=CDP) for i in range(3)),
         ],
         {"CDP_POOL_BROWSER": "chromium", "RETRY_ENABLED": True},

@@ -36,6 +36,12 @@ PROBE_TIMEOUT_S = 1.0
 """Seconds the page's main thread is given to answer ``1`` once a deadline
 has passed. An idle renderer answered in 1 to 8 ms on a shared 2-core machine."""
 
+TERMINATED_PROBE_TIMEOUT_S = 3.0
+"""Seconds the main thread is given to answer once its script was stopped
+before it is called busy outside any script. Stopping a script and
+answering took over 1 s under load (four Chromium crawls beside it on 2
+cores): with 1 s, a stopped busy loop was misnamed as such."""
+
 #: what ran out of time: the deadline's cancellation, a timeout raised in the render
 DEADLINE_ERRORS = (TimeoutError, CDPTimeoutError, asyncio.CancelledError)
 
@@ -94,11 +100,11 @@ async def stalled_script(
 async def _terminate(page: Page) -> bool:
     """Stop the page's running script (its context is disposed after) and
     tell whether that freed its main thread: it answers a probe within
-    :data:`PROBE_TIMEOUT_S` seconds. ``False`` for a thread busy outside any
+    :data:`TERMINATED_PROBE_TIMEOUT_S` seconds. ``False`` for a thread busy outside any
     script (a 100,000-element document without scripts, with a 5 s deadline)."""
     try:
-        await page.command("Runtime.terminateExecution", None, PROBE_TIMEOUT_S)
-        await page.command("Runtime.evaluate", {"expression": "1"}, PROBE_TIMEOUT_S)
+        await page.command("Runtime.terminateExecution", None, TERMINATED_PROBE_TIMEOUT_S)
+        await page.command("Runtime.evaluate", {"expression": "1"}, TERMINATED_PROBE_TIMEOUT_S)
     except CDPTimeoutError:
         return False
     except CDPError as e:
