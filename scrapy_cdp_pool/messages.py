@@ -48,9 +48,9 @@ def cap_message(text: object, limit: int = MESSAGE_LIMIT_CHARS) -> str:
     return message[:kept] + _MARK.format(total=total, kept=kept)
 
 
-def _split_userinfo(rest: str) -> tuple[str, str]:
-    """``(userinfo, remainder)`` of what follows ``scheme://``; ``("", rest)``
-    when there is no user part.
+def _split_userinfo(rest: str) -> tuple[str | None, str]:
+    """``(userinfo, remainder)`` of what follows ``scheme://``; ``(None, rest)``
+    when there is no user part (``""``: an empty one, ``scheme://@host``).
 
     A password may hold an unencoded ``#``, ``/`` or ``?``
     (``redis://:pa#ss@host/0``): the user part then runs to the last ``@``
@@ -59,7 +59,7 @@ def _split_userinfo(rest: str) -> tuple[str, str]:
     (``http://host/p?mail=a@b``)."""
     at = rest.rfind("@")
     if at < 0:
-        return "", rest
+        return None, rest
     candidate = rest[:at]
     first_mark = min((i for i in (candidate.find(c) for c in "/?#") if i >= 0), default=-1)
     if first_mark < 0:
@@ -67,11 +67,10 @@ def _split_userinfo(rest: str) -> tuple[str, str]:
     colon = candidate.find(":")
     if 0 <= colon < first_mark:
         return candidate, rest[at + 1 :]
-    netloc_end = first_mark
-    if "@" in rest[:netloc_end]:  # user@host/path?q=a@b: the first @ ends it
+    if "@" in rest[:first_mark]:  # user@host/path?q=a@b: the first @ ends it
         user_at = rest.index("@")
         return rest[:user_at], rest[user_at + 1 :]
-    return "", rest
+    return None, rest
 
 
 def redact_url(url: str) -> str:
@@ -86,7 +85,7 @@ def redact_url(url: str) -> str:
     rest, hash_mark, fragment = rest.partition("#")
     rest, question, query = rest.partition("?")
     netloc, slash, path = rest.partition("/")
-    if userinfo or url.partition("://")[2].startswith("@"):
+    if userinfo is not None:
         user, colon, _ = userinfo.partition(":")
         netloc = f"{user}:***@{netloc}" if colon else f"***@{netloc}"
     if query:
@@ -103,6 +102,7 @@ def url_secrets(url: str) -> list[str]:
     removes from another library's message about ``url``."""
     _, _, rest = url.partition("://")
     userinfo, rest = _split_userinfo(rest)
+    userinfo = userinfo or ""
     password = userinfo.partition(":")[2] if ":" in userinfo else userinfo
     # A parser that stopped at an unencoded mark quotes the piece before it.
     secrets = [password, *re.split(r"[#/?]", password)]

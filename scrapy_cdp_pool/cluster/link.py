@@ -106,7 +106,7 @@ class ClusterLink:
             )  # fmt: skip
             self._down_since = None
             self._backoff_s = 0.0
-            self._check_crawl()
+            self.crawl_is_there()  # closes the spider if Redis came back without it
         return result
 
     @property
@@ -121,10 +121,6 @@ class ClusterLink:
             self.epoch = self.client.get(self.epoch_key)
         except REDIS_ERRORS:
             self.epoch = None
-
-    def _check_crawl(self) -> None:
-        """After an outage: close the spider if Redis lost the crawl."""
-        self.crawl_is_there()
 
     def crawl_is_there(self) -> bool:
         """Whether Redis still holds the crawl this worker joined (its epoch);

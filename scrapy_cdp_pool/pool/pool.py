@@ -474,12 +474,15 @@ class ConnectionPool:
         pids = [self.server.pid] if self.server is not None and self.server.pid else []
         return pids + (self.dedicated.pids() if self.dedicated is not None else [])
 
+    def endpoint_name(self, index: int) -> str | None:
+        """Endpoint ``index`` as logs, stats and status lines show it: its
+        password and token masked (:func:`~scrapy_cdp_pool.messages.redact_url`);
+        ``None`` when there is none (the pool not started yet)."""
+        return redact_url(self.endpoints[index]) if index < len(self.endpoints) else None
+
     def snapshot(self) -> list[dict[str, Any]]:
         """Per connection, :meth:`PooledConnection.row`."""
-        return [
-            c.row(redact_url(self.endpoints[c.endpoint_index]) if self.endpoints else None)
-            for c in self.connections
-        ]
+        return [c.row(self.endpoint_name(c.endpoint_index)) for c in self.connections]
 
 
 def _start_timeout_text(timeout_s: float | None) -> str:

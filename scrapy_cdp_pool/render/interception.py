@@ -101,23 +101,11 @@ class FetchInterceptor:
             if "responseStatusCode" in params or "responseErrorReason" in params:
                 await self._on_response(params)
             elif resource_type in self.page.spec.block_resources:
-                blocked = self.page.tracker.blocked
-                blocked[resource_type] = blocked.get(resource_type, 0) + 1
-                await self.page.command(
-                    "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
-                )
+                await self._block(request_id, resource_type)
             elif resource_type == "other" and _is_favicon(params):
-                blocked = self.page.tracker.blocked
-                blocked[FAVICON] = blocked.get(FAVICON, 0) + 1
-                await self.page.command(
-                    "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
-                )
+                await self._block(request_id, FAVICON)
             elif self._blocks_url(params):
-                blocked = self.page.tracker.blocked
-                blocked["url"] = blocked.get("url", 0) + 1
-                await self.page.command(
-                    "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
-                )
+                await self._block(request_id, "url")
             elif (
                 self.override_pending
                 and resource_type == "document"
@@ -135,6 +123,16 @@ class FetchInterceptor:
         except ResponseTooLarge as e:
             self.page.fail(e)
             await self._abort(request_id)
+
+    async def _block(self, request_id: str, reason: str) -> None:
+        """Fail a request paused at the request stage, counted under
+        ``reason`` in ``DocumentTracker.blocked`` (a resource type, ``"url"``
+        or :data:`FAVICON`)."""
+        blocked = self.page.tracker.blocked
+        blocked[reason] = blocked.get(reason, 0) + 1
+        await self.page.command(
+            "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
+        )
 
     def _blocks_url(self, params: dict[str, Any]) -> bool:
         """Whether a request paused at the request stage matches

@@ -121,9 +121,10 @@ async def render(
         CDPError: see :mod:`scrapy_cdp_pool.render.errors`.
     """
     check_supported(spec.actions, lease.info.backend)
-    cap = lightpanda_response_cap(lease.config)
-    if cap is not None and lease.info.backend == LIGHTPANDA and not lease.config.endpoints:
-        check_within_cap(spec.url, spec.maxsize, *cap)
+    if lease.info.backend == LIGHTPANDA and not lease.config.endpoints:
+        cap = lightpanda_response_cap(lease.config)
+        if cap is not None:
+            check_within_cap(spec.url, spec.maxsize, *cap)
     options = spec.context
     key = reuse_key(lease, spec)
     idle = lease.take_idle_page(key) if key is not None else None

@@ -217,11 +217,7 @@ def _connections(pool: ConnectionPool | None) -> tuple[ConnectionStatus, ...]:
     return tuple(
         ConnectionStatus(
             connection=c.index,
-            endpoint=(
-                redact_url(pool.endpoints[c.endpoint_index])
-                if c.endpoint_index < len(pool.endpoints)
-                else None
-            ),
+            endpoint=pool.endpoint_name(c.endpoint_index),
             state=c.state.value,
             open_contexts=c.open_contexts,
             open_pages=c.open_pages,
