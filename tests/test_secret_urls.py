@@ -26,6 +26,7 @@ from scrapy.settings import Settings
 from scrapy_cdp_pool.cluster.install import check_redis
 from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
+from scrapy_cdp_pool.pool import connection_setup
 from tests.crawl import crawl
 from tests.servers import SiteServer, free_port
 
@@ -59,16 +60,20 @@ async def test_an_endpoints_credentials_stay_out_of_logs_stats_and_the_status_fi
 ) -> None:
     status = tmp_path / "status.jsonl"
     caplog.set_level(logging.DEBUG)
+    connection_setup._warned_maxsize.clear()  # warned once per endpoint and process
     spider, crawler = await crawl(
         [scrapy.Request(site.url(f"/js?n=1&secret={i}"), meta={"cdp": True}) for i in range(3)],
         {
             "CDP_POOL_ENDPOINTS": [with_secrets(lightpanda_endpoint)],
             "CDP_POOL_STATUS_FILE": str(status),
             "CDP_POOL_STATUS_INTERVAL_SECONDS": 0.2,
+            # below Lightpanda's own cap: the endpoint is named in a warning too
+            "DOWNLOAD_MAXSIZE": 10 * 1024 * 1024,
         },
     )
     assert len(spider.responses) == 3, spider.failures
     assert "CDP pool ready" in caplog.text
+    assert "--http-max-response-size" in caplog.text
     written = status.read_text()
     assert '"endpoint"' in written  # the status file names the endpoint...
     said = everything_said(caplog, crawler, spider) + written

@@ -69,7 +69,7 @@ def _warn_maxsize_unbounded(info: ServerInfo, config: PoolConfig) -> None:
         "once a document has loaded whole: start it with --http-max-response-size %d to "
         "have it cut larger responses while they arrive",
         config.download_maxsize,
-        info.ws_url,
+        redact_url(info.ws_url),
         config.download_maxsize,
     )
 
