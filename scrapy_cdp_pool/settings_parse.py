@@ -241,7 +241,7 @@ def _endpoints(settings: BaseSettings, name: str, default: Any) -> tuple[str, ..
         parts = urlsplit(endpoint)
         if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
             raise ValueError(
-                f"{name}: {endpoint!r} is not a CDP endpoint; "
+                f"{name}: {redact_url(endpoint)!r} is not a CDP endpoint; "
                 "expected http://host:port or ws://host:port/..."
             )
     return endpoints

@@ -149,3 +149,13 @@ def test_scrub_secrets_removes_the_pieces_another_library_quotes() -> None:
     assert "frag" not in scrubbed
     assert redact_url("http://host/p?mail=a@b") == "http://host/p?mail=***"  # no user part
     assert redact_url("ws://admin:pw@h:1/x?apiKey=k") == "ws://admin:***@h:1/x?apiKey=***"
+
+
+def test_a_bad_endpoint_setting_is_refused_without_its_secrets() -> None:
+    with pytest.raises(ValueError, match="CDP_POOL_ENDPOINTS") as raised:
+        PoolConfig.from_settings(
+            Settings({"CDP_POOL_ENDPOINTS": ["ftp://u:EPs3cret@127.0.0.1:9/?token=EPtok"]})
+        )
+    assert "is not a CDP endpoint" in str(raised.value)
+    for secret in SECRETS:
+        assert secret not in str(raised.value)
