@@ -10,20 +10,22 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool import scrapy_internals
+from scrapy_cdp_pool.browser.pool.servers import embedded_server
 from scrapy_cdp_pool.cluster.install import (
     HOST_PAUSE_MIDDLEWARE,
     LOCAL_HOST_PAUSE_MIDDLEWARE,
     check_redis,
     cluster_settings,
 )
-from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.core.paths import check_directory, check_writable_file, make_private_directory
+from scrapy_cdp_pool.core.playwright_keys import warn_playwright_handler, warn_playwright_settings
+from scrapy_cdp_pool.core.runtime import CrawlerRuntime, RuntimeOwner
 from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.jobdir.install import durable_settings, refuse_durable_queue
 from scrapy_cdp_pool.jobdir.store import check_jobdir
-from scrapy_cdp_pool.paths import check_directory, check_writable_file, make_private_directory
-from scrapy_cdp_pool.playwright_keys import warn_playwright_handler, warn_playwright_settings
-from scrapy_cdp_pool.pool.servers import embedded_server
-from scrapy_cdp_pool.runtime import CrawlerRuntime, RuntimeOwner
+from scrapy_cdp_pool.ladder.make import provide_ladder
+from scrapy_cdp_pool.profiles.registry import provide_profiles
+from scrapy_cdp_pool.settings.config import PoolConfig
 
 if TYPE_CHECKING:
     from typing import Self
@@ -32,10 +34,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-HANDLER = "scrapy_cdp_pool.handler.CDPDownloadHandler"
-PRIORITY_QUEUE = "scrapy_cdp_pool.scheduling.queue.IdentityAwarePriorityQueue"
-GATE_RELEASE_MIDDLEWARE = "scrapy_cdp_pool.scheduling.release.GateReleaseMiddleware"
-PROFILE_MIDDLEWARE = "scrapy_cdp_pool.identity.middleware.ProfileMiddleware"
+HANDLER = "scrapy_cdp_pool.core.handler.CDPDownloadHandler"
+PRIORITY_QUEUE = "scrapy_cdp_pool.core.queue.IdentityAwarePriorityQueue"
+GATE_RELEASE_MIDDLEWARE = "scrapy_cdp_pool.core.release.GateReleaseMiddleware"
+PROFILE_MIDDLEWARE = "scrapy_cdp_pool.profiles.middleware.ProfileMiddleware"
 EXTENSION = "scrapy_cdp_pool.telemetry.EngineStatusExtension"
 CACHE_STORAGE = "scrapy_cdp_pool.httpcache.RenderAwareCacheStorage"
 BUDGET_EXTENSION = "scrapy_cdp_pool.budget.extension.BudgetExtension"
@@ -87,9 +89,9 @@ class Addon(RuntimeOwner):
 
     Built by Scrapy with the crawler, it reads the settings once
     (:class:`PoolConfig`) and makes the crawler's
-    :class:`~scrapy_cdp_pool.runtime.CrawlerRuntime` (:attr:`runtime`), which
+    :class:`~scrapy_cdp_pool.core.runtime.CrawlerRuntime` (:attr:`runtime`), which
     the plugin's components take in their ``from_crawler``
-    (:func:`~scrapy_cdp_pool.runtime.runtime_of`).
+    (:func:`~scrapy_cdp_pool.core.runtime.runtime_of`).
     """
 
     def __init__(self, crawler: Crawler | None = None) -> None:
@@ -107,6 +109,8 @@ class Addon(RuntimeOwner):
         warn_playwright_settings(settings, extra=extra)
         if self.crawler is not None:
             runtime = CrawlerRuntime(self.crawler, config)
+            provide_profiles(runtime)  # the parts the core calls, made on first use
+            provide_ladder(runtime)
             runtime.check_pool()
             self.runtime = runtime
         _check_paths(config, settings.get("JOBDIR"))

@@ -3,7 +3,7 @@ Scrapy's exceptions and :mod:`scrapy_cdp_pool.messages`), so any layer can
 raise or catch them without importing a layer above it.
 
 Translating them into Scrapy's download exceptions happens once, at the
-download handler's boundary (:mod:`scrapy_cdp_pool.boundary`).
+download handler's boundary (:mod:`scrapy_cdp_pool.core.boundary`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ LOCK_NAME = "cdp_pool.lock"
 
 
 class CDPError(Exception):
-    """Base class of every error raised by :mod:`scrapy_cdp_pool.cdp`; the
+    """Base class of every error raised by :mod:`scrapy_cdp_pool.browser.cdp`; the
     message (a server's words, of any size) is cut to
     :data:`~scrapy_cdp_pool.messages.MESSAGE_LIMIT_CHARS` characters."""
 
@@ -52,7 +52,7 @@ class CDPConnectionClosed(CDPError):
 
 class CDPRequestTooLarge(CDPConnectionClosed):
     """The connection closed while a command larger than
-    :data:`~scrapy_cdp_pool.cdp.client.LARGE_MESSAGE` bytes waited for its
+    :data:`~scrapy_cdp_pool.browser.cdp.client.LARGE_MESSAGE` bytes waited for its
     answer: most likely the server refused it as too large (Lightpanda closes
     a connection whose message passes its ``--cdp-max-message-size``).
     ``size`` is the message's size in bytes."""
@@ -182,7 +182,7 @@ class PageScriptStalled(PageCrashed):
 
 class DedicatedServerFailed(RenderError):
     """A dedicated server (an identity's proxy or time zone, see
-    :mod:`scrapy_cdp_pool.pool.dedicated`) did not start: that identity's
+    :mod:`scrapy_cdp_pool.browser.pool.dedicated`) did not start: that identity's
     request fails (and is retried), the rest of the pool goes on."""
 
 
@@ -198,7 +198,7 @@ class PoolStartTimeout(DownloadTimeoutError):
     embedded server starting, or its endpoints answering ``/json/version``),
     or while a dedicated server started for the request: no page was opened.
     Retried like any download timeout; raised where the wait happens
-    (:meth:`~scrapy_cdp_pool.pool.pool.ConnectionPool.lease`)."""
+    (:meth:`~scrapy_cdp_pool.browser.pool.pool.ConnectionPool.lease`)."""
 
 
 class ResponseTooLarge(RenderError):

@@ -23,10 +23,10 @@ import pytest_twisted
 import scrapy
 from scrapy.settings import Settings
 
+from scrapy_cdp_pool.browser.pool import connection_setup
 from scrapy_cdp_pool.cluster.install import check_redis
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
-from scrapy_cdp_pool.pool import connection_setup
+from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.crawl import crawl
 from tests.servers import SiteServer, free_port
 

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-from scrapy_cdp_pool.jobdir.store import JobStore
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.jobdir.store import JobStore, job_store
 from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY
-from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -63,7 +63,7 @@ class _SqliteQueue:
     def __init__(self, crawler: Crawler, key: str) -> None:
         self.crawler = crawler
         self.spider = crawler.spider
-        self.store: JobStore = runtime_of(crawler).job_store()
+        self.store: JobStore = job_store(runtime_of(crawler))
         self.name = self.store.queue_name(key)
         self._pending = self.store.pending(self.name)
 

@@ -2,7 +2,7 @@
 right — plain HTTP, then the pool's browser (Lightpanda), then Chromium —
 learned per kind of page.
 
-- :mod:`scrapy_cdp_pool.expectation`: what "right" means for a response
+- :mod:`scrapy_cdp_pool.settings.expectation`: what "right" means for a response
   (``meta["cdp_expect"]``, ``CDP_POOL_EXPECT``; outside this package: the
   settings table reads it)
 - :mod:`.kind`: the kind of page a request is (host, generalized path, callback)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.cdp import CDPError
+from scrapy_cdp_pool.browser.cdp import CDPError
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page

@@ -1,6 +1,6 @@
 """The render's and the pool's errors, kept importable here; they live in
 :mod:`scrapy_cdp_pool.errors` (their translation into Scrapy's download
-exceptions in :mod:`scrapy_cdp_pool.boundary`)."""
+exceptions in :mod:`scrapy_cdp_pool.core.boundary`)."""
 
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ from collections.abc import Coroutine
 from typing import Any
 from urllib.parse import urlsplit
 
-from scrapy_cdp_pool.backends import CHROMIUM, Backend
-from scrapy_cdp_pool.cdp import (
+from scrapy_cdp_pool.browser.backends import CHROMIUM, Backend
+from scrapy_cdp_pool.browser.cdp import (
     CDPConnection,
     CDPConnectionClosed,
     CDPError,

@@ -9,7 +9,7 @@ Plain Scrapy then sends the request through that proxy; a rendered request
 does the same: on Chromium the browser context's ``proxyServer`` (with the
 credentials answered to the proxy's challenge), on Lightpanda a dedicated
 server started with the proxy in its environment (see
-:mod:`~scrapy_cdp_pool.pool.server_options`), exactly as for a profile's proxy.
+:mod:`~scrapy_cdp_pool.browser.pool.server_options`), exactly as for a profile's proxy.
 
 What cannot be honoured fails by name (:class:`ProxyUnsupported`), never goes
 direct: a scheme other than ``http``/``https`` (Scrapy's HTTP handler takes
@@ -33,8 +33,8 @@ from urllib.parse import unquote, urlsplit
 
 from scrapy import Request
 
+from scrapy_cdp_pool.browser.pool.server_options import without_credentials
 from scrapy_cdp_pool.errors import ProxyConflict, ProxyUnsupported
-from scrapy_cdp_pool.pool.server_options import without_credentials
 from scrapy_cdp_pool.render.context_options import ContextOptions
 
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from scrapy_cdp_pool.render.url_patterns import matches_any
+from scrapy_cdp_pool.settings.url_patterns import matches_any
 
 
 @dataclass
@@ -31,7 +31,7 @@ class SeenResponse:
 class ResponseLog:
     """Fed the page's ``Network`` events; ``patterns`` are the URL patterns
     of the request's ``wait_for_response`` actions (see
-    :mod:`~scrapy_cdp_pool.render.url_patterns`)."""
+    :mod:`~scrapy_cdp_pool.settings.url_patterns`)."""
 
     def __init__(self, patterns: tuple[str, ...]) -> None:
         self.patterns = patterns

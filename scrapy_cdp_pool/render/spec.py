@@ -14,14 +14,14 @@ from urllib.parse import urlsplit
 
 from scrapy import Request
 
-from scrapy_cdp_pool.config import DIALOG_ANSWERS, WAIT_UNTIL, PoolConfig
-from scrapy_cdp_pool.identity.signed_out import SignedOutRule
 from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.render.actions import Action, parse_actions
 from scrapy_cdp_pool.render.capture import CaptureRule, parse_capture
 from scrapy_cdp_pool.render.console import parse_console
 from scrapy_cdp_pool.render.context_options import ContextOptions
-from scrapy_cdp_pool.render.init_scripts import load_scripts
+from scrapy_cdp_pool.settings.config import DIALOG_ANSWERS, WAIT_UNTIL, PoolConfig
+from scrapy_cdp_pool.settings.init_scripts import load_scripts
+from scrapy_cdp_pool.settings.signed_out import SignedOutRule
 
 # Headers the browser owns: sent by it, or (Cookie) passed as context cookies;
 # Proxy-Authorization goes to the proxy (see render/request_proxy.py), never to the site.

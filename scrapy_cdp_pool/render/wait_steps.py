@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.cdp import CDPProtocolError
+from scrapy_cdp_pool.browser.cdp import CDPProtocolError
 from scrapy_cdp_pool.errors import NavigationFailed, PageScriptError
 from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
-from scrapy_cdp_pool.render.url_patterns import matches_any
+from scrapy_cdp_pool.settings.url_patterns import matches_any
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.actions import Action

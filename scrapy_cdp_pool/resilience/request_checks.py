@@ -3,12 +3,12 @@ name, alone, before it is downloaded; the crawl goes on.
 
 - With ``JOBDIR``, Scrapy keeps a request its disk queue cannot serialize in
   memory, silently, so it is lost on a restart. The scheduler queue marks such
-  a request (:data:`~scrapy_cdp_pool.scheduling.queue.UNSERIALIZABLE_META_KEY`)
+  a request (:data:`~scrapy_cdp_pool.core.queue.UNSERIALIZABLE_META_KEY`)
   and it fails here with :class:`UnserializableRequestError`, naming the meta
   keys (or the callback) that cannot be stored.
 - ``meta["cdp_not_before"]`` must be epoch seconds: a finite number, not
   negative, at most ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS`` from now
-  (:func:`~scrapy_cdp_pool.scheduling.gates.not_before_problem`). The
+  (:func:`~scrapy_cdp_pool.core.gates.not_before_problem`). The
   scheduler queue marks a request with an invalid value and hands it out at
   once instead of holding it (for ever, or failing the enqueue); it fails here
   with :class:`InvalidRequestMeta`, through its errback, counted in
@@ -28,15 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
-from scrapy_cdp_pool.errors import InvalidRequestMeta, UnserializableRequestError
-from scrapy_cdp_pool.runtime import runtime_of
-from scrapy_cdp_pool.scheduling.gates import (
+from scrapy_cdp_pool.core.gates import (
     INVALID_META_KEY,
     NOT_BEFORE_META_KEY,
     PROFILE_META_KEY,
     not_before_problem,
 )
-from scrapy_cdp_pool.scheduling.queue import UNSERIALIZABLE_META_KEY
+from scrapy_cdp_pool.core.queue import UNSERIALIZABLE_META_KEY
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.errors import InvalidRequestMeta, UnserializableRequestError
 
 if TYPE_CHECKING:
     from typing import Self

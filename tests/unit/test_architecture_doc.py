@@ -13,8 +13,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_readme_lists_the_layers_the_contract_enforces() -> None:
     contract = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    [layers_contract] = contract["tool"]["importlinter"]["contracts"]
-    enforced = [name.removeprefix("scrapy_cdp_pool.") for name in layers_contract["layers"]]
+    [layers_contract] = [
+        c for c in contract["tool"]["importlinter"]["contracts"] if c["type"] == "layers"
+    ]
+    enforced = [
+        name.strip().removeprefix("scrapy_cdp_pool.")
+        for layer in layers_contract["layers"]
+        for name in layer.split("|")
+    ]
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Architecture") :]
     listed: list[str] = []

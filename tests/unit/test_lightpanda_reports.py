@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest_twisted
 
-from scrapy_cdp_pool.pool import lightpanda_reports
-from scrapy_cdp_pool.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_STALL, Report
+from scrapy_cdp_pool.browser.pool import lightpanda_reports
+from scrapy_cdp_pool.browser.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_STALL, Report
 
 STALL = (
     b'$time=1796107743699 $scope=watchdog $level=warn $msg="watchdog stall script" $page=2 '
