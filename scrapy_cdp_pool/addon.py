@@ -166,7 +166,11 @@ class Addon(RuntimeOwner):
                 check_jobdir(str(settings.get("JOBDIR")))
         elif settings.get("JOBDIR"):
             refuse_durable_queue(str(settings.get("JOBDIR")))
-        _install_components(settings, cluster=config.cluster_redis_url is not None)
+        _install_components(
+            settings,
+            cluster=config.cluster_redis_url is not None,
+            metrics=config.metrics_port is not None,
+        )
 
 
 def _warn_if_starved(settings: BaseSettings, config: PoolConfig, crawler: Crawler | None) -> None:
@@ -223,7 +227,15 @@ def _check_paths(config: PoolConfig, jobdir: Any) -> None:
         make_private_directory("JOBDIR", str(jobdir))
 
 
-def _install_components(settings: BaseSettings, *, cluster: bool = False) -> None:
+#: components added only with their feature on (CDP_POOL_CLUSTER_REDIS_URL,
+#: CDP_POOL_METRICS_PORT): a crawl without them never imports redis-py or
+#: prometheus_client, not even to find the component's class
+_CLUSTER_ONLY = (SHARED_PROFILES_MIDDLEWARE, FLEET_BUDGET_EXTENSION)
+
+
+def _install_components(
+    settings: BaseSettings, *, cluster: bool = False, metrics: bool = False
+) -> None:
     """Add the plugin's middlewares and extensions, each at its order unless
     the project set it itself (to another order, or None to disable it).
     Scrapy's ``RetryMiddleware`` is replaced by ``RetryPolicyMiddleware``
@@ -238,6 +250,8 @@ def _install_components(settings: BaseSettings, *, cluster: bool = False) -> Non
     if listed.get(scrapy_retry) is not None and policy not in listed:
         settings.replace_in_component_priority_dict(name, scrapy_retry, policy)
     for setting, path, order in COMPONENTS:
+        if (path in _CLUSTER_ONLY and not cluster) or (path == METRICS_EXTENSION and not metrics):
+            continue
         if cluster and path == LOCAL_HOST_PAUSE_MIDDLEWARE:
             path = HOST_PAUSE_MIDDLEWARE
         settings.setdefault_in_component_priority_dict(setting, load_object(path), order)

@@ -14,7 +14,7 @@ from typing import Any
 from scrapy_cdp_pool.browser.backends import LIGHTPANDA
 from scrapy_cdp_pool.browser.cdp import CDPConnectionClosed
 from scrapy_cdp_pool.browser.pool.lease import ContextLease
-from scrapy_cdp_pool.browser.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_STALL, reported
+from scrapy_cdp_pool.browser.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_STALL
 from scrapy_cdp_pool.browser.pool.server_flags import lightpanda_response_cap
 from scrapy_cdp_pool.errors import (
     ActionError,
@@ -337,11 +337,12 @@ async def _named_crash(
         return None  # someone else's server: its reasons are not seen
     limit = lease.config.page_heap_limit_mb
     url = page.spec.url
-    if lease.info.backend.crashes_told_on_stderr:
+    reports = lease.connection.reports
+    if lease.info.backend.crashes_told_on_stderr and reports is not None:
         urls = {url}
         if page.tracker.document is not None:
             urls.add(page.tracker.document.url)
-        report = await reported(urls)
+        report = await reports.reported(urls)
         if report is None:
             return None
         if report.kind == SCRIPT_STALL:

@@ -30,8 +30,7 @@ def _layer_modules() -> list[str]:
 def test_every_module_is_in_a_layer() -> None:
     layers = _layer_modules()
     modules = [
-        info.name
-        for info in pkgutil.walk_packages(scrapy_cdp_pool.__path__, "scrapy_cdp_pool.")
+        info.name for info in pkgutil.walk_packages(scrapy_cdp_pool.__path__, "scrapy_cdp_pool.")
     ]
     outside = [
         module

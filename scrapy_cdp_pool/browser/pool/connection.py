@@ -15,6 +15,7 @@ from typing import Any
 
 from scrapy_cdp_pool.browser.cdp import CDPConnection, CDPConnectionClosed, CDPError
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo
+from scrapy_cdp_pool.browser.pool.lightpanda_reports import LightpandaReports
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,9 @@ class PooledConnection:
     #: its CDP connection is shared with the pool's other connections (the
     #: embedded Chromium's pipe): retiring it restarts the browser
     shared: bool = False
+    #: what its server (started by the pool) says on stderr about the pages it
+    #: closed; ``None`` for a remote endpoint or a server that says nothing
+    reports: LightpandaReports | None = None
 
     def drop_idle_pages(self) -> None:
         """Forget the kept pages of a connection that is gone: they went

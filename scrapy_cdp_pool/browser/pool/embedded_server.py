@@ -27,6 +27,7 @@ from pathlib import Path
 from scrapy_cdp_pool.browser.backends import Backend
 from scrapy_cdp_pool.browser.cdp import CDPConnection
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo, discover
+from scrapy_cdp_pool.browser.pool.lightpanda_reports import LightpandaReports
 from scrapy_cdp_pool.browser.pool.private_dir import make_private_dir, sweep_once
 from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.settings.config import PoolConfig
@@ -101,6 +102,8 @@ class EmbeddedServer(ABC):
         self.restarts = 0
         #: what it is for, in logs (a dedicated server's proxy or time zone)
         self.purpose = ""
+        #: what it said on stderr about pages it closed (Lightpanda's), else None
+        self.reports: LightpandaReports | None = None
         #: environment variables added to the process's (a dedicated server's proxy)
         self.extra_env: dict[str, str] = {}
         self._proc: asyncio.subprocess.Process | None = None

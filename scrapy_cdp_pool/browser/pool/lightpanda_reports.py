@@ -12,8 +12,10 @@ alone does not tell apart, and says which on stderr, with the page's URL:
   milliseconds without returning (``for(;;){}``, a loop waiting for layout
   that never comes).
 
-The embedded servers feed every stderr line to :func:`note_stderr_line`; a
-render whose connection closed asks :func:`reported` about its page's URLs.
+Each embedded Lightpanda server keeps its own :class:`LightpandaReports`
+(``server.reports``, reached from a lease through its connection) and feeds it
+every stderr line; a render whose connection closed asks that server's
+:meth:`LightpandaReports.reported` about its page's URLs.
 Remote endpoints' stderr is not seen: their closes stay unexplained.
 """
 
@@ -48,12 +50,6 @@ class Report:
     stalled_ms: int | None = None
 
 
-#: the most recent reports, of every Lightpanda server of this process
-_reports: deque[Report] = deque(maxlen=64)
-#: renders waiting for the next report (futures of the running loop)
-_waiters: set[asyncio.Future[None]] = set()
-
-
 def _page_url(line: bytes) -> str:
     """The line's ``page_url`` value, unquoted; ``""`` when it has none."""
     match = _PAGE_URL.search(line)
@@ -68,44 +64,53 @@ def _page_url(line: bytes) -> str:
     return value.decode("utf-8", "replace")
 
 
-def note_stderr_line(line: bytes) -> None:
-    """Feed one line of a Lightpanda server's stderr."""
-    if any(text in line for text in _HEAP_ANY):
-        report = Report(HEAP_LIMIT, _page_url(line))
-    elif _STALL in line:
-        stalled = _STALLED_MS.search(line)
-        report = Report(SCRIPT_STALL, _page_url(line), int(stalled.group(1)) if stalled else None)
-    else:
-        return
-    _reports.append(report)
-    for waiter in _waiters:
-        if not waiter.done():
-            waiter.set_result(None)
+class LightpandaReports:
+    """What one Lightpanda server said on stderr about pages it closed: its
+    most recent reports (64), and the renders waiting for the next one."""
 
+    def __init__(self) -> None:
+        self._reports: deque[Report] = deque(maxlen=64)
+        #: renders waiting for the next report (futures of the running loop)
+        self._waiters: set[asyncio.Future[None]] = set()
 
-def _find(urls: set[str]) -> Report | None:
-    return next((r for r in reversed(_reports) if r.url in urls), None)
+    def note_stderr_line(self, line: bytes) -> None:
+        """Feed one line of the server's stderr."""
+        if any(text in line for text in _HEAP_ANY):
+            report = Report(HEAP_LIMIT, _page_url(line))
+        elif _STALL in line:
+            stalled = _STALLED_MS.search(line)
+            report = Report(
+                SCRIPT_STALL, _page_url(line), int(stalled.group(1)) if stalled else None
+            )
+        else:
+            return
+        self._reports.append(report)
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
+    def _find(self, urls: set[str]) -> Report | None:
+        return next((r for r in reversed(self._reports) if r.url in urls), None)
 
-async def reported(urls: set[str], wait_s: float = 1.0) -> Report | None:
-    """The most recent report about one of ``urls``, waiting up to ``wait_s``
-    seconds for it (stderr and the closed WebSocket arrive in either order);
-    ``None`` when none came."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait_s
-    while True:
-        found = _find(urls)
-        if found is not None:
-            return found
-        left = deadline - loop.time()
-        if left <= 0:
-            return None
-        waiter = loop.create_future()
-        _waiters.add(waiter)
-        try:
-            async with asyncio.timeout(left):
-                await waiter
-        except TimeoutError:
-            return _find(urls)
-        finally:
-            _waiters.discard(waiter)
+    async def reported(self, urls: set[str], wait_s: float = 1.0) -> Report | None:
+        """The most recent report about one of ``urls``, waiting up to
+        ``wait_s`` seconds for it (stderr and the closed WebSocket arrive in
+        either order); ``None`` when none came."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        while True:
+            found = self._find(urls)
+            if found is not None:
+                return found
+            left = deadline - loop.time()
+            if left <= 0:
+                return None
+            waiter = loop.create_future()
+            self._waiters.add(waiter)
+            try:
+                async with asyncio.timeout(left):
+                    await waiter
+            except TimeoutError:
+                return self._find(urls)
+            finally:
+                self._waiters.discard(waiter)

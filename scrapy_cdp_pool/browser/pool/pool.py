@@ -146,8 +146,11 @@ class ConnectionPool:
                         known.label,
                     )
                 capacity = min(capacity, limit)
+            reports = self.server.reports if self.server is not None else None
             for _ in range(self.config.connections):
-                self.connections.append(PooledConnection(index, endpoint_index, capacity))
+                self.connections.append(
+                    PooledConnection(index, endpoint_index, capacity, reports=reports)
+                )
                 index += 1
         results = await asyncio.gather(
             *(self._connect(c) for c in self.connections), return_exceptions=True

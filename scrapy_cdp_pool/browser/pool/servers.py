@@ -28,7 +28,7 @@ from scrapy_cdp_pool.browser.cdp.transport import unix_socket_url
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo, info_from_browser_version
 from scrapy_cdp_pool.browser.pool.embedded_server import EmbeddedServer
 from scrapy_cdp_pool.browser.pool.heap_limit import heap_limit_args
-from scrapy_cdp_pool.browser.pool.lightpanda_reports import note_stderr_line
+from scrapy_cdp_pool.browser.pool.lightpanda_reports import LightpandaReports
 from scrapy_cdp_pool.browser.pool.server_flags import (
     CHROMIUM_FLAGS,
     LIGHTPANDA_ENV,
@@ -59,8 +59,13 @@ class LightpandaServer(EmbeddedServer):
 
     backend = LIGHTPANDA
 
+    def __init__(self, config: PoolConfig) -> None:
+        super().__init__(config)
+        #: what this server said about the pages it closed
+        self.reports = self._reports = LightpandaReports()
+
     def _on_stderr_line(self, line: bytes) -> None:
-        note_stderr_line(line)  # a page over its heap ceiling, or stopped by the watchdog
+        self._reports.note_stderr_line(line)  # over its heap ceiling, or stopped by the watchdog
 
     def binary(self) -> str:
         if self.config.lightpanda_path:
