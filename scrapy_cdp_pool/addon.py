@@ -114,63 +114,79 @@ class Addon(RuntimeOwner):
             runtime.check_pool()
             self.runtime = runtime
         _check_paths(config, settings.get("JOBDIR"))
-        if not config.endpoints:
-            # with CDP_POOL_FALLBACK = "chromium", the Chromium of its rung too
-            browsers = {config.browser, config.fallback or config.browser}
-            try:
-                for browser in sorted(browsers):
-                    embedded_server(dataclasses.replace(config, browser=browser)).checked_binary()
-            except ServerStartError as e:  # before the crawl, not at its first page
-                raise ValueError(str(e)) from e
+        _check_binaries(config)
         reactor = settings.get("TWISTED_REACTOR")
         if settings.getbool("TWISTED_REACTOR_ENABLED", True) and reactor != ASYNCIO_REACTOR:
             raise ValueError(
                 f"scrapy_cdp_pool needs TWISTED_REACTOR = {ASYNCIO_REACTOR!r} "
                 f"(Scrapy's default); it is set to {reactor!r}"
             )
-        handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
-        fallbacks: dict[str, Any] = {}
-        for scheme in ("http", "https"):
-            previous = handlers.get(scheme)
-            if previous is not None and _path(previous) != HANDLER:
-                fallbacks[scheme] = previous
-                warn_playwright_handler(scheme, _path(previous), extra=extra)
-        settings.set("CDP_POOL_FALLBACK_HANDLERS", fallbacks, "addon")
-        download_handlers = settings["DOWNLOAD_HANDLERS"]
-        if isinstance(download_handlers, BaseSettings):
-            for scheme in ("http", "https"):
-                # A handler the project set itself becomes the fallback: the
-                # add-on's own wins at the project's priority.
-                priority = max(
-                    download_handlers.getpriority(scheme) or 0, SETTINGS_PRIORITIES["addon"]
-                )
-                download_handlers.set(scheme, HANDLER, priority)
-        else:
-            settings.set(
-                "DOWNLOAD_HANDLERS",
-                {**(download_handlers or {}), "http": HANDLER, "https": HANDLER},
-                "addon",
-            )
+        _install_handler(settings, extra)
         _set_priority_queue(settings, self.crawler)
         _warn_if_starved(settings, config, self.crawler)
         _wrap_cache_storage(settings)
-        if config.cluster_redis_url is not None:  # one crawl over many workers
-            for name, value, priority in cluster_settings(settings):
-                settings.set(name, value, priority)
-            check_redis(config.cluster_redis_url)
-        elif settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
-            changes = durable_settings(settings)
-            for name, value, priority in changes:
-                settings.set(name, value, priority)
-            if changes:  # refused now, not in the middle of the engine's start
-                check_jobdir(str(settings.get("JOBDIR")))
-        elif settings.get("JOBDIR"):
-            refuse_durable_queue(str(settings.get("JOBDIR")))
+        _install_scheduler(settings, config)
         _install_components(
             settings,
             cluster=config.cluster_redis_url is not None,
             metrics=config.metrics_port is not None,
         )
+
+
+def _check_binaries(config: PoolConfig) -> None:
+    """:raises ValueError: an embedded server's binary is missing (with
+    ``CDP_POOL_FALLBACK = "chromium"``, the Chromium of its rung too)."""
+    if config.endpoints:
+        return
+    browsers = {config.browser, config.fallback or config.browser}
+    try:
+        for browser in sorted(browsers):
+            embedded_server(dataclasses.replace(config, browser=browser)).checked_binary()
+    except ServerStartError as e:  # before the crawl, not at its first page
+        raise ValueError(str(e)) from e
+
+
+def _install_handler(settings: BaseSettings, extra: dict[str, Any] | None) -> None:
+    """The add-on's handler for http and https; the handlers that were there
+    before are kept as the fallback (``CDP_POOL_FALLBACK_HANDLERS``)."""
+    handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
+    fallbacks: dict[str, Any] = {}
+    for scheme in ("http", "https"):
+        previous = handlers.get(scheme)
+        if previous is not None and _path(previous) != HANDLER:
+            fallbacks[scheme] = previous
+            warn_playwright_handler(scheme, _path(previous), extra=extra)
+    settings.set("CDP_POOL_FALLBACK_HANDLERS", fallbacks, "addon")
+    download_handlers = settings["DOWNLOAD_HANDLERS"]
+    if isinstance(download_handlers, BaseSettings):
+        for scheme in ("http", "https"):
+            # A handler the project set itself becomes the fallback: the
+            # add-on's own wins at the project's priority.
+            priority = max(download_handlers.getpriority(scheme) or 0, SETTINGS_PRIORITIES["addon"])
+            download_handlers.set(scheme, HANDLER, priority)
+    else:
+        settings.set(
+            "DOWNLOAD_HANDLERS",
+            {**(download_handlers or {}), "http": HANDLER, "https": HANDLER},
+            "addon",
+        )
+
+
+def _install_scheduler(settings: BaseSettings, config: PoolConfig) -> None:
+    """The cluster's scheduler (one crawl over many workers), or the durable
+    JOBDIR's (survives SIGKILL), as the settings ask."""
+    if config.cluster_redis_url is not None:
+        for name, value, priority in cluster_settings(settings):
+            settings.set(name, value, priority)
+        check_redis(config.cluster_redis_url)
+    elif settings.get("JOBDIR") and config.jobdir_durable:
+        changes = durable_settings(settings)
+        for name, value, priority in changes:
+            settings.set(name, value, priority)
+        if changes:  # refused now, not in the middle of the engine's start
+            check_jobdir(str(settings.get("JOBDIR")))
+    elif settings.get("JOBDIR"):
+        refuse_durable_queue(str(settings.get("JOBDIR")))
 
 
 def _warn_if_starved(settings: BaseSettings, config: PoolConfig, crawler: Crawler | None) -> None:

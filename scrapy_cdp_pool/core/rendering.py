@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_cdp_pool.core.boundary import scrapy_errors
 from scrapy_cdp_pool.core.gates import host_of
 from scrapy_cdp_pool.core.host_gate import HostGate, HostPaused
+from scrapy_cdp_pool.core.request_meta import read_render_meta
 from scrapy_cdp_pool.errors import ActionError, CapabilityUnavailable, ProxyUnsupported
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
 from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, LivePages
@@ -135,6 +136,7 @@ class Renderer:
             request,
             self.config,
             self._default_headers,
+            read_render_meta(request, self.config),
             context=context,
             signed_out=self.profiles.signed_out_rule(request) if profile else None,
         )
