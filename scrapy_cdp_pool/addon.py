@@ -41,7 +41,7 @@ PROFILE_MIDDLEWARE = "scrapy_cdp_pool.profiles.middleware.ProfileMiddleware"
 EXTENSION = "scrapy_cdp_pool.telemetry.EngineStatusExtension"
 CACHE_STORAGE = "scrapy_cdp_pool.httpcache.RenderAwareCacheStorage"
 BUDGET_EXTENSION = "scrapy_cdp_pool.budget.extension.BudgetExtension"
-# Issue 16 (operations): each is not configured unless its setting is set.
+# Operations (docs/cluster.md, docs/telemetry.md): each only with its setting.
 SHARED_PROFILES_MIDDLEWARE = "scrapy_cdp_pool.cluster.profile_hook.SharedProfilesMiddleware"
 FLEET_BUDGET_EXTENSION = "scrapy_cdp_pool.cluster.budget_extension.FleetBudgetExtension"
 METRICS_EXTENSION = "scrapy_cdp_pool.telemetry.metrics.MetricsExtension"

@@ -27,7 +27,9 @@ BAD: list[tuple[dict[str, Any], str]] = [
 
 
 @pytest.mark.parametrize(
-    ("meta", "named"), BAD, ids=["wait_until", "maxsize", "warnsize", "timeout", "expect", "dialogs"]
+    ("meta", "named"),
+    BAD,
+    ids=["wait_until", "maxsize", "warnsize", "timeout", "expect", "dialogs"],
 )
 @pytest_twisted.ensureDeferred
 async def test_a_bad_meta_value_fails_its_request_alone_by_name(

@@ -23,7 +23,6 @@ import pytest_twisted
 import scrapy
 from scrapy.settings import Settings
 
-from scrapy_cdp_pool.browser.pool import connection_setup
 from scrapy_cdp_pool.cluster.install import check_redis
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 from scrapy_cdp_pool.settings.config import PoolConfig
@@ -60,7 +59,6 @@ async def test_an_endpoints_credentials_stay_out_of_logs_stats_and_the_status_fi
 ) -> None:
     status = tmp_path / "status.jsonl"
     caplog.set_level(logging.DEBUG)
-    connection_setup._warned_maxsize.clear()  # warned once per endpoint and process
     spider, crawler = await crawl(
         [scrapy.Request(site.url(f"/js?n=1&secret={i}"), meta={"cdp": True}) for i in range(3)],
         {

@@ -8,7 +8,7 @@ string. Three exist: :data:`LIGHTPANDA`, :data:`CHROMIUM` and :data:`UNKNOWN`
 remote endpoint of either kind is the same backend as the embedded one: what
 differs is only whether the plugin starts the server (``embedded``).
 
-Measured on Lightpanda 1.0.2 (``../shared/DESIGN.md``): one browser context per
+Measured on Lightpanda 1.0.2 (docs/backends.md): one browser context per
 connection and one page per context; a user agent containing "Mozilla" is
 replaced by its own, time-zone overrides do nothing, no per-context proxy;
 ``Set-Cookie`` headers are visible in ``Fetch.requestPaused`` (Chromium hides

@@ -1,4 +1,4 @@
-"""One crawl across many processes and machines, on Redis (issue 16).
+"""One crawl across many processes and machines, on Redis (docs/cluster.md).
 
 Set ``CDP_POOL_CLUSTER_REDIS_URL`` and run ``scrapy crawl`` on as many machines
 as you like: the add-on installs :class:`ClusterScheduler` and

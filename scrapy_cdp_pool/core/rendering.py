@@ -19,6 +19,7 @@ from scrapy_cdp_pool.core.host_gate import HostGate, HostPaused
 from scrapy_cdp_pool.core.request_meta import read_render_meta
 from scrapy_cdp_pool.errors import ActionError, CapabilityUnavailable, ProxyUnsupported
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
+from scrapy_cdp_pool.render.dialogs import RefusedAcceptWarning
 from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, LivePages
 from scrapy_cdp_pool.render.request_proxy import request_proxy, with_request_proxy
 from scrapy_cdp_pool.render.response import build_response
@@ -92,6 +93,7 @@ class Renderer:
             crawler.settings.getdict("DEFAULT_REQUEST_HEADERS")
         )
         self._refused_user_agent = RefusedUserAgentWarning()
+        self._refused_accept = RefusedAcceptWarning()
         self.snapshots = (
             SnapshotWriter(
                 config.snapshot_dir, config.snapshot_max_count, config.snapshot_max_bytes
@@ -209,7 +211,11 @@ class Renderer:
             attempts.slot_at = time.monotonic()
             self.gate.check(inputs.host)  # before a context is made
             self.stats.page(pool, lease)
-            self._refused_user_agent.check(inputs.spec, lease.info, {"crawler": self.crawler})
+            extra = {"crawler": self.crawler}
+            self._refused_user_agent.check(inputs.spec, lease.info, extra)
+            self._refused_accept.check(
+                inputs.spec.dialogs == "accept", lease.info.backend.answers_dialogs, extra
+            )
             return await render(
                 lease,
                 inputs.spec,

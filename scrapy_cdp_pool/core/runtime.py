@@ -16,6 +16,16 @@ their Playwright driver; and the parts optional features keep per crawler
 (:mod:`scrapy_cdp_pool.core.parts`: the stored profiles, the render ladder, the
 durable JOBDIR's store, ...), made on first need by the maker the add-on or the
 feature gives. The runtime never imports a feature.
+
+Nothing of a crawl is kept at module level. What the process owns, by design,
+is: the pools and budgets shared under one ``CDP_POOL_NAME``
+(:mod:`scrapy_cdp_pool.core.sharing`, ``POOLS``; ``BUDGETS`` in the budget
+feature); the metrics endpoints, since a port is the process's (``_endpoints``,
+``_endpoints_lock`` in :mod:`scrapy_cdp_pool.telemetry.metrics`); the JOBDIR
+databases found sound at start, by inode, size and mtime (``_scanned``); the
+one sweep of dead processes' private directories (``_swept``); compiled URL
+patterns (``_cache``, a pure function's memo); the retry jitter's random source
+(``_rng``). tests/unit/test_module_state.py keeps this list true.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ which survives that too. A crash at any moment leaves a prefix of the
 transactions, so the queue, the fingerprints and the acknowledgements always
 agree with each other.
 
-Guarded (issue 12): the store holds the JOBDIR's lock
+Guarded: the store holds the JOBDIR's lock
 (:class:`~scrapy_cdp_pool.jobdir.lock.JobdirLock`) while it is open, so a
 second crawl on the same JOBDIR is refused by name. A database that is there
 but empty, without its tables, or damaged (``PRAGMA quick_check``) is refused

@@ -1,4 +1,4 @@
-"""The render ladder (issue 17): each page on the cheapest engine that gets it
+"""The render ladder (docs/ladder.md): each page on the cheapest engine that gets it
 right — plain HTTP, then the pool's browser (Lightpanda), then Chromium —
 learned per kind of page.
 

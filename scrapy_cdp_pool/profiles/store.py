@@ -38,9 +38,6 @@ _MAX_PROBLEMS = 5
 
 logger = logging.getLogger(__name__)
 
-#: files already warned about as readable by others (one warning per file)
-_warned_readable: set[Path] = set()
-
 
 @dataclass(frozen=True, repr=False)
 class Profile:
@@ -70,15 +67,15 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _warn_if_others_read(path: Path) -> None:
+def _warn_if_others_read(path: Path, warned: set[Path]) -> None:
     """One WARNING when ``path`` (a profile file: cookies, maybe a proxy
     password) can be read by the group or by other users."""
     try:
         mode = path.stat().st_mode
     except OSError:
         return
-    if mode & (stat.S_IRGRP | stat.S_IROTH) and path not in _warned_readable:
-        _warned_readable.add(path)
+    if mode & (stat.S_IRGRP | stat.S_IROTH) and path not in warned:
+        warned.add(path)
         logger.warning(
             "Profile file %s can be read by other local users (mode %s) and holds cookies or "
             "credentials: run 'chmod 600 %s' (files the plugin writes are 0600)",
@@ -104,6 +101,8 @@ class ProfileStore:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         self.directory = Path(directory)
         self._cache: dict[str, tuple[Any, Profile]] = {}
+        #: files already warned about as readable by others (one warning per file)
+        self._warned_readable: set[Path] = set()
 
     def paths(self, name: str) -> tuple[Path, Path]:
         """``NAME.json`` and ``NAME.identity.json`` in the directory."""
@@ -142,12 +141,12 @@ class ProfileStore:
             )
         state = _read_json(name, state_path)
         _raise_problems(name, state_path, storage_state_problems(state))
-        _warn_if_others_read(state_path)
+        _warn_if_others_read(state_path, self._warned_readable)
         identity: dict[str, Any] = {}
         if stamp[1] is not None:
             identity = _read_json(name, identity_path)
             _raise_problems(name, identity_path, identity_problems(identity))
-            _warn_if_others_read(identity_path)
+            _warn_if_others_read(identity_path, self._warned_readable)
         profile = Profile(name, state_path, identity_path, state, identity)
         self._cache[name] = (stamp, profile)
         return profile

@@ -1,5 +1,5 @@
 """The responses a page received whose URL a ``wait_for_response`` action of
-the request names, for that action to find (issue 18 item 4).
+the request names, for that action to find (docs/page-control.md).
 
 Playwright's ``page.wait_for_response`` sees only responses that arrive after
 it is called, and its users wrap the step that causes the response in

@@ -1,6 +1,6 @@
 """The actions that wait for the page or move it: ``wait_for_function``,
 ``wait_for_url``, ``wait_for_response``, ``goto`` and ``scroll_until_stable``
-(issue 18 item 4). Names and arguments are Playwright's where it has them.
+(docs/page-control.md). Names and arguments are Playwright's where it has them.
 """
 
 from __future__ import annotations

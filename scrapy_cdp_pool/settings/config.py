@@ -107,7 +107,7 @@ class PoolConfig:
     autoscale_overloaded_fraction: float = 0.4
     jobdir_durable: bool = True
     jobdir_fsync: bool = False
-    #: the cluster crawl (issue 16): Redis URL (None: one process), crawl name
+    #: the cluster crawl (docs/cluster.md): Redis URL (None: one process), crawl name
     #: (None: the spider's), lease of a taken request, stay open when idle, the
     #: Redis list whose URLs join the crawl (None: ``<spider>:start_urls``)
     cluster_redis_url: str | None = None

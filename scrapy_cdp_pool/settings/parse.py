@@ -82,7 +82,7 @@ def _connections(settings: BaseSettings, name: str, default: Any) -> int:
 
 
 #: connections per embedded Lightpanda server when CDP_POOL_CONNECTIONS is unset
-#: (issue 19's sweep, /products, 2 cores, `benchmarks/run.py --only
+#: (a sweep on /products, 2 cores, `benchmarks/run.py --only
 #: 'cdp_pool_lightpanda_c*'`: 1 -> 54, 2 -> 82, 4 -> 98, 6 -> 106, 8 -> 115
 #: pages/s; a page waits on the network as much as on the CPU). Scrapy's
 #: CONCURRENT_REQUESTS_PER_DOMAIN default is 8 too.

@@ -2,9 +2,10 @@
 dispatched by flat session id.
 
 Only what a render needs: no domain wrappers, no type generation. Measured on
-Lightpanda (``../shared/DESIGN.md``): a loop of the nine commands a render needs
-over this kind of client does ~270 pages/s with 4 connections, where Playwright's
-``connect_over_cdp`` does ~110.
+Lightpanda (``benchmarks/run.py --only raw_cdp_loop,raw_playwright_pool``, figures in
+docs/performance.md): a loop of the nine commands a render needs over this kind of
+client does ~270-300 pages/s with 4 connections, where Playwright's
+``connect_over_cdp`` does ~100-110.
 """
 
 from __future__ import annotations

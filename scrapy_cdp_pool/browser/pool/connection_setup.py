@@ -26,22 +26,26 @@ from scrapy_cdp_pool.settings.config import PoolConfig
 
 logger = logging.getLogger(__name__)
 
-_warned: set[str] = set()
-
 
 async def set_up_connection(
-    cdp: CDPConnection, info: ServerInfo, config: PoolConfig, *, embedded: bool
+    cdp: CDPConnection,
+    info: ServerInfo,
+    config: PoolConfig,
+    *,
+    embedded: bool,
+    warned: set[tuple[str, str]],
 ) -> None:
     """Send the connection-wide commands the settings ask for on ``cdp``
     (a connection to ``info``'s server; ``embedded``: a server this crawl
-    started with the matching flags)."""
+    started with the matching flags). ``warned``: the pool's record of the
+    warnings given (once per endpoint and kind)."""
     if not embedded:
-        _warn_maxsize_unbounded(info, config)
+        _warn_maxsize_unbounded(info, config, warned)
     if not config.ignore_https_errors or embedded:
         return
     if not info.backend.ignore_https_errors_by_command:
-        if info.ws_url not in _warned:
-            _warned.add(info.ws_url)
+        if ("tls", info.ws_url) not in warned:
+            warned.add(("tls", info.ws_url))
             logger.warning(
                 "CDP_POOL_IGNORE_HTTPS_ERRORS is set, but the remote Lightpanda endpoint %s "
                 "verifies TLS certificates unless it was started with "
@@ -52,18 +56,20 @@ async def set_up_connection(
     await cdp.send("Security.setIgnoreCertificateErrors", {"ignore": True})
 
 
-def _warn_maxsize_unbounded(info: ServerInfo, config: PoolConfig) -> None:
+def _warn_maxsize_unbounded(
+    info: ServerInfo, config: PoolConfig, warned: set[tuple[str, str]]
+) -> None:
     """Warn once per endpoint that ``DOWNLOAD_MAXSIZE`` cannot cut a remote
     Lightpanda's document while it arrives: Lightpanda reports no
     ``Network.dataReceived`` and takes its response cap only as a flag
     (``--http-max-response-size``) its starter gives it; the plugin checks
     the document once loaded. (A remote Chromium is cut while it arrives.)"""
     maxsize = config.download_maxsize
-    if info.backend != LIGHTPANDA or info.ws_url in _warned_maxsize:
+    if info.backend != LIGHTPANDA or ("maxsize", info.ws_url) in warned:
         return
     if not maxsize or maxsize >= LIGHTPANDA_DEFAULT_MAX_RESPONSE:
         return  # Lightpanda's own default cap is as small
-    _warned_maxsize.add(info.ws_url)
+    warned.add(("maxsize", info.ws_url))
     logger.warning(
         "DOWNLOAD_MAXSIZE (%d bytes) is checked on the remote Lightpanda endpoint %s only "
         "once a document has loaded whole: start it with --http-max-response-size %d to "
@@ -72,6 +78,3 @@ def _warn_maxsize_unbounded(info: ServerInfo, config: PoolConfig) -> None:
         redact_url(info.ws_url),
         config.download_maxsize,
     )
-
-
-_warned_maxsize: set[str] = set()

@@ -74,6 +74,8 @@ class ConnectionPool:
         dedicated_to: ServerOptions | None = None,
     ) -> None:
         self.config = config
+        #: warnings given about its endpoints (once each: connection_setup.py)
+        self._warned: set[tuple[str, str]] = set()
         self.dedicated_to = dedicated_to
         self.state = PoolState.NEW
         self.server: EmbeddedServer | None = None
@@ -205,7 +207,9 @@ class ConnectionPool:
             return
         if info.backend.auto_attach:
             await cdp.enable_auto_attach()
-        await set_up_connection(cdp, info, self.config, embedded=self.server is not None)
+        await set_up_connection(
+            cdp, info, self.config, embedded=self.server is not None, warned=self._warned
+        )
         connection.attach(cdp, info)
         cdp.on_close(lambda: self._on_connection_closed(connection, cdp))
 
