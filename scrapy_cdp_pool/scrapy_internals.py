@@ -31,6 +31,8 @@ import scrapy
 from scrapy.core import engine as scrapy_engine
 from scrapy.core.scheduler import Scheduler
 
+from scrapy_cdp_pool.errors import CDPPoolError
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -41,7 +43,7 @@ M = TypeVar("M")
 SCHEDULER_HOOKS = ("_read_dqs_state", "_write_dqs_state", "_mq", "_dq", "_get_start_queue_cls")
 
 
-class ScrapyInternalsError(RuntimeError):
+class ScrapyInternalsError(CDPPoolError, RuntimeError):
     """This Scrapy lacks an internal the plugin reads (message: the Scrapy
     version, the internal, the plugin feature that needs it)."""
 

@@ -10,7 +10,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.render.errors import ActionUnsupported, NavigationToOtherScheme
+from scrapy_cdp_pool.errors import ActionUnsupported, NavigationToOtherScheme
 from tests.behaviour import DISMISSED, BehaviourContract
 from tests.contract import token
 from tests.crawl import crawl

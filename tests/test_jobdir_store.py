@@ -21,7 +21,8 @@ from scrapy_cdp_pool import Addon
 from scrapy_cdp_pool.core.gates import _TOKEN_META_KEY, gate_key
 from scrapy_cdp_pool.core.queue import IdentityAwarePriorityQueue, _path_safe
 from scrapy_cdp_pool.core.runtime import runtime_of
-from scrapy_cdp_pool.jobdir import JobdirError, JobStore, SqliteFifoQueue, SqliteLifoQueue
+from scrapy_cdp_pool.errors import JobdirError
+from scrapy_cdp_pool.jobdir import JobStore, SqliteFifoQueue, SqliteLifoQueue
 from scrapy_cdp_pool.jobdir.queues import serialize
 from scrapy_cdp_pool.jobdir.recovery import recover_state
 from scrapy_cdp_pool.jobdir.store import DATABASE_NAME, job_store

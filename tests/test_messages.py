@@ -16,9 +16,8 @@ import scrapy
 
 from scrapy_cdp_pool.browser.cdp import CDPProtocolError
 from scrapy_cdp_pool.core.boundary import to_scrapy_error
-from scrapy_cdp_pool.errors import ActionError, NavigationFailed
+from scrapy_cdp_pool.errors import ActionError, NavigationFailed, ProfileError
 from scrapy_cdp_pool.messages import MESSAGE_LIMIT_CHARS, cap_message
-from scrapy_cdp_pool.profiles.errors import ProfileError
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer
 

@@ -13,7 +13,7 @@ from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from scrapy_cdp_pool.profiles.errors import ProfileFileError
+from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.profiles.health import HealthBook
 from scrapy_cdp_pool.profiles.options import context_options, playwright_context_args
 from scrapy_cdp_pool.profiles.store import ProfileStore

@@ -22,7 +22,7 @@ from scrapy.exceptions import DownloadTimeoutError
 from twisted.python.failure import Failure
 
 from scrapy_cdp_pool.core.runtime import runtime_of
-from scrapy_cdp_pool.render.errors import PageScriptStalled
+from scrapy_cdp_pool.errors import PageScriptStalled
 from tests.contract import token
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import hits

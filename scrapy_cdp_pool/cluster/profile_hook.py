@@ -38,7 +38,7 @@ from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
 from scrapy_cdp_pool.cluster.profile_store import ProfileStoreUnreachable, SharedProfiles
 from scrapy_cdp_pool.core.gates import identity_of
 from scrapy_cdp_pool.core.runtime import runtime_of
-from scrapy_cdp_pool.profiles.errors import ProfileFileError
+from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.profiles.registry import Identities, identities_of
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ fleet), and one whose identity file differs from the store's is reported.
 
 Same validation and plain-data form as the files
 (:mod:`scrapy_cdp_pool.profiles.validate`): a stored profile that is not valid
-fails its requests with :class:`~scrapy_cdp_pool.profiles.errors.ProfileFileError`
+fails its requests with :class:`~scrapy_cdp_pool.errors.ProfileFileError`
 naming the key and the problem, never a value.
 
 The calls block on Redis (the ``redis`` package's client): the crawl makes them

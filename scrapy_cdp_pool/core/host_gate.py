@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.core.gates import HostPauses, RequestGates
+from scrapy_cdp_pool.errors import CDPPoolError
 from scrapy_cdp_pool.render.session import RenderHooks
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from scrapy_cdp_pool.render.document import DocumentResponse
 
 
-class HostPaused(Exception):
+class HostPaused(CDPPoolError):
     """The request's host was paused while the request waited for its slot
     or right before its navigation: the slot is given back and it waits."""
 

@@ -19,7 +19,7 @@ Guarded: the store holds the JOBDIR's lock
 (:class:`~scrapy_cdp_pool.jobdir.lock.JobdirLock`) while it is open, so a
 second crawl on the same JOBDIR is refused by name. A database that is there
 but empty, without its tables, or damaged (``PRAGMA quick_check``) is refused
-(:class:`~scrapy_cdp_pool.jobdir.errors.JobdirCorrupt`); only a JOBDIR with no
+(:class:`~scrapy_cdp_pool.errors.JobdirCorrupt`); only a JOBDIR with no
 database at all starts afresh. The database holds request cookies and
 ``Authorization`` headers: it is created 0600 (built under a temporary name and
 renamed, so a crash never leaves an empty one), and SQLite gives its ``-wal``

@@ -118,7 +118,7 @@ async def render(
         deadline, a timeout) while the page's main thread was stuck in a
         script (see :mod:`~scrapy_cdp_pool.render.script_stall`).
     :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
-        CDPError: see :mod:`scrapy_cdp_pool.render.errors`.
+        CDPError: see :mod:`scrapy_cdp_pool.errors`.
     """
     check_supported(spec.actions, lease.info.backend)
     if lease.info.backend == LIGHTPANDA and not lease.config.endpoints:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from scrapy_cdp_pool.errors import CDPPoolError
 
-class Malformed(Exception):
+
+class Malformed(CDPPoolError):
     """A field of a server's message has the wrong type."""
 
 
