@@ -1,7 +1,8 @@
-"""Writes docs/architecture.md's module map from the package tree: one line a
-module, its path and the first sentence of its docstring. Run it after adding,
-moving or removing a module (``python docs/module_map.py``);
-tests/unit/test_architecture_doc.py fails while the map and the tree differ."""
+"""Writes docs/architecture.md's module map from the package tree (one line a
+module, its path and the first sentence of its docstring) and docs/api.md (the
+API reference: one autodoc section a module). Run it after adding, moving or
+removing a module (``python docs/module_map.py``);
+tests/unit/test_architecture_doc.py fails while the pages and the tree differ."""
 
 from __future__ import annotations
 
@@ -13,6 +14,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "scrapy_cdp_pool"
 DOC = ROOT / "docs" / "architecture.md"
+API = ROOT / "docs" / "api.md"
+API_HEAD = """# API reference
+
+Built from the docstrings of every module of the package (Sphinx autodoc), in the order
+of the [module map](architecture.md#module-map). The names a project uses are re-exported
+by `scrapy_cdp_pool` itself (`Addon`, `CDPDownloadHandler`, `ConcurrencyBudget`,
+`ConnectionPool`, `EngineStatusExtension`, `IdentityAwarePriorityQueue`, `PoolConfig`,
+`ProfileMiddleware`) and every exception is in `scrapy_cdp_pool.errors`. A package's
+section shows its docstring; its classes are documented in the modules that define them.
+"""
 BEGIN = "<!-- module map: written by docs/module_map.py -->"
 END = "<!-- end of module map -->"
 
@@ -35,6 +46,18 @@ def module_map() -> str:
     return "\n".join([BEGIN, "", *rows, "", END])
 
 
+def api_page() -> str:
+    """docs/api.md: an autodoc section per module (packages: their docstring)."""
+    parts = [API_HEAD]
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(ROOT).with_suffix("")
+        package = relative.name == "__init__"
+        name = ".".join((relative.parent if package else relative).parts)
+        options = "\n   :no-members:" if package else ""
+        parts.append(f"## `{name}`\n\n```{{eval-rst}}\n.. automodule:: {name}{options}\n```\n")
+    return "\n".join(parts)
+
+
 def listed_modules(doc: str) -> list[str]:
     """The module paths the doc's map lists."""
     section = doc[doc.index(BEGIN) : doc.index(END)]
@@ -45,6 +68,7 @@ def main() -> int:
     doc = DOC.read_text(encoding="utf-8")
     start, end = doc.index(BEGIN), doc.index(END) + len(END)
     DOC.write_text(doc[:start] + module_map() + doc[end:], encoding="utf-8")
+    API.write_text(api_page(), encoding="utf-8")
     return 0
 
 

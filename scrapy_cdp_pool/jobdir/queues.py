@@ -33,8 +33,12 @@ logger = logging.getLogger(__name__)
 
 
 def serialize(request: Request, spider: Spider | None) -> bytes:
-    """:raises ValueError: the request cannot be stored (a meta value pickle
-    refuses, a callback the spider does not have), as Scrapy's own disk queues."""
+    """``request`` as the bytes stored in the JOBDIR database.
+
+    :raises ValueError: the request cannot be stored (a meta value pickle
+        refuses, a callback the spider does not have), as Scrapy's own disk
+        queues.
+    """
     data = request.to_dict(spider=spider)
     if LIVE_PAGE_META_KEY in data["meta"]:
         # A live page is a handle to this process's browser, never stored: a
@@ -48,8 +52,11 @@ def serialize(request: Request, spider: Spider | None) -> bytes:
 
 
 def deserialize(data: bytes, spider: Spider | None) -> Request:
-    """:raises ValueError: the stored request cannot be rebuilt (e.g. its
-    callback is no longer a method of the spider)."""
+    """The request stored as ``data``.
+
+    :raises ValueError: the stored request cannot be rebuilt (e.g. its
+        callback is no longer a method of the spider).
+    """
     try:
         fields: dict[str, Any] = pickle.loads(data)  # noqa: S301 - our own JOBDIR
     except (pickle.UnpicklingError, AttributeError, ImportError, EOFError) as e:

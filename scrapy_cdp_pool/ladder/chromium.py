@@ -52,8 +52,11 @@ class ChromiumRung:
         return self._pool
 
     async def pool(self) -> ConnectionPool:
-        """:raises PoolUnavailable: no endpoint of ``CDP_POOL_ENDPOINTS`` is
-        Chromium (or the crawl's pool is not made)."""
+        """The Chromium pool of the fallback rung, made on first need.
+
+        :raises PoolUnavailable: no endpoint of ``CDP_POOL_ENDPOINTS`` is
+            Chromium (or the crawl's pool is not made).
+        """
         if self._pool is not None:
             return self._pool
         async with self._lock:

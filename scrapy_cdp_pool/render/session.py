@@ -117,8 +117,9 @@ async def render(
         that kept it busy; or, on Chromium, the render ran out of time (its
         deadline, a timeout) while the page's main thread was stuck in a
         script (see :mod:`~scrapy_cdp_pool.render.script_stall`).
-    :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
-        CDPError: see :mod:`scrapy_cdp_pool.errors`.
+    :raises Exception: :class:`NavigationFailed`, :class:`PageCrashed`,
+        :class:`ResponseTooLarge`, ``TimeoutError`` or :class:`CDPError`: see
+        :mod:`scrapy_cdp_pool.errors`.
     """
     check_supported(spec.actions, lease.info.backend)
     if lease.info.backend == LIGHTPANDA and not lease.config.endpoints:

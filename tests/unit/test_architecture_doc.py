@@ -42,3 +42,12 @@ def test_the_module_map_lists_every_module_of_the_tree() -> None:
     )
     assert module_map.listed_modules(doc) == tree  # else: python docs/module_map.py
     assert module_map.module_map() in doc  # and each line says what its docstring says
+
+
+def test_the_api_reference_has_a_section_per_module() -> None:
+    spec = importlib.util.spec_from_file_location("module_map", ROOT / "docs" / "module_map.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module_map = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module_map)
+    assert (ROOT / "docs" / "api.md").read_text(encoding="utf-8") == module_map.api_page()

@@ -282,7 +282,7 @@ class CDPConnection:
         return msg_id
 
     def forget(self, msg_id: int) -> None:
-        """Drop a :meth:`forward`ed command's answer, if it has not come."""
+        """Drop the answer of a command sent with :meth:`forward`, if it has not come."""
         self._pending.pop(msg_id, None)
         self._large.pop(msg_id, None)
 
