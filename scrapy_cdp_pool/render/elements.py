@@ -56,6 +56,30 @@ async def poll_in_page(page: Page, script: str, timeout_s: float) -> Any:
         raise
 
 
+#: ``querySelector`` that pierces open shadow roots, as Playwright's CSS
+#: engine does: the document first, then each open shadow root in document
+#: order (closed roots are not reachable, as in Playwright)
+DEEP_QUERY = (
+    "((sel) => { const f = (root) => { const el = root.querySelector(sel);"
+    " if (el) return el; for (const host of root.querySelectorAll('*')) {"
+    " if (host.shadowRoot) { const found = f(host.shadowRoot); if (found) return found; } }"
+    " return null; }; return f(document); })"
+)
+#: ``querySelectorAll`` over the document and every open shadow root
+DEEP_QUERY_ALL = (
+    "((sel) => { const out = []; const f = (root) => {"
+    " out.push(...root.querySelectorAll(sel)); for (const host of root.querySelectorAll('*'))"
+    " if (host.shadowRoot) f(host.shadowRoot); }; f(document); return out; })"
+)
+
+
+def deep(script: str) -> str:
+    """``script`` with its ``document.querySelector``/``querySelectorAll``
+    calls piercing open shadow roots (:data:`DEEP_QUERY`)."""
+    script = script.replace("document.querySelectorAll(", DEEP_QUERY_ALL + "(")
+    return script.replace("document.querySelector(", DEEP_QUERY + "(")
+
+
 async def run_on_element(page: Page, selector: str, script: str, timeout_s: float) -> Any:
     """Run ``script`` with ``el`` bound to the first element matching
     ``selector``.
@@ -63,7 +87,7 @@ async def run_on_element(page: Page, selector: str, script: str, timeout_s: floa
     :raises PageScriptError: no element matches, or the script threw.
     """
     sel = json.dumps(selector)
-    expression = (
+    expression = deep(
         f"(() => {{ const el = document.querySelector({sel});"
         f" if (!el) throw new Error('no element matches ' + {sel}); {script}; }})()"
     )
@@ -80,6 +104,7 @@ _WAIT_FOR_SELECTOR = """(async () => {
     await new Promise(r => setTimeout(r, 50));
   }
 })()"""
+_WAIT_FOR_SELECTOR = deep(_WAIT_FOR_SELECTOR)
 
 
 async def wait_for_selector(page: Page, selector: str, *, visible: bool, timeout_s: float) -> None:

@@ -29,6 +29,7 @@ from scrapy_cdp_pool.render.body_size import check_within_cap
 from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
 from scrapy_cdp_pool.render.cookies import browser_cookies
 from scrapy_cdp_pool.render.document import DocumentResponse
+from scrapy_cdp_pool.render.elements import deep
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.page_setup import open_page, take_over_page
 from scrapy_cdp_pool.render.redirects import is_handed_back
@@ -318,7 +319,7 @@ async def _signed_out(page: Page, spec: RenderSpec) -> bool:
         return False
     matched = rule.matches_url(document.url)
     if not matched and rule.selector is not None and document.body is None:
-        expression = f"document.querySelector({json.dumps(rule.selector)}) !== null"
+        expression = deep(f"document.querySelector({json.dumps(rule.selector)}) !== null")
         try:
             matched = bool(await page.evaluate(expression, spec.action_timeout_s))
         except PageScriptError:
