@@ -36,8 +36,15 @@ def js_template(template: str, **values: Any) -> str:
 
 
 def in_page_ms(timeout_s: float) -> int:
-    """Milliseconds a poll in the page may run within an action's timeout."""
-    return max(0, int((timeout_s - max(IN_PAGE_MARGIN_S, timeout_s / 4)) * 1000))
+    """Milliseconds a poll in the page may run: the action's whole timeout,
+    as Playwright's waits (its reason comes back within :func:`report_grace_s`)."""
+    return max(0, int(timeout_s * 1000))
+
+
+def report_grace_s(timeout_s: float) -> float:
+    """Seconds past an action's timeout for a poll's reason to come back from
+    a page under load, before the action is cut short without it."""
+    return max(IN_PAGE_MARGIN_S, timeout_s / 4)
 
 
 async def poll_in_page(page: Page, script: str, timeout_s: float) -> Any:
@@ -48,7 +55,7 @@ async def poll_in_page(page: Page, script: str, timeout_s: float) -> Any:
     :raises PageScriptError: the script threw anything else.
     """
     try:
-        return await page.evaluate(script, timeout_s + 1)
+        return await page.evaluate(script, timeout_s + report_grace_s(timeout_s))
     except PageScriptError as e:
         text = str(e)
         if TIMED_OUT in text:

@@ -18,6 +18,7 @@ from scrapy_cdp_pool.browser.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_S
 from scrapy_cdp_pool.browser.pool.server_flags import lightpanda_response_cap
 from scrapy_cdp_pool.errors import (
     ActionError,
+    ActionTimeout,
     PageCrashed,
     PageMemoryExceeded,
     PageScriptError,
@@ -236,7 +237,7 @@ async def _render_page(
             raise ActionError(f"{spec.url}: action #{index} {action.describe()}: {e}") from e
         except TimeoutError as e:
             why = f": {e}" if str(e) else ""  # what the action waited for, when it says
-            raise TimeoutError(
+            raise ActionTimeout(
                 f"{spec.url}: action #{index} {action.describe()} timed out{why}"
             ) from e
     tracker = page.tracker
