@@ -102,3 +102,39 @@ async def test_actions_reach_into_open_shadow_roots_as_playwright_does(
     assert not spider.failures, spider.failures
     [response] = spider.responses
     assert response.css("#out::text").get() == "added milk"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_a_meta_refresh_is_in_the_redirect_chain_as_plain_scrapy_records_it(
+    site: SiteServer, backend: str
+) -> None:
+    start = site.url("/hist/refresh?how=meta")
+    plain, _ = await crawl([scrapy.Request(start)], {"METAREFRESH_ENABLED": True})
+    rendered, _ = await crawl([scrapy.Request(start, meta={"cdp": True})], BACKENDS[backend])
+    assert not plain.failures
+    assert not rendered.failures
+    [expected] = plain.responses
+    [response] = rendered.responses
+    assert response.url == expected.url == site.url("/hist/catalog/list/item-3")
+    for key in ("redirect_urls", "redirect_times"):
+        assert response.meta.get(key) == expected.meta.get(key), key
+    assert expected.meta["redirect_reasons"] == ["meta refresh"]
+    # Lightpanda reports a meta refresh as a script's navigation (docs/response.md)
+    told = "meta refresh" if backend == "chromium" else "client-side navigation"
+    assert response.meta["redirect_reasons"] == [told]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_a_script_redirect_at_load_is_in_the_redirect_chain(
+    site: SiteServer, backend: str
+) -> None:
+    start = site.url("/hist/refresh?how=script")
+    spider, _ = await crawl([scrapy.Request(start, meta={"cdp": True})], BACKENDS[backend])
+    assert not spider.failures
+    [response] = spider.responses
+    assert response.url == site.url("/hist/catalog/list/item-3")
+    assert response.meta["redirect_urls"] == [start]
+    assert response.meta["redirect_times"] == 1
+    assert response.meta["redirect_reasons"] == ["client-side navigation"]

@@ -35,11 +35,22 @@ class DocumentResponse:
     received_at: float = 0.0
 
 
+#: the browser's reason for a main-frame navigation (``Page.frameRequestedNavigation``)
+#: as Scrapy's MetaRefreshMiddleware names it
+_HOP_REASONS = {"metaTagRefresh": "meta refresh"}
+
+
 @dataclass
 class DocumentTracker:
     main_frame_id: str
     document: DocumentResponse | None = None
-    redirects: list[tuple[str, int]] = field(default_factory=list)
+    #: hops before the document read, ``(url redirected from, reason)``: a
+    #: status the browser followed (301...), or a client-side navigation of
+    #: the main frame before any action (``"meta refresh"`` as Scrapy's
+    #: MetaRefreshMiddleware says, when the browser tells one (Chromium);
+    #: else ``"client-side navigation"``: Lightpanda 1.0.2 reports a meta
+    #: refresh and a script's ``location`` change alike, as scriptInitiated)
+    redirects: list[tuple[str, int | str]] = field(default_factory=list)
     navigation_pending: bool = False
     dom_content_loaded: bool = False
     loaded: bool = False
@@ -63,6 +74,10 @@ class DocumentTracker:
     #: ``replaceState``, a fragment), as Playwright's ``page.url``; ``None``:
     #: the document's own URL
     page_url: str | None = None
+    #: client-side navigations are recorded as hops until the first action
+    hops_recorded: bool = True
+    #: why the main frame's next navigation was requested, if the browser said
+    next_hop_reason: str | None = None
 
     def on_event(self, method: str, params: dict[str, Any]) -> None:
         """Update from one CDP event (Page, Network, Inspector, Target domains)."""
@@ -94,6 +109,9 @@ class DocumentTracker:
             ).startswith("same"):
                 self.navigation_pending = True
                 self.generation += 1
+                reason = params.get("reason")
+                if reason:
+                    self.next_hop_reason = _HOP_REASONS.get(str(reason))
         elif method in ("Page.navigatedWithinDocument", "Page.frameClearedScheduledNavigation"):
             # A fragment or History API change: no new document comes, so
             # a navigation announced without a navigationType (Chromium's
@@ -136,13 +154,19 @@ class DocumentTracker:
                     del self.set_cookies[key]
                     break
 
-    def on_redirect(self, url: str, status: int) -> None:
+    def on_redirect(self, url: str, status: int | str) -> None:
         self.redirects.append((url, status))
         self.changed.set()
 
     def on_document(self, document: DocumentResponse) -> None:
         """A new main-frame document response arrived: it replaces the last one
-        and its load events are awaited again."""
+        and its load events are awaited again. One that replaces a document
+        before any action is a client-side redirect (a hop)."""
+        previous = self.document
+        if previous is not None and self.hops_recorded:
+            reason = self.next_hop_reason or "client-side navigation"
+            self.redirects.append((self.page_url or previous.url, reason))
+        self.next_hop_reason = None
         self.document = document
         self.documents += 1
         self.page_url = None
@@ -157,8 +181,9 @@ class DocumentTracker:
 
     def count_navigations_from_here(self) -> None:
         """An action starts: the navigations it causes, and those after it,
-        are counted from the document shown now."""
+        are counted from the document shown now, and are no redirects."""
         self.documents = 1 if self.document is not None else 0
+        self.hops_recorded = False
 
     def on_failure(self, reason: str) -> None:
         self.failure = reason

@@ -57,7 +57,7 @@ class RenderResult:
     headers: list[tuple[str, str]]
     body: bytes
     rendered: bool
-    redirects: list[tuple[str, int]] = field(default_factory=list)
+    redirects: list[tuple[str, int | str]] = field(default_factory=list)
     results: list[Any] = field(default_factory=list)
     blocked: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0

@@ -56,3 +56,13 @@ async def late(request: web.Request) -> web.Response:
   const p = document.createElement("p"); p.id = "late"; p.textContent = "late";
   document.body.appendChild(p); }}, {ms}));</script>"""
     return html_response("Late", body)
+
+
+@routes.get("/hist/refresh")
+async def refresh(request: web.Request) -> web.Response:
+    """Sends the browser on to /hist/catalog/list/item-3 at once: by
+    ``<meta http-equiv=refresh>`` (how=meta) or by script (how=script)."""
+    target = "/hist/catalog/list/item-3"
+    if request.query.get("how") == "script":
+        return html_response("Away", f'<script>location.replace("{target}");</script>')
+    return html_response("Away", f'<meta http-equiv="refresh" content="0; url={target}">')
