@@ -8,8 +8,17 @@ reason, as every other invalid ``CDP_POOL_*`` setting does.
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from pathlib import Path
+from typing import TextIO
+
+logger = logging.getLogger(__name__)
+
+#: files the plugin writes that name hosts, endpoints or requests: the crawl's
+#: user only
+PRIVATE_FILE_MODE = 0o600
 
 
 def check_writable_file(name: str, path: str) -> None:
@@ -56,3 +65,30 @@ def make_private_directory(name: str, path: str) -> None:
 
 def _reason(error: OSError) -> str:
     return error.strerror or str(error)
+
+
+def open_private_for_append(
+    path: str | Path, setting: str, *, line_buffered: bool = False
+) -> TextIO:
+    """``path`` opened for appending text, created 0600; an existing file of
+    the crawl's user that others could read is made 0600, with an INFO line
+    naming ``setting``.
+
+    :raises OSError: it cannot be opened (missing folder, no permission).
+    """
+    path = Path(path)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+    try:
+        info = os.fstat(fd)
+        if info.st_mode & 0o077 and info.st_uid == os.geteuid():
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+            logger.info(
+                "%s %s was readable by other users (mode %s): made 0600",
+                setting,
+                path,
+                oct(stat.S_IMODE(info.st_mode)),
+            )
+        return os.fdopen(fd, "a", encoding="utf-8", buffering=1 if line_buffered else -1)
+    except BaseException:
+        os.close(fd)
+        raise
