@@ -55,6 +55,9 @@ LIGHTPANDA_MISSING = (
     "see docs/install.md"
 )
 
+#: the environment variables libcurl takes a proxy (or its exceptions) from
+PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy"})
+
 #: the longest path of a Unix socket (``sun_path`` is 108 bytes on Linux)
 MAX_SOCKET_PATH = 107
 
@@ -107,7 +110,15 @@ class LightpandaServer(EmbeddedServer):
         return binary
 
     def _env(self) -> dict[str, str]:
-        return {**super()._env(), **LIGHTPANDA_ENV}
+        """Without the crawler's proxy variables: a page's proxy is its
+        context's, the one Scrapy chose (``meta["proxy"]``, which its
+        ``HttpProxyMiddleware`` fills from the same variables, ``no_proxy``
+        honoured); Lightpanda's libcurl would otherwise send a page Scrapy
+        sends direct through ``http_proxy``, or a proxied one around its
+        context's proxy for ``no_proxy``. A dedicated server's own
+        (:attr:`extra_env`) stay."""
+        env = {k: v for k, v in super()._env().items() if k.lower() not in PROXY_VARIABLES}
+        return {**env, **LIGHTPANDA_ENV, **self.extra_env}
 
     async def server_info(self, timeout_s: float) -> ServerInfo:
         info = await super().server_info(timeout_s)
