@@ -43,6 +43,8 @@ from scrapy.core.downloader import Downloader
 from scrapy.core.scheduler import Scheduler
 from scrapy.middleware import MiddlewareManager
 
+from scrapy_cdp_pool.errors import CDPPoolError
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -70,7 +72,7 @@ class ScraperLoad(NamedTuple):
     needs_backout: bool
 
 
-class ScrapyInternalsError(RuntimeError):
+class ScrapyInternalsError(CDPPoolError, RuntimeError):
     """This Scrapy lacks an internal the plugin reads (message: the Scrapy
     version, the internal, the plugin feature that needs it)."""
 

@@ -7,7 +7,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.render.errors import RequestTooLarge
+from scrapy_cdp_pool.errors import RequestTooLarge
 from scrapy_cdp_pool.render.request_proxy import ProxyUnsupported
 from tests.crawl import crawl
 from tests.servers import SiteServer

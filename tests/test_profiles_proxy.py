@@ -21,8 +21,8 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.pool.embedded_server import free_port
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.browser.pool.embedded_server import free_port
+from scrapy_cdp_pool.core.runtime import runtime_of
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import token, write_profile
 from tests.servers import ProxyServer, SiteServer

@@ -24,9 +24,8 @@ import scrapy
 from scrapy.settings import Settings
 
 from scrapy_cdp_pool.cluster.install import check_redis
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
-from scrapy_cdp_pool.pool import connection_setup
+from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.crawl import crawl
 from tests.servers import SiteServer, free_port
 
@@ -60,7 +59,6 @@ async def test_an_endpoints_credentials_stay_out_of_logs_stats_and_the_status_fi
 ) -> None:
     status = tmp_path / "status.jsonl"
     caplog.set_level(logging.DEBUG)
-    connection_setup._warned_maxsize.clear()  # warned once per endpoint and process
     spider, crawler = await crawl(
         [scrapy.Request(site.url(f"/js?n=1&secret={i}"), meta={"cdp": True}) for i in range(3)],
         {

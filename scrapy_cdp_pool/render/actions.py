@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.backends import Backend, Capability
+from scrapy_cdp_pool.browser.backends import Backend, Capability
 from scrapy_cdp_pool.errors import ActionUnsupported
 from scrapy_cdp_pool.render import action_args as args
 from scrapy_cdp_pool.render import input_steps, screenshots, wait_steps
@@ -257,7 +257,7 @@ LIGHTPANDA_UNSUPPORTED: dict[str, tuple[Callable[[Action], bool], str]] = {
 
 def check_supported(actions: tuple[Action, ...], backend: Backend) -> None:
     """Fail before the page is opened when ``backend`` (one without
-    :attr:`Capability.LAYOUT <scrapy_cdp_pool.backends.Capability.LAYOUT>`:
+    :attr:`Capability.LAYOUT <scrapy_cdp_pool.browser.backends.Capability.LAYOUT>`:
     Lightpanda) cannot perform one of ``actions``.
 
     :raises ActionUnsupported: naming the action, its position, the backend

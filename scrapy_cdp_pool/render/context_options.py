@@ -1,14 +1,14 @@
 """ContextOptions: what makes an identity, applied to one fresh browser context.
 
 Built from a stored profile (a Playwright ``storageState`` and an identity
-sidecar) by :mod:`scrapy_cdp_pool.identity`; applied here as plain CDP: cookies
+sidecar) by :mod:`scrapy_cdp_pool.profiles`; applied here as plain CDP: cookies
 with ``Storage.setCookies``, localStorage by a script run in each new document
 of its origin, user agent and locale with ``Network.setUserAgentOverride``,
 time zone, viewport and geolocation with ``Emulation``, extra headers with
 ``Network.setExtraHTTPHeaders``, a proxy as the context's ``proxyServer``.
 
 Capability names (see :attr:`ServerInfo.unsupported
-<scrapy_cdp_pool.pool.capabilities.ServerInfo>`): ``"user_agent_mozilla"``,
+<scrapy_cdp_pool.browser.pool.capabilities.ServerInfo>`): ``"user_agent_mozilla"``,
 ``"timezone"``, ``"proxy"``, ``"geolocation"``.
 """
 
@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from scrapy_cdp_pool.pool.server_options import ServerOptions, with_credentials
+from scrapy_cdp_pool.browser.pool.server_options import ServerOptions, with_credentials
 
 Cookie = dict[str, Any]
 """A cookie as Playwright's ``storageState`` writes it: name, value, domain,

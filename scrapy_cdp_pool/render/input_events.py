@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.backends import Capability
+from scrapy_cdp_pool.browser.backends import Capability
 from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
 from scrapy_cdp_pool.render.keyboard import (
     CHARACTERS,

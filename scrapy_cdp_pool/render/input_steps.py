@@ -1,5 +1,5 @@
 """The actions that act on an element as a user would: ``click``, ``hover``,
-``type``, ``press``, ``fill``, ``select_option``, ``check``, ``uncheck`` (issue 18 item 4).
+``type``, ``press``, ``fill``, ``select_option``, ``check``, ``uncheck`` (docs/page-control.md).
 
 Clicks, hovers and keys are trusted input events (see
 :mod:`~scrapy_cdp_pool.render.input_events`); ``fill`` selects the field's

@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from scrapy_cdp_pool.backends import CHROMIUM, Backend
-from scrapy_cdp_pool.cdp import CDPConnection
+from scrapy_cdp_pool.browser.backends import CHROMIUM, Backend
+from scrapy_cdp_pool.browser.cdp import CDPConnection
 from scrapy_cdp_pool.render.interception import cdp_resource_type
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.spec import RenderSpec
-from scrapy_cdp_pool.render.url_patterns import fetch_url_pattern
+from scrapy_cdp_pool.settings.url_patterns import fetch_url_pattern
 
 FAVICON_URL_PATTERN = "*/favicon.ico"
 """The URLs of the favicon a browser asks for by itself (``Fetch`` pattern)."""

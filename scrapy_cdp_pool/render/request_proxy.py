@@ -8,7 +8,7 @@ request has one, and moves credentials in the proxy URL into a
 Plain Scrapy then sends the request through that proxy; a rendered request
 does the same: the browser context's ``proxyServer``, with the credentials
 answered to the proxy's challenge on Chromium and in the proxy's URL on
-Lightpanda (:attr:`~scrapy_cdp_pool.backends.Backend.proxy_credentials_in_url`),
+Lightpanda (:attr:`~scrapy_cdp_pool.browser.backends.Backend.proxy_credentials_in_url`),
 exactly as for a profile's proxy.
 
 What cannot be honoured fails by name (:class:`ProxyUnsupported`), never goes
@@ -32,8 +32,8 @@ from urllib.parse import unquote, urlsplit
 
 from scrapy import Request
 
+from scrapy_cdp_pool.browser.pool.server_options import without_credentials
 from scrapy_cdp_pool.errors import ProxyConflict, ProxyUnsupported
-from scrapy_cdp_pool.pool.server_options import without_credentials
 from scrapy_cdp_pool.render.context_options import ContextOptions
 
 

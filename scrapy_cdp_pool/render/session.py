@@ -11,8 +11,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scrapy_cdp_pool.backends import LIGHTPANDA
-from scrapy_cdp_pool.cdp import CDPConnectionClosed
+from scrapy_cdp_pool.browser.backends import LIGHTPANDA
+from scrapy_cdp_pool.browser.cdp import CDPConnectionClosed
+from scrapy_cdp_pool.browser.pool.lease import ContextLease
+from scrapy_cdp_pool.browser.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_STALL
+from scrapy_cdp_pool.browser.pool.server_flags import lightpanda_response_cap
 from scrapy_cdp_pool.errors import (
     ActionError,
     PageCrashed,
@@ -21,9 +24,6 @@ from scrapy_cdp_pool.errors import (
     PageScriptStalled,
     ResponseTooLarge,
 )
-from scrapy_cdp_pool.pool.lease import ContextLease
-from scrapy_cdp_pool.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_STALL, reported
-from scrapy_cdp_pool.pool.server_flags import lightpanda_response_cap
 from scrapy_cdp_pool.render.actions import Action, check_supported, run_action
 from scrapy_cdp_pool.render.body_size import check_within_cap
 from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
@@ -117,8 +117,9 @@ async def render(
         that kept it busy; or, on Chromium, the render ran out of time (its
         deadline, a timeout) while the page's main thread was stuck in a
         script (see :mod:`~scrapy_cdp_pool.render.script_stall`).
-    :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
-        CDPError: see :mod:`scrapy_cdp_pool.render.errors`.
+    :raises Exception: :class:`NavigationFailed`, :class:`PageCrashed`,
+        :class:`ResponseTooLarge`, ``TimeoutError`` or :class:`CDPError`: see
+        :mod:`scrapy_cdp_pool.errors`.
     """
     check_supported(spec.actions, lease.info.backend)
     if lease.info.backend == LIGHTPANDA and not lease.config.endpoints:
@@ -335,18 +336,19 @@ async def _named_crash(
 ) -> PageMemoryExceeded | PageScriptStalled | None:
     """Why the page crashed or its connection closed, when the browser the
     plugin started tells: past ``CDP_POOL_PAGE_HEAP_LIMIT_MB`` (see
-    :mod:`~scrapy_cdp_pool.pool.heap_limit`), or a script stopped by
-    Lightpanda's watchdog (see :mod:`~scrapy_cdp_pool.pool.lightpanda_reports`);
+    :mod:`~scrapy_cdp_pool.browser.pool.heap_limit`), or a script stopped by
+    Lightpanda's watchdog (see :mod:`~scrapy_cdp_pool.browser.pool.lightpanda_reports`);
     else ``None`` (the crash stays what it was)."""
     if lease.config.endpoints:
         return None  # someone else's server: its reasons are not seen
     limit = lease.config.page_heap_limit_mb
     url = page.spec.url
-    if lease.info.backend.crashes_told_on_stderr:
+    reports = lease.connection.reports
+    if lease.info.backend.crashes_told_on_stderr and reports is not None:
         urls = {url}
         if page.tracker.document is not None:
             urls.add(page.tracker.document.url)
-        report = await reported(urls)
+        report = await reports.reported(urls)
         if report is None:
             return None
         if report.kind == SCRIPT_STALL:
@@ -367,7 +369,7 @@ async def _named_crash(
 
 def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
     """The key under which this request's page may be reused
-    (:meth:`ContextLease.reuse_key <scrapy_cdp_pool.pool.lease.ContextLease.reuse_key>`).
+    (:meth:`ContextLease.reuse_key <scrapy_cdp_pool.browser.pool.lease.ContextLease.reuse_key>`).
     A profile whose state is saved back always gets a fresh context: saving
     closes its page; a page is reused only with the state it was made with
     (:attr:`ContextOptions.state_digest`); a page with init scripts is never

@@ -27,8 +27,8 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.response import response_status_message
 
+from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.messages import cap_message
-from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
     from typing import Self

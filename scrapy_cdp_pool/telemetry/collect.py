@@ -13,33 +13,33 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.messages import redact_url
-from scrapy_cdp_pool.pool.connection import ConnectionState
-from scrapy_cdp_pool.pool.pool import ConnectionPool, PoolState
-from scrapy_cdp_pool.scrapy_internals import (
-    active_download_count,
-    running_scheduler,
-    scheduler_queues,
-    scraper_load,
-)
-from scrapy_cdp_pool.telemetry.process_memory import (
+from scrapy_cdp_pool.browser.pool.connection import ConnectionState
+from scrapy_cdp_pool.browser.pool.pool import ConnectionPool, PoolState
+from scrapy_cdp_pool.core.process_memory import (
     MB,
     TreeMemory,
     added,
     process_rss_bytes,
     trees_memory,
 )
+from scrapy_cdp_pool.messages import redact_url
+from scrapy_cdp_pool.scrapy_internals import (
+    active_download_count,
+    running_scheduler,
+    scheduler_queues,
+    scraper_load,
+)
 from scrapy_cdp_pool.telemetry.sample import ConnectionStatus, EndpointStatus, StatusSample
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from scrapy_cdp_pool.runtime import CrawlerRuntime
+    from scrapy_cdp_pool.core.runtime import CrawlerRuntime
 
 #: Attribute a scheduler queue exposes to report requests it holds back because
 #: their gate is closed (identity busy, host paused):
 #: :attr:`IdentityAwarePriorityQueue.waiting
-#: <scrapy_cdp_pool.scheduling.queue.IdentityAwarePriorityQueue.waiting>`;
+#: <scrapy_cdp_pool.core.queue.IdentityAwarePriorityQueue.waiting>`;
 #: 0 for any other queue.
 IDENTITY_WAITING_ATTRIBUTE = "waiting"
 

@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Self
 from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
-from scrapy_cdp_pool.pool.pool import PoolState
-from scrapy_cdp_pool.runtime import CrawlerRuntime, runtime_of
+from scrapy_cdp_pool.browser.pool.pool import PoolState
+from scrapy_cdp_pool.core.process_memory import MB, process_rss_bytes
+from scrapy_cdp_pool.core.runtime import CrawlerRuntime, runtime_of
 from scrapy_cdp_pool.scrapy_internals import active_download_count, running_scheduler, scraper_load
 from scrapy_cdp_pool.telemetry.collect import (
     ServerReading,
@@ -27,7 +28,6 @@ from scrapy_cdp_pool.telemetry.collect import (
     with_other_servers,
 )
 from scrapy_cdp_pool.telemetry.memory_guard import MemoryGuard
-from scrapy_cdp_pool.telemetry.process_memory import MB, process_rss_bytes
 from scrapy_cdp_pool.telemetry.sample import StatusSample
 from scrapy_cdp_pool.telemetry.signals import status_sampled
 from scrapy_cdp_pool.telemetry.status_file import StatusFile
