@@ -57,6 +57,7 @@ RESPONSE_KEYS = frozenset(
     {
         "cdp_console_messages",
         "cdp_dialogs_seen",
+        "cdp_document_url",
         "cdp_fallback_reason",
         "cdp_ignored_navigations",
         "cdp_ladder",

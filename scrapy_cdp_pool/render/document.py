@@ -59,6 +59,10 @@ class DocumentTracker:
     documents: int = 0
     #: called with each new main-document response as soon as it is known
     on_response: Callable[[DocumentResponse], None] | None = None
+    #: the main frame's URL after a change within its document (``pushState``,
+    #: ``replaceState``, a fragment), as Playwright's ``page.url``; ``None``:
+    #: the document's own URL
+    page_url: str | None = None
 
     def on_event(self, method: str, params: dict[str, Any]) -> None:
         """Update from one CDP event (Page, Network, Inspector, Target domains)."""
@@ -90,6 +94,15 @@ class DocumentTracker:
             ).startswith("same"):
                 self.navigation_pending = True
                 self.generation += 1
+        elif method in ("Page.navigatedWithinDocument", "Page.frameClearedScheduledNavigation"):
+            # A fragment or History API change: no new document comes, so
+            # a navigation announced without a navigationType (Chromium's
+            # frameScheduledNavigation for a fragment) is over.
+            if params.get("frameId") != self.main_frame_id:
+                return
+            self.navigation_pending = False
+            if method == "Page.navigatedWithinDocument" and params.get("url"):
+                self.page_url = str(params["url"])
         elif method == "Network.responseReceivedExtraInfo":
             raw = _header(params.get("headers", {}), "set-cookie")
             if raw:
@@ -132,6 +145,7 @@ class DocumentTracker:
         and its load events are awaited again."""
         self.document = document
         self.documents += 1
+        self.page_url = None
         self.navigation_pending = False
         self.dom_content_loaded = False
         self.loaded = document.body is not None

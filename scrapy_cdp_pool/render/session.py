@@ -268,10 +268,12 @@ async def _render_page(
     headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
     headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
     meta: dict[str, Any] = {"cdp_dialogs_seen": list(page.dialogs.seen)}
+    if tracker.page_url is not None and tracker.page_url != document.url:
+        meta["cdp_document_url"] = document.url  # the page's URL changed within it
     if page.schemes.ignored:
         meta["cdp_ignored_navigations"] = list(page.schemes.ignored)
     result = RenderResult(
-        url=document.url,
+        url=tracker.page_url or document.url,
         status=document.status,
         headers=headers,
         body=body,
