@@ -158,6 +158,13 @@ class ActionError(RenderError):
     """An action of ``meta["cdp_actions"]`` failed; the message names it."""
 
 
+class ActionTimeout(CDPPoolError, TimeoutError):
+    """An action (or the wait it is) ran out of its timeout; the message says
+    what it waited for. A ``TimeoutError``, so the request fails as a download
+    timeout as before; the render ladder climbs on it (a fuller browser may
+    render what was waited for)."""
+
+
 class ActionUnsupported(RenderError):
     """An action or option of ``meta["cdp_actions"]`` the request's backend
     cannot perform (e.g. a JPEG screenshot or scrolling on Lightpanda, which

@@ -83,3 +83,22 @@ async def test_a_click_on_a_fragment_link_does_not_hold_the_actions(
     assert not spider.failures
     [response] = spider.responses
     assert response.url.endswith("#done")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_actions_reach_into_open_shadow_roots_as_playwright_does(
+    site: SiteServer, backend: str
+) -> None:
+    actions = [
+        ["fill", ".new-todo", "milk"],
+        ["click", "button.add"],
+        ["wait_for_selector", ".done-mark"],
+    ]
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/shadow/app"), meta={"cdp": True, "cdp_actions": actions})],
+        {**BACKENDS[backend], **STALL_SETTINGS},
+    )
+    assert not spider.failures, spider.failures
+    [response] = spider.responses
+    assert response.css("#out::text").get() == "added milk"

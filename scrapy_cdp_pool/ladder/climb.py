@@ -30,6 +30,7 @@ from scrapy.http import Response
 
 from scrapy_cdp_pool.errors import (
     ActionError,
+    ActionTimeout,
     ActionUnsupported,
     CDPBacklogExceeded,
     CDPConnectionClosed,
@@ -61,13 +62,15 @@ logger = logging.getLogger(__name__)
 HTTP = "http"
 CHROMIUM_RUNG = "chromium"
 #: failures of a lighter browser a fuller one may not have: the page crashed
-#: or its target closed, a page script error, an action that failed or that
+#: or its target closed, a page script error, an action that failed, timed out
+#: (an element waited for that the lighter browser never rendered) or that
 #: the backend cannot do
 FIXABLE: tuple[type[BaseException], ...] = (
     PageCrashed,
     CDPConnectionClosed,
     PageScriptError,
     ActionError,
+    ActionTimeout,
     ActionUnsupported,
 )
 #: ... but not these: a crash past the page heap ceiling (the same scripts

@@ -18,6 +18,7 @@ from scrapy_cdp_pool.browser.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_S
 from scrapy_cdp_pool.browser.pool.server_flags import lightpanda_response_cap
 from scrapy_cdp_pool.errors import (
     ActionError,
+    ActionTimeout,
     PageCrashed,
     PageMemoryExceeded,
     PageScriptError,
@@ -29,6 +30,7 @@ from scrapy_cdp_pool.render.body_size import check_within_cap
 from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
 from scrapy_cdp_pool.render.cookies import browser_cookies
 from scrapy_cdp_pool.render.document import DocumentResponse
+from scrapy_cdp_pool.render.elements import deep
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.page_setup import open_page, take_over_page
 from scrapy_cdp_pool.render.redirects import is_handed_back
@@ -240,7 +242,7 @@ async def _render_page(
             raise ActionError(f"{spec.url}: action #{index} {action.describe()}: {e}") from e
         except TimeoutError as e:
             why = f": {e}" if str(e) else ""  # what the action waited for, when it says
-            raise TimeoutError(
+            raise ActionTimeout(
                 f"{spec.url}: action #{index} {action.describe()} timed out{why}"
             ) from e
     tracker = page.tracker
@@ -323,7 +325,7 @@ async def _signed_out(page: Page, spec: RenderSpec) -> bool:
         return False
     matched = rule.matches_url(document.url)
     if not matched and rule.selector is not None and document.body is None:
-        expression = f"document.querySelector({json.dumps(rule.selector)}) !== null"
+        expression = deep(f"document.querySelector({json.dumps(rule.selector)}) !== null")
         try:
             matched = bool(await page.evaluate(expression, spec.action_timeout_s))
         except PageScriptError:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.browser.cdp import CDPProtocolError
 from scrapy_cdp_pool.errors import NavigationFailed, PageScriptError
-from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
+from scrapy_cdp_pool.render.elements import deep, in_page_ms, js_template, poll_in_page
 from scrapy_cdp_pool.settings.url_patterns import matches_any
 
 if TYPE_CHECKING:
@@ -154,6 +154,7 @@ _SCROLL = """(async () => {
       + ' scrolls (' + count + ' elements, height ' + height + ' px): raise timeout or set max_ms');
   }
 })()"""
+_SCROLL = deep(_SCROLL)
 
 
 async def scroll_until_stable(page: Page, action: Action, timeout_s: float) -> dict[str, Any]:

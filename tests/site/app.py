@@ -23,6 +23,7 @@ Routes live in small modules grouped by purpose:
 - ``actions``: /act/* (page actions: what each one made the page see)
 - ``oversize``: /oversize/* (bodies streamed past DOWNLOAD_MAXSIZE)
 - ``history``: /hist/* (URL changes without a new document: pushState, fragments)
+- ``shadow``: /shadow/* (content in open shadow roots)
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from . import (
     pagecontrol,
     protocol,
     sessions,
+    shadow,
     shop,
     stats,
     throws,
@@ -88,6 +90,7 @@ def make_app() -> web.Application:
     app.router.add_routes(actions.routes)
     app.router.add_routes(oversize.routes)
     app.router.add_routes(history.routes)
+    app.router.add_routes(shadow.routes)
     return app
 
 

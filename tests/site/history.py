@@ -45,3 +45,14 @@ async def item(request: web.Request) -> web.Response:
 @routes.get("/hist/item-{n}")
 async def wrong_item(request: web.Request) -> web.Response:
     return html_response("Wrong", '<p id="wrong">resolved against the requested URL</p>')
+
+
+@routes.get("/hist/late")
+async def late(request: web.Request) -> web.Response:
+    """An element ``#late`` added ``ms`` milliseconds after load (for waits
+    that must use their whole timeout)."""
+    ms = int(request.query.get("ms", "1000"))
+    body = f"""<p id="ready">ready</p><script>addEventListener("load", () => setTimeout(() => {{
+  const p = document.createElement("p"); p.id = "late"; p.textContent = "late";
+  document.body.appendChild(p); }}, {ms}));</script>"""
+    return html_response("Late", body)
