@@ -64,6 +64,10 @@ COMPONENTS = (
     ("EXTENSIONS", METRICS_EXTENSION, 510),  # after the status extension (500)
 )
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+#: Scrapy's http/https handler without a Twisted reactor (``TWISTED_REACTOR_ENABLED
+#: = False``): Scrapy writes it into ``DOWNLOAD_HANDLERS_BASE`` at the project's
+#: priority after the add-ons ran, so the add-on's own entry must be at least there
+AIOHTTP_HANDLER = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
 
 
 class Addon(RuntimeOwner):
@@ -72,14 +76,17 @@ class Addon(RuntimeOwner):
     requests that are not rendered (``CDP_POOL_FALLBACK_HANDLERS``).
 
     :raises ValueError: at start-up, when ``TWISTED_REACTOR`` is not the asyncio
-        reactor (the pool runs on the asyncio event loop), a ``CDP_POOL_*``
+        reactor (the pool runs on the asyncio event loop; without a reactor,
+        ``TWISTED_REACTOR_ENABLED = False``, it runs on Scrapy's loop, with
+        Scrapy's aiohttp handler as the fallback), a ``CDP_POOL_*``
         setting is invalid (the message names it), or the embedded server's
         binary is missing (``CDP_POOL_CHROMIUM_PATH``,
-        ``CDP_POOL_LIGHTPANDA_PATH``). Scrapy only logs a download handler's
-        own start-up errors, so they are raised here, loudly; so is a crawler
-        whose pool settings differ from those of the pool it would share
-        (``CDP_POOL_NAME``), a file or directory setting that cannot be used
-        (``CDP_POOL_STATUS_FILE``, ``CDP_POOL_FAILURES_FILE``,
+        ``CDP_POOL_LIGHTPANDA_PATH``, the ``lightpanda`` package). Scrapy only
+        logs a download handler's own start-up errors, so they are raised
+        here, loudly; so is a crawler whose pool settings differ from those
+        of the pool it would share (``CDP_POOL_NAME``), a file or directory
+        setting that cannot be used (``CDP_POOL_STATUS_FILE``,
+        ``CDP_POOL_FAILURES_FILE``,
         ``CDP_POOL_PROFILES_DIR``, ``JOBDIR``: the message names the setting,
         the path and the OS's reason).
     :raises JobdirError: with the durable JOBDIR, another crawl holds the
@@ -143,16 +150,19 @@ def _check_binaries(config: PoolConfig) -> None:
         for browser in sorted(browsers):
             embedded_server(dataclasses.replace(config, browser=browser)).checked_binary()
     except ServerStartError as e:  # before the crawl, not at its first page
-        raise ValueError(str(e)) from e
+        raise ValueError(str(e)) from None  # the message says it all
 
 
 def _install_handler(settings: BaseSettings, extra: dict[str, Any] | None) -> None:
     """The add-on's handler for http and https; the handlers that were there
     before are kept as the fallback (``CDP_POOL_FALLBACK_HANDLERS``)."""
     handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
+    reactorless = not settings.getbool("TWISTED_REACTOR_ENABLED", True)
     fallbacks: dict[str, Any] = {}
     for scheme in ("http", "https"):
         previous = handlers.get(scheme)
+        if reactorless and scheme not in settings.getdict("DOWNLOAD_HANDLERS"):
+            previous = AIOHTTP_HANDLER  # what Scrapy's reactorless defaults install
         if previous is not None and _path(previous) != HANDLER:
             fallbacks[scheme] = previous
             warn_playwright_handler(scheme, _path(previous), extra=extra)
@@ -161,8 +171,11 @@ def _install_handler(settings: BaseSettings, extra: dict[str, Any] | None) -> No
     if isinstance(download_handlers, BaseSettings):
         for scheme in ("http", "https"):
             # A handler the project set itself becomes the fallback: the
-            # add-on's own wins at the project's priority.
-            priority = max(download_handlers.getpriority(scheme) or 0, SETTINGS_PRIORITIES["addon"])
+            # add-on's own wins at the project's priority (at least: Scrapy's
+            # reactorless defaults are written there, see AIOHTTP_HANDLER).
+            priority = max(
+                download_handlers.getpriority(scheme) or 0, SETTINGS_PRIORITIES["project"]
+            )
             download_handlers.set(scheme, HANDLER, priority)
     else:
         settings.set(

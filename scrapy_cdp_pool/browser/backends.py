@@ -10,7 +10,11 @@ differs is only whether the plugin starts the server (``embedded``).
 
 Measured on Lightpanda 1.0.2 (docs/backends.md): one browser context per
 connection and one page per context; a user agent containing "Mozilla" is
-replaced by its own, time-zone overrides do nothing, no per-context proxy;
+replaced by its own, time-zone overrides do nothing; a proxy per context
+(``Target.createBrowserContext``'s ``proxyServer``, HTTP and HTTPS through
+``CONNECT``), with its credentials in the proxy's URL (a 407 to
+``CONNECT`` never comes as ``Fetch.authRequired``: the page failed with
+``CouldntConnect``);
 ``Set-Cookie`` headers are visible in ``Fetch.requestPaused`` (Chromium hides
 them there and reports them only in ``Network.responseReceivedExtraInfo``).
 
@@ -66,9 +70,14 @@ class Backend:
     auto_attach: bool = False
     #: pages kept for reuse by default (``CDP_POOL_REUSE_PAGES`` unset)
     reuse_pages_by_default: bool = True
-    #: an embedded server of it may be dedicated to one identity's proxy or
-    #: time zone (``CDP_POOL_DEDICATED_SERVERS``)
+    #: an embedded server of it may be dedicated to one identity's time zone
+    #: (``CDP_POOL_DEDICATED_SERVERS``)
     dedicated_servers: bool = False
+    #: a context's proxy takes its credentials in its URL
+    #: (``proxyServer: "http://user:password@host:port"``), sent with every
+    #: request, ``CONNECT`` included (Lightpanda); else they answer the
+    #: proxy's challenge (``Fetch.authRequired``; Chromium refuses them there)
+    proxy_credentials_in_url: bool = False
     #: why a page's connection closed (past its JavaScript heap ceiling, a
     #: script stopped by the watchdog) is told by the embedded server's own
     #: report on stderr (:mod:`~scrapy_cdp_pool.browser.pool.lightpanda_reports`), not
@@ -134,9 +143,8 @@ class Backend:
 
 LIGHTPANDA = Backend(
     "lightpanda",
-    unsupported=frozenset(
-        {Capability.USER_AGENT_MOZILLA, Capability.TIMEZONE, Capability.PROXY, Capability.LAYOUT}
-    ),
+    unsupported=frozenset({Capability.USER_AGENT_MOZILLA, Capability.TIMEZONE, Capability.LAYOUT}),
+    proxy_credentials_in_url=True,
     max_contexts_per_connection=1,
     set_cookie_in_fetch_headers=True,
     pipeline_navigation=True,

@@ -101,6 +101,26 @@ async def run_hook(hook: Callable[..., Any], *args: Any) -> None:
         await result
 
 
+def on_dedicated_server(
+    pool: ConnectionPool, requires: frozenset[str], server_options: ServerOptions | None
+) -> bool:
+    """Whether a Playwright context for these options goes to a dedicated
+    server started with ``server_options`` (:func:`endpoint_for`): what the
+    endpoints miss is covered there, or (``server_options`` has a proxy) the
+    endpoints are Lightpanda's, which takes a proxy's credentials only in its
+    URL, which Playwright leaves out (see ``ContextOptions.server_options``)."""
+    if server_options is None or pool.dedicated is None:
+        return False
+    if pool.dedicated_requires(requires, server_options) is not None:
+        return True
+    known = [info for info in pool.infos if info is not None]
+    return (
+        server_options.proxy_server is not None
+        and bool(known)
+        and all(info.backend.proxy_credentials_in_url for info in known)
+    )
+
+
 @asynccontextmanager
 async def endpoint_for(
     pool: ConnectionPool, requires: frozenset[str], server_options: ServerOptions | None
@@ -113,8 +133,11 @@ async def endpoint_for(
         pool could not start.
     """
     await pool.start()
-    left = pool.dedicated_requires(requires, server_options)
-    if left is not None and server_options is not None and pool.dedicated is not None:
+    if (
+        server_options is not None
+        and pool.dedicated is not None
+        and on_dedicated_server(pool, requires, server_options)
+    ):
         async with pool.dedicated.endpoint(server_options) as endpoint:
             yield endpoint
         return

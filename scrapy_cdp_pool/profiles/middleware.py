@@ -43,7 +43,12 @@ from scrapy_cdp_pool.errors import (
     ProfileSignedOut,
     SlotWaitTimeout,
 )
-from scrapy_cdp_pool.profiles.browser import endpoint_for, playwright_page, run_hook
+from scrapy_cdp_pool.profiles.browser import (
+    endpoint_for,
+    on_dedicated_server,
+    playwright_page,
+    run_hook,
+)
 from scrapy_cdp_pool.profiles.health import REFUSED_STATUSES
 from scrapy_cdp_pool.profiles.options import (
     context_options,
@@ -291,10 +296,11 @@ class ProfileMiddleware:
         if pool is None:
             raise PoolUnavailable("the CDP pool is not running")
         options = context_options(profile)
-        requires, server_options = options.requirements(), options.server_options()
+        requires, server_options = options.requirements(), options.server_options(proxy=True)
         timeout_s = self.identities.config.download_timeout_s
+        await pool.start()  # its endpoints' kinds decide (on_dedicated_server)
         args = playwright_context_args(
-            profile, dedicated=pool.dedicated_requires(requires, server_options) is not None
+            profile, dedicated=on_dedicated_server(pool, requires, server_options)
         )
         async with (
             asyncio.timeout(timeout_s),

@@ -149,7 +149,12 @@ async def render(
     else:
         await lease.evict_idle_pages()
         context_id = await lease.new_context(
-            options.context_params(lease.info.unsupported) if options else None,
+            options.context_params(
+                lease.info.unsupported,
+                credentials_in_url=lease.info.backend.proxy_credentials_in_url,
+            )
+            if options
+            else None,
             options.storage_cookies() if options else None,
         )
         if options is not None and options.geolocation:

@@ -56,7 +56,7 @@ class PoolConfig:
     connections: int = field(default_factory=default_connections)
     contexts_per_connection: int = 1
     #: most dedicated Lightpanda servers running at once (identities whose
-    #: proxy or time zone Lightpanda takes only per server); 0: none
+    #: time zone Lightpanda takes only per server); 0: none
     dedicated_servers: int = 4
     server_start_timeout_s: float = 30.0
     connect_timeout_s: float = 10.0

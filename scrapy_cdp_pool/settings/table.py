@@ -92,7 +92,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_RENDER_ALL",                     "render_all",              k.BOOL,               False,              "handler"),
     S("CDP_POOL_ENDPOINTS",                      "endpoints",               k.ENDPOINTS,          (),                 "pool", shared=True),
     S("CDP_POOL_BROWSER",                        "browser",                 k.choice(BROWSERS),   "lightpanda",       "pool", shared=True),
-    S("CDP_POOL_LIGHTPANDA_PATH",                "lightpanda_path",         k.binary_path("a lightpanda binary", optional=True), None, "pool", shared=True, doc_default="the wheel's binary"),
+    S("CDP_POOL_LIGHTPANDA_PATH",                "lightpanda_path",         k.binary_path("a lightpanda binary", optional=True), None, "pool", shared=True, doc_default="the `lightpanda` package's binary"),
     S("CDP_POOL_LIGHTPANDA_ARGS",                "lightpanda_args",         k.server_args(LIGHTPANDA_EXPOSING), (), "pool", shared=True),
     S("CDP_POOL_CHROMIUM_PATH",                  "chromium_path",           k.binary_path("a Chromium binary", optional=False), "/usr/bin/chromium", "pool", shared=True),
     S("CDP_POOL_CHROMIUM_ARGS",                  "chromium_args",           k.server_args(CHROMIUM_EXPOSING), (), "pool", shared=True),

@@ -219,7 +219,7 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
     from scrapy_cdp_pool.profiles.options import context_options, playwright_context_args
 
     options = context_options(profile)
-    needs, server_options = options.requirements(), options.server_options()
+    needs, server_options = options.requirements(), options.server_options(proxy=True)
     server = None
     endpoint = args.endpoint
     dedicated = False

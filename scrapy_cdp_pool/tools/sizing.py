@@ -174,8 +174,8 @@ async def measure(
     server_options = context.server_options() if context is not None else None
     if endpoint is None:
         # Lightpanda needs one connection per page: start it with room for them.
-        # As a crawl's dedicated server: the profile's proxy and time zone for
-        # the whole Lightpanda server.
+        # As a crawl's dedicated server: the profile's time zone for the whole
+        # Lightpanda server (its proxy goes on each context).
         server = embedded_server(
             PoolConfig(browser=browser, connections=max(connections, steps[-1])),
             server_options if backend_named(browser).dedicated_servers else None,
@@ -289,7 +289,12 @@ async def _open_page(
     context: ContextOptions | None = None,
 ) -> _OpenPage:
     result = await cdp.send(
-        "Target.createBrowserContext", context.context_params(info.unsupported) if context else {}
+        "Target.createBrowserContext",
+        context.context_params(
+            info.unsupported, credentials_in_url=info.backend.proxy_credentials_in_url
+        )
+        if context
+        else {},
     )
     opened = _OpenPage(cdp, result["browserContextId"])
     spec = RenderSpec(url=url, navigation_timeout_s=timeout_s, context=context)

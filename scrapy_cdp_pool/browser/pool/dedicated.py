@@ -1,5 +1,6 @@
 """Dedicated embedded Lightpanda servers, one per :class:`ServerOptions` (a
-proxy, a time zone): for identities the shared server cannot honour.
+time zone; a proxy for a Playwright sign-in): for identities the shared
+server cannot honour.
 
 Each dedicated server is a :class:`ConnectionPool` of its own (the same
 start-up, reconnects, restarts and context disposal), with
@@ -10,7 +11,7 @@ flight (and past its first :data:`SLICE_S` seconds) is stopped first; when
 none can be, the request waits for its turn, in arrival order (not part of
 its ``download_timeout``: see ``ConnectionPool.lease``). Only the identity's
 requests go to its server: every page a dedicated server loads goes through
-its proxy.
+its proxy, if it has one.
 """
 
 from __future__ import annotations

@@ -3,20 +3,20 @@ its pages, not per browser context.
 
 Chromium takes a proxy per browser context (``Target.createBrowserContext``'s
 ``proxyServer``) and a time zone per page (``Emulation.setTimezoneOverride``).
-Lightpanda 1.0.2 does neither (measured: it has one context per connection, no
-``proxyServer``, and ignores the override), but a ``lightpanda serve`` process
-takes both for all its pages: ``--timezone IANA`` (``lightpanda serve --help``)
-and a proxy, which it reads, as libcurl does, from the ``http_proxy`` and
-``https_proxy`` environment variables too (measured). So an identity with a
-proxy or a time zone runs on a dedicated Lightpanda server started with them;
-see :mod:`scrapy_cdp_pool.browser.pool.dedicated`.
+Lightpanda 1.0.2 takes a proxy per context too (measured, with its
+credentials in the proxy's URL) but ignores the time-zone override; a
+``lightpanda serve`` process takes a time zone for all its pages
+(``--timezone IANA``). So an identity with a time zone runs on a dedicated
+Lightpanda server started with it; see :mod:`scrapy_cdp_pool.browser.pool.dedicated`.
 
-The proxy goes in the environment, with its credentials: Lightpanda then sends
-them with every request, the page's scripts and styles included (answering
-the proxy's 407 from CDP covered only the document: measured, a script through
-an authenticating proxy failed), and they stay off the command line, which any
-local user can read in ``/proc``; a process's environment only its user can.
-``no_proxy`` is emptied, so that nothing bypasses the proxy.
+A proxy is a server option only for a Playwright context on Lightpanda (a
+sign-in: ``ContextOptions.server_options(proxy=True)``), since Playwright
+keeps credentials out of a proxy's URL. It goes in the environment, with its
+credentials, which libcurl reads as it does ``http_proxy``: Lightpanda then
+sends them with every request, the page's scripts and styles included, and
+they stay off the command line, which any local user can read in ``/proc``; a
+process's environment only its user can. ``no_proxy`` is emptied, so that
+nothing bypasses the proxy.
 """
 
 from __future__ import annotations

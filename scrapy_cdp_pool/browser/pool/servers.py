@@ -45,6 +45,19 @@ from scrapy_cdp_pool.settings.config import PoolConfig
 
 logger = logging.getLogger(__name__)
 
+#: the default backend refused at start when its binary cannot be found (%s: why)
+LIGHTPANDA_MISSING = (
+    "CDP_POOL_BROWSER = 'lightpanda' (the default) cannot start: %s. Install it with "
+    "pip install 'scrapy-cdp-pool[lightpanda]' (wheels for Linux x86_64/aarch64 with "
+    "glibc 2.35 or later, macOS 13 or later on Intel, 14 on Apple silicon), or set "
+    "CDP_POOL_BROWSER = 'chromium' (a local Chromium), CDP_POOL_ENDPOINTS (remote CDP "
+    "servers) or CDP_POOL_LIGHTPANDA_PATH (a Lightpanda binary installed by hand); "
+    "see docs/install.md"
+)
+
+#: the environment variables libcurl takes a proxy (or its exceptions) from
+PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy"})
+
 #: the longest path of a Unix socket (``sun_path`` is 108 bytes on Linux)
 MAX_SOCKET_PATH = 107
 
@@ -68,11 +81,26 @@ class LightpandaServer(EmbeddedServer):
         self._reports.note_stderr_line(line)  # over its heap ceiling, or stopped by the watchdog
 
     def binary(self) -> str:
+        """``CDP_POOL_LIGHTPANDA_PATH``, else the ``lightpanda`` package's binary.
+
+        :raises ServerStartError: the package is not installed (an extra,
+            ``scrapy-cdp-pool[lightpanda]``: it has wheels for some platforms
+            only) or has no binary; the message says what to do instead."""
         if self.config.lightpanda_path:
             return self.config.lightpanda_path
-        from lightpanda.client import find_binary  # the wheel's own lookup
-
-        return str(find_binary())
+        try:
+            from lightpanda.client import find_binary  # the wheel's own lookup
+            from lightpanda.errors import ProcessError
+        except ImportError:
+            raise ServerStartError(
+                LIGHTPANDA_MISSING % "the lightpanda package is not installed"
+            ) from None
+        try:
+            return str(find_binary())
+        except ProcessError as e:
+            raise ServerStartError(
+                LIGHTPANDA_MISSING % f"the lightpanda package has no binary ({e})"
+            ) from None
 
     def checked_binary(self) -> str:
         """The binary's path.
@@ -87,7 +115,15 @@ class LightpandaServer(EmbeddedServer):
         return binary
 
     def _env(self) -> dict[str, str]:
-        return {**super()._env(), **LIGHTPANDA_ENV}
+        """Without the crawler's proxy variables: a page's proxy is its
+        context's, the one Scrapy chose (``meta["proxy"]``, which its
+        ``HttpProxyMiddleware`` fills from the same variables, ``no_proxy``
+        honoured); Lightpanda's libcurl would otherwise send a page Scrapy
+        sends direct through ``http_proxy``, or a proxied one around its
+        context's proxy for ``no_proxy``. A dedicated server's own
+        (:attr:`extra_env`) stay."""
+        env = {k: v for k, v in super()._env().items() if k.lower() not in PROXY_VARIABLES}
+        return {**env, **LIGHTPANDA_ENV, **self.extra_env}
 
     async def server_info(self, timeout_s: float) -> ServerInfo:
         info = await super().server_info(timeout_s)
