@@ -37,6 +37,7 @@ from scrapy_cdp_pool.render.spec import build_spec, default_header_values, is_re
 from scrapy_cdp_pool.render.user_agent import RefusedUserAgentWarning
 from scrapy_cdp_pool.runtime import CrawlerRuntime, runtime_of
 from scrapy_cdp_pool.scheduling.gates import HostPauses, host_of
+from scrapy_cdp_pool.scrapy_internals import running_engine
 
 if TYPE_CHECKING:
     from typing import Self
@@ -351,7 +352,7 @@ class CDPDownloadHandler:
             error,
             extra={"crawler": self.crawler},
         )
-        engine = self.crawler.engine
+        engine = running_engine(self.crawler)  # none outside a running crawl
         if engine is not None:
             asyncio.get_running_loop().create_task(
                 engine.close_spider_async(reason="cdp_pool_unavailable"),

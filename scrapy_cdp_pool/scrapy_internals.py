@@ -75,13 +75,21 @@ def check() -> None:
             raise _missing(f"scrapy.core.scheduler.Scheduler.{name}")
 
 
+def running_engine(crawler: Crawler) -> Any:
+    """The crawler's engine, ``None`` before the crawl starts (Scrapy 2.19's
+    ``Crawler.engine`` raises ``RuntimeError`` then) and for a crawler that
+    never crawls (a handler built from it and called directly, as Scrapy's
+    handler tests and tools do)."""
+    try:
+        return crawler.engine
+    except RuntimeError:
+        return None
+
+
 def _engine_slot(crawler: Crawler) -> Any:
     """The engine's spider slot, or None before the engine exists or while
     no spider is open."""
-    try:
-        engine: Any = crawler.engine
-    except RuntimeError:  # Scrapy 2.19 raises before the crawl starts
-        return None
+    engine = running_engine(crawler)
     if engine is None:
         return None
     if not hasattr(engine, "_slot"):
@@ -111,8 +119,9 @@ def wake_engine(crawler: Crawler) -> None:
 def running_downloader_middleware(crawler: Crawler, cls: type[M]) -> M | None:
     """The crawler's running downloader middleware that is a ``cls`` (or a
     subclass), ``None`` when none is enabled or the engine is not running.
-    A scan of the downloader's middleware list (public, if undocumented)."""
-    engine = crawler.engine
+    A scan of the downloader's middleware list (public, if undocumented).
+    Outside a running crawl (no engine): ``None``, so the caller does without."""
+    engine = running_engine(crawler)
     if engine is None:
         return None
     for middleware in engine.downloader.middleware.middlewares:
