@@ -18,6 +18,10 @@ MAX_SET_COOKIE_RESPONSES = 256
 them apart from the document, see :meth:`DocumentTracker.set_cookie_values`)."""
 
 
+#: Chromium's errors for a body cut short of its Content-Length or last chunk
+BODY_LOST_TEXT = ("ERR_CONTENT_LENGTH_MISMATCH", "ERR_INCOMPLETE_CHUNKED_ENCODING")
+
+
 @dataclass
 class DocumentResponse:
     """One main-frame document response: final hop, not a redirect.
@@ -59,6 +63,9 @@ class DocumentTracker:
     documents: int = 0
     #: called with each new main-document response as soon as it is known
     on_response: Callable[[DocumentResponse], None] | None = None
+    #: the rendered document's body was cut short (Chromium's error text):
+    #: its response came, its body did not all arrive
+    body_lost: str | None = None
 
     def on_event(self, method: str, params: dict[str, Any]) -> None:
         """Update from one CDP event (Page, Network, Inspector, Target domains)."""
@@ -95,6 +102,15 @@ class DocumentTracker:
             if raw:
                 self._keep_set_cookies(str(params.get("requestId", "")), raw.split("\n"))
         elif method == "Network.loadingFailed":
+            error_text = str(params.get("errorText", ""))
+            document = self.document
+            if (
+                document is not None
+                and document.body is None
+                and params.get("requestId") == document.network_id
+                and any(text in error_text for text in BODY_LOST_TEXT)
+            ):
+                self.body_lost = error_text
             if params.get("type") == "Document" and self.navigation_pending:
                 self.navigation_pending = False
                 if self.document is None:
@@ -136,6 +152,7 @@ class DocumentTracker:
         self.dom_content_loaded = False
         self.loaded = document.body is not None
         self.committed = False
+        self.body_lost = None
         self.generation += 1
         self.changed.set()
         if self.on_response is not None:
