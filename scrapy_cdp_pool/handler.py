@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
+from scrapy.exceptions import UnsupportedURLSchemeError
 from scrapy.http import Response
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 
@@ -111,6 +113,8 @@ class CDPDownloadHandler:
             else None
         )
         crawler.signals.connect(self._record_stats, signal=signals.spider_closed)
+        self._bindaddress_warned = False
+        _check_unapplied_settings(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -120,9 +124,23 @@ class CDPDownloadHandler:
         return is_rendered(request, self.config.render_all)
 
     async def download_request(self, request: Request) -> Response:
+        scheme = urlparse_cached(request).scheme
+        if scheme not in self._fallback_paths:
+            # as Scrapy's handlers: only a handler's own schemes come here
+            raise UnsupportedURLSchemeError(
+                f"Unsupported URL scheme '{scheme}': {type(self).__name__} handles http and https"
+            )
         self._playwright_meta.check(request.meta)  # scrapy-playwright's keys: warned once
         if not self.should_render(request):
             return await self._plain(request)
+        if request.meta.get("bindaddress") and not self._bindaddress_warned:
+            self._bindaddress_warned = True
+            logger.warning(
+                "The 'bindaddress' request meta key is not supported by %s for rendered "
+                "requests and will be ignored (the browser opens its own connections)",
+                type(self).__name__,
+                extra={"crawler": self.crawler},
+            )
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
         expectation = self.ladder.expectation_for(request)
         if expectation is None:  # no render ladder: today's render
@@ -403,6 +421,42 @@ class CDPDownloadHandler:
         await self.ladder.release()
         await self.live_pages.close()
         await self.runtime.release_pool()
+
+
+#: Scrapy's TLS version names (``DOWNLOAD_TLS_MIN_VERSION``/``_MAX_VERSION``)
+_TLS_VERSIONS = ("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+
+#: Scrapy settings of its own HTTP client that a browser cannot apply
+_UNAPPLIED_SETTINGS = (
+    "DOWNLOAD_BIND_ADDRESS",
+    "DOWNLOAD_TLS_MIN_VERSION",
+    "DOWNLOAD_TLS_MAX_VERSION",
+    "DOWNLOADER_CLIENT_TLS_CIPHERS",
+)
+
+
+def _check_unapplied_settings(crawler: Crawler) -> None:
+    """Refuse a TLS version Scrapy would refuse (its own message), and warn
+    once per handler about Scrapy's client settings a browser does not apply
+    to rendered requests (plain requests, through the fallback handler, keep
+    them)."""
+    settings = crawler.settings
+    for name in ("DOWNLOAD_TLS_MIN_VERSION", "DOWNLOAD_TLS_MAX_VERSION"):
+        value = settings.get(name)
+        if value is not None and value not in _TLS_VERSIONS:
+            raise ValueError(f"Unknown {name} value: {value}")
+    changed = [
+        name
+        for name in _UNAPPLIED_SETTINGS
+        if settings.getpriority(name) != SETTINGS_PRIORITIES["default"]
+    ]
+    if changed:
+        logger.warning(
+            "%s are not applied to rendered requests (the browser makes its own connections "
+            "and TLS handshakes); plain requests keep them",
+            ", ".join(changed),
+            extra={"crawler": crawler},
+        )
 
 
 def _outcome_stat(result: RenderResult) -> str:
