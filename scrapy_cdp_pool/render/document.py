@@ -18,8 +18,9 @@ MAX_SET_COOKIE_RESPONSES = 256
 them apart from the document, see :meth:`DocumentTracker.set_cookie_values`)."""
 
 
-#: Chromium's errors for a body cut short of its Content-Length or last chunk
-BODY_LOST_TEXT = ("ERR_CONTENT_LENGTH_MISMATCH", "ERR_INCOMPLETE_CHUNKED_ENCODING")
+#: the one error of a rendered document's request, after its response came,
+#: that does not mean its body was lost: the page was stopped or left
+BODY_KEPT_TEXT = "ERR_ABORTED"
 
 
 @dataclass
@@ -63,8 +64,9 @@ class DocumentTracker:
     documents: int = 0
     #: called with each new main-document response as soon as it is known
     on_response: Callable[[DocumentResponse], None] | None = None
-    #: the rendered document's body was cut short (Chromium's error text):
-    #: its response came, its body did not all arrive
+    #: the rendered document's body failed after its response came
+    #: (Chromium's error text: cut short of its Content-Length or last chunk,
+    #: connection reset, a body not in its Content-Encoding...)
     body_lost: str | None = None
 
     def on_event(self, method: str, params: dict[str, Any]) -> None:
@@ -108,7 +110,7 @@ class DocumentTracker:
                 document is not None
                 and document.body is None
                 and params.get("requestId") == document.network_id
-                and any(text in error_text for text in BODY_LOST_TEXT)
+                and BODY_KEPT_TEXT not in error_text
             ):
                 self.body_lost = error_text
             if params.get("type") == "Document" and self.navigation_pending:

@@ -15,6 +15,7 @@ from scrapy_cdp_pool.backends import LIGHTPANDA
 from scrapy_cdp_pool.cdp import CDPConnectionClosed
 from scrapy_cdp_pool.errors import (
     ActionError,
+    NavigationFailed,
     PageCrashed,
     PageMemoryExceeded,
     PageScriptError,
@@ -246,6 +247,10 @@ async def _render_page(
     document = tracker.document
     if document is None:  # navigate() returns with a document or raises
         raise PageCrashed(f"{spec.url}: no document")
+    if document.status == 0:
+        # Lightpanda, for a connection the server dropped before its status
+        # line or mid-body (an abort): a failed download, never an empty 200
+        raise NavigationFailed(spec.url, "the connection was lost before a response (status 0)")
     if document.body is not None:
         body, rendered = document.body, False
     else:
