@@ -10,18 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
-from scrapy.exceptions import UnsupportedURLSchemeError
+from scrapy.exceptions import ResponseDataLossError, UnsupportedURLSchemeError
 from scrapy.http import Response
 from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 
-from scrapy_cdp_pool.boundary import error_kind, scrapy_errors
+from scrapy_cdp_pool.boundary import error_kind, scrapy_errors, to_scrapy_error
 from scrapy_cdp_pool.errors import (
     ActionError,
     CapabilityUnavailable,
     PoolUnavailable,
     ProxyUnsupported,
+    ResponseTooLarge,
 )
 from scrapy_cdp_pool.ladder.climb import CHROMIUM_RUNG, HTTP, Fetch
 from scrapy_cdp_pool.ladder.plain import decoded
@@ -114,6 +115,7 @@ class CDPDownloadHandler:
         )
         crawler.signals.connect(self._record_stats, signal=signals.spider_closed)
         self._bindaddress_warned = False
+        self._dataloss_warned = False
         _check_unapplied_settings(crawler)
 
     @classmethod
@@ -278,11 +280,14 @@ class CDPDownloadHandler:
                 self.stats.inc_value("cdp_pool/console_messages", messages)
             if "exception" in kinds:
                 self.stats.inc_value("cdp_pool/page_errors", kinds.count("exception"))
-        if spec.warnsize and len(result.body) > spec.warnsize:
+        announced = None if result.rendered else _content_length(result.headers)
+        size = announced if announced is not None else len(result.body)
+        if spec.warnsize and size > spec.warnsize:
             # meta["download_warnsize"] or DOWNLOAD_WARNSIZE, in plain Scrapy's words
             logger.warning(
-                "Received %d bytes which is larger than download warn size (%d) in request %s.",
-                len(result.body),
+                "%s %d bytes which is larger than download warn size (%d) in request %s.",
+                "Received" if announced is None else "Expected to receive",
+                size,
                 spec.warnsize,
                 request,
                 extra={"crawler": self.crawler},
@@ -299,6 +304,17 @@ class CDPDownloadHandler:
         if isinstance(error, _HostPaused):
             return
         self.stats.inc_value(f"cdp_pool/errors/{error_kind(error)}")
+        if isinstance(error, ResponseTooLarge):  # logged, as plain Scrapy does
+            logger.warning("%s", error, extra={"crawler": self.crawler})
+        elif _is_data_loss(error) and not self._dataloss_warned:
+            self._dataloss_warned = True
+            logger.warning(
+                "Got data loss in %s (its body was cut short; a rendered request fails, "
+                "DOWNLOAD_FAIL_ON_DATALOSS or not) -- This message won't be shown in further "
+                "requests",
+                error,
+                extra={"crawler": self.crawler},
+            )
         if isinstance(error, PoolUnavailable) and not isinstance(error, CapabilityUnavailable):
             self._on_pool_unavailable(error)
 
@@ -457,6 +473,18 @@ def _check_unapplied_settings(crawler: Crawler) -> None:
             ", ".join(changed),
             extra={"crawler": crawler},
         )
+
+
+def _content_length(headers: list[tuple[str, str]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == "content-length" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def _is_data_loss(error: BaseException) -> bool:
+    """Whether ``error`` (as the render raised it) is a body cut short."""
+    return isinstance(to_scrapy_error(error, ""), ResponseDataLossError)
 
 
 def _outcome_stat(result: RenderResult) -> str:
