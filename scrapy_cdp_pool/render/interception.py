@@ -53,6 +53,17 @@ def is_raw_document(status: int, headers: list[tuple[str, str]]) -> bool:
     return bool(content_type) and content_type not in _HTML_TYPES
 
 
+def joined(headers: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+    """A request's headers, a repeated one's values joined with ", " in one
+    header (RFC 9110 5.3): the browsers keep only the last entry of a name
+    handed to them several times, so ``[("X", "foo"), ("X", "bar")]`` sent
+    only ``X: bar``. First spelling and order of names kept."""
+    values: dict[str, tuple[str, list[str]]] = {}
+    for name, value in headers:
+        values.setdefault(name.lower(), (name, []))[1].append(value)
+    return [(name, ", ".join(parts)) for name, parts in values.values()]
+
+
 def is_unlabelled(headers: list[tuple[str, str]]) -> bool:
     """Whether a response has no ``Content-Type`` (or an empty one), so its
     body must be looked at to know what it is."""
@@ -208,7 +219,7 @@ class FetchInterceptor:
         for name, _ in spec.headers:
             headers.pop(lowered.get(name.lower(), name), None)
         merged = [{"name": k, "value": v} for k, v in headers.items()]
-        merged.extend({"name": name, "value": value} for name, value in spec.headers)
+        merged.extend({"name": name, "value": value} for name, value in joined(spec.headers))
         answer: dict[str, Any] = {
             "requestId": params["requestId"],
             "method": spec.method,
