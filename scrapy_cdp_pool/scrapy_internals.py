@@ -127,39 +127,42 @@ def _assigned_by_init(cls: type) -> set[str]:
     return set(getattr(getattr(init, "__code__", None), "co_names", ()))
 
 
-def _engine(crawler: Crawler) -> Any:
-    """The crawler's engine, or None before it exists."""
-    try:
-        return crawler.engine
-    except RuntimeError:  # Scrapy 2.19 raises before the crawl starts
-        return None
-
-
 def active_download_count(crawler: Crawler) -> int:
     """How many requests the downloader is downloading (0 without an engine)."""
-    engine = _engine(crawler)
+    engine = running_engine(crawler)
     return len(engine.downloader.active) if engine is not None else 0
 
 
 def running_scheduler(crawler: Crawler) -> Any:
     """The engine's scheduler, or None before a spider is open."""
-    engine = _engine(crawler)
+    engine = running_engine(crawler)
     return engine.scheduler if engine is not None else None
 
 
 def scraper_load(crawler: Crawler) -> ScraperLoad | None:
     """The scraper's load, or None while it has no slot (no spider open)."""
-    engine = _engine(crawler)
+    engine = running_engine(crawler)
     slot = engine.scraper.slot if engine is not None else None
     if slot is None:
         return None
     return ScraperLoad(slot.active_size, slot.max_active_size, bool(slot.needs_backout()))
 
 
+def running_engine(crawler: Crawler) -> Any:
+    """The crawler's engine, ``None`` before the crawl starts (Scrapy 2.19's
+    ``Crawler.engine`` raises ``RuntimeError`` then) and for a crawler that
+    never crawls (a handler built from it and called directly, as Scrapy's
+    handler tests and tools do)."""
+    try:
+        return crawler.engine
+    except RuntimeError:
+        return None
+
+
 def _engine_slot(crawler: Crawler) -> Any:
     """The engine's spider slot, or None before the engine exists or while
     no spider is open."""
-    engine = _engine(crawler)
+    engine = running_engine(crawler)
     if engine is None:
         return None
     if not hasattr(engine, "_slot"):
@@ -189,8 +192,9 @@ def wake_engine(crawler: Crawler) -> None:
 def running_downloader_middleware(crawler: Crawler, cls: type[M]) -> M | None:
     """The crawler's running downloader middleware that is a ``cls`` (or a
     subclass), ``None`` when none is enabled or the engine is not running.
-    A scan of the downloader's middleware list (public, if undocumented)."""
-    engine = _engine(crawler)
+    A scan of the downloader's middleware list (public, if undocumented).
+    Outside a running crawl (no engine): ``None``, so the caller does without."""
+    engine = running_engine(crawler)
     if engine is None:
         return None
     for middleware in engine.downloader.middleware.middlewares:

@@ -9,10 +9,13 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
+from scrapy.exceptions import ResponseDataLossError, UnsupportedURLSchemeError
 from scrapy.http import Response
+from scrapy.settings import SETTINGS_PRIORITIES
 from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 
+from scrapy_cdp_pool.core.boundary import to_scrapy_error
 from scrapy_cdp_pool.core.gates import host_of
 from scrapy_cdp_pool.core.host_gate import HostGate
 from scrapy_cdp_pool.core.parts import PROFILE_CONTEXTS, RENDER_LADDER
@@ -20,8 +23,9 @@ from scrapy_cdp_pool.core.playwright_keys import PlaywrightMetaWarner
 from scrapy_cdp_pool.core.render_stats import RenderStats
 from scrapy_cdp_pool.core.rendering import Renderer
 from scrapy_cdp_pool.core.runtime import CrawlerRuntime, runtime_of
-from scrapy_cdp_pool.errors import CapabilityUnavailable, PoolUnavailable
+from scrapy_cdp_pool.errors import CapabilityUnavailable, PoolUnavailable, ResponseTooLarge
 from scrapy_cdp_pool.render.spec import is_rendered
+from scrapy_cdp_pool.scrapy_internals import running_engine
 
 if TYPE_CHECKING:
     from typing import Self
@@ -81,6 +85,9 @@ class CDPDownloadHandler:
         self._pool_failed = False
         self._playwright_meta = PlaywrightMetaWarner(extra={"crawler": crawler})
         crawler.signals.connect(self._record_stats, signal=signals.spider_closed)
+        self._bindaddress_warned = False
+        self._dataloss_warned = False
+        _check_unapplied_settings(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -90,9 +97,23 @@ class CDPDownloadHandler:
         return is_rendered(request, self.config.render_all)
 
     async def download_request(self, request: Request) -> Response:
+        scheme = urlparse_cached(request).scheme
+        if scheme not in self._fallback_paths:
+            # as Scrapy's handlers: only a handler's own schemes come here
+            raise UnsupportedURLSchemeError(
+                f"Unsupported URL scheme '{scheme}': {type(self).__name__} handles http and https"
+            )
         self._playwright_meta.check(request.meta)  # scrapy-playwright's keys: warned once
         if not self.should_render(request):
             return await self._plain(request)
+        if request.meta.get("bindaddress") and not self._bindaddress_warned:
+            self._bindaddress_warned = True
+            logger.warning(
+                "The 'bindaddress' request meta key is not supported by %s for rendered "
+                "requests and will be ignored (the browser opens its own connections)",
+                type(self).__name__,
+                extra={"crawler": self.crawler},
+            )
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
         expectation = self.ladder.expectation_for(request)
         if expectation is None:  # no render ladder: today's render
@@ -133,6 +154,17 @@ class CDPDownloadHandler:
         on a pool that cannot work at all (no server, no endpoint): say so
         once and stop the crawl cleanly instead of failing every request."""
         self.render_stats.error(error)
+        if isinstance(error, ResponseTooLarge):  # logged, as plain Scrapy does
+            logger.warning("%s", error, extra={"crawler": self.crawler})
+        elif _is_data_loss(error) and not self._dataloss_warned:
+            self._dataloss_warned = True
+            logger.warning(
+                "Got data loss in %s (its body was cut short; a rendered request fails, "
+                "DOWNLOAD_FAIL_ON_DATALOSS or not) -- This message won't be shown in further "
+                "requests",
+                error,
+                extra={"crawler": self.crawler},
+            )
         if not isinstance(error, PoolUnavailable) or isinstance(error, CapabilityUnavailable):
             return
         if self._pool_failed or self.pool.state.value in ("closing", "closed"):
@@ -143,7 +175,7 @@ class CDPDownloadHandler:
             error,
             extra={"crawler": self.crawler},
         )
-        engine = self.crawler.engine
+        engine = running_engine(self.crawler)  # none outside a running crawl
         if engine is not None:
             asyncio.get_running_loop().create_task(
                 engine.close_spider_async(reason="cdp_pool_unavailable"),
@@ -162,3 +194,44 @@ class CDPDownloadHandler:
         await self.ladder.release()
         await self.live_pages.close()
         await self.runtime.release_pool()
+
+
+#: Scrapy's TLS version names (``DOWNLOAD_TLS_MIN_VERSION``/``_MAX_VERSION``)
+_TLS_VERSIONS = ("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")
+
+#: Scrapy settings of its own HTTP client that a browser cannot apply
+_UNAPPLIED_SETTINGS = (
+    "DOWNLOAD_BIND_ADDRESS",
+    "DOWNLOAD_TLS_MIN_VERSION",
+    "DOWNLOAD_TLS_MAX_VERSION",
+    "DOWNLOADER_CLIENT_TLS_CIPHERS",
+)
+
+
+def _check_unapplied_settings(crawler: Crawler) -> None:
+    """Refuse a TLS version Scrapy would refuse (its own message), and warn
+    once per handler about Scrapy's client settings a browser does not apply
+    to rendered requests (plain requests, through the fallback handler, keep
+    them)."""
+    settings = crawler.settings
+    for name in ("DOWNLOAD_TLS_MIN_VERSION", "DOWNLOAD_TLS_MAX_VERSION"):
+        value = settings.get(name)
+        if value is not None and value not in _TLS_VERSIONS:
+            raise ValueError(f"Unknown {name} value: {value}")
+    changed = [
+        name
+        for name in _UNAPPLIED_SETTINGS
+        if settings.getpriority(name) != SETTINGS_PRIORITIES["default"]
+    ]
+    if changed:
+        logger.warning(
+            "%s are not applied to rendered requests (the browser makes its own connections "
+            "and TLS handshakes); plain requests keep them",
+            ", ".join(changed),
+            extra={"crawler": crawler},
+        )
+
+
+def _is_data_loss(error: BaseException) -> bool:
+    """Whether ``error`` (as the render raised it) is a body cut short."""
+    return isinstance(to_scrapy_error(error, ""), ResponseDataLossError)

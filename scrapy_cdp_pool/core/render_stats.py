@@ -79,11 +79,14 @@ class RenderStats:
                 self.stats.inc_value("cdp_pool/console_messages", messages)
             if "exception" in kinds:
                 self.stats.inc_value("cdp_pool/page_errors", kinds.count("exception"))
-        if warnsize and len(result.body) > warnsize:
+        announced = None if result.rendered else _content_length(result.headers)
+        size = announced if announced is not None else len(result.body)
+        if warnsize and size > warnsize:
             # meta["download_warnsize"] or DOWNLOAD_WARNSIZE, in plain Scrapy's words
             logger.warning(
-                "Received %d bytes which is larger than download warn size (%d) in request %s.",
-                len(result.body),
+                "%s %d bytes which is larger than download warn size (%d) in request %s.",
+                "Received" if announced is None else "Expected to receive",
+                size,
                 warnsize,
                 request,
                 extra={"crawler": self.crawler},
@@ -111,6 +114,13 @@ class RenderStats:
             self.stats.set_value("cdp_pool/dedicated_servers/started", dedicated.started)
             self.stats.set_value("cdp_pool/dedicated_servers/stopped", dedicated.stopped)
             self.stats.set_value("cdp_pool/dedicated_servers/running_max", dedicated.running_max)
+
+
+def _content_length(headers: list[tuple[str, str]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == "content-length" and value.strip().isdigit():
+            return int(value)
+    return None
 
 
 def _outcome_stat(result: RenderResult) -> str:

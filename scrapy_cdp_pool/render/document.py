@@ -18,6 +18,11 @@ MAX_SET_COOKIE_RESPONSES = 256
 them apart from the document, see :meth:`DocumentTracker.set_cookie_values`)."""
 
 
+#: the one error of a rendered document's request, after its response came,
+#: that does not mean its body was lost: the page was stopped or left
+BODY_KEPT_TEXT = "ERR_ABORTED"
+
+
 @dataclass
 class DocumentResponse:
     """One main-frame document response: final hop, not a redirect.
@@ -78,6 +83,10 @@ class DocumentTracker:
     hops_recorded: bool = True
     #: why the main frame's next navigation was requested, if the browser said
     next_hop_reason: str | None = None
+    #: the rendered document's body failed after its response came
+    #: (Chromium's error text: cut short of its Content-Length or last chunk,
+    #: connection reset, a body not in its Content-Encoding...)
+    body_lost: str | None = None
 
     def on_event(self, method: str, params: dict[str, Any]) -> None:
         """Update from one CDP event (Page, Network, Inspector, Target domains)."""
@@ -126,6 +135,15 @@ class DocumentTracker:
             if raw:
                 self._keep_set_cookies(str(params.get("requestId", "")), raw.split("\n"))
         elif method == "Network.loadingFailed":
+            error_text = str(params.get("errorText", ""))
+            document = self.document
+            if (
+                document is not None
+                and document.body is None
+                and params.get("requestId") == document.network_id
+                and BODY_KEPT_TEXT not in error_text
+            ):
+                self.body_lost = error_text
             if params.get("type") == "Document" and self.navigation_pending:
                 self.navigation_pending = False
                 if self.document is None:
@@ -174,6 +192,7 @@ class DocumentTracker:
         self.dom_content_loaded = False
         self.loaded = document.body is not None
         self.committed = False
+        self.body_lost = None
         self.generation += 1
         self.changed.set()
         if self.on_response is not None:

@@ -18,6 +18,9 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from scrapy.http import HtmlResponse
+from scrapy.responsetypes import responsetypes
+
 from scrapy_cdp_pool.browser.cdp import CDPError, CDPRequestTooLarge
 from scrapy_cdp_pool.errors import ResponseTooLarge
 from scrapy_cdp_pool.render.document import DocumentResponse
@@ -48,6 +51,32 @@ def is_raw_document(status: int, headers: list[tuple[str, str]]) -> bool:
     if disposition.startswith("attachment"):
         return True
     return bool(content_type) and content_type not in _HTML_TYPES
+
+
+def joined(headers: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+    """A request's headers, a repeated one's values joined with ", " in one
+    header (RFC 9110 5.3): the browsers keep only the last entry of a name
+    handed to them several times, so ``[("X", "foo"), ("X", "bar")]`` sent
+    only ``X: bar``. First spelling and order of names kept."""
+    values: dict[str, tuple[str, list[str]]] = {}
+    for name, value in headers:
+        values.setdefault(name.lower(), (name, []))[1].append(value)
+    return [(name, ", ".join(parts)) for name, parts in values.values()]
+
+
+def is_unlabelled(headers: list[tuple[str, str]]) -> bool:
+    """Whether a response has no ``Content-Type`` (or an empty one), so its
+    body must be looked at to know what it is."""
+    return not any(
+        name.lower() == "content-type" and value.split(";")[0].strip() for name, value in headers
+    )
+
+
+def looks_like_html(url: str, body: bytes) -> bool:
+    """Whether an unlabelled body is HTML, as Scrapy decides for a plain
+    request (its URL's extension, then the body's first bytes)."""
+    response_class = responsetypes.from_args(url=url, body=body[:5000])
+    return issubclass(response_class, HtmlResponse)
 
 
 def shareable(headers: list[dict[str, str]]) -> bool:
@@ -190,7 +219,7 @@ class FetchInterceptor:
         for name, _ in spec.headers:
             headers.pop(lowered.get(name.lower(), name), None)
         merged = [{"name": k, "value": v} for k, v in headers.items()]
-        merged.extend({"name": name, "value": value} for name, value in spec.headers)
+        merged.extend({"name": name, "value": value} for name, value in joined(spec.headers))
         answer: dict[str, Any] = {
             "requestId": params["requestId"],
             "method": spec.method,
@@ -235,24 +264,63 @@ class FetchInterceptor:
             network_id=params.get("networkId"),
             received_at=time.monotonic(),
         )
-        if not is_raw_document(status, headers):
+        method = params.get("request", {}).get("method")
+        has_body = status not in _NO_BODY_STATUSES and method != "HEAD"
+        body: bytes | None = None
+        if has_body and is_unlabelled(headers):
+            # No Content-Type: what the body is decides, as Scrapy's
+            # responsetypes does for a plain request (Lightpanda rendered
+            # such a JSON or text body as an empty page)
+            body = await self._read_body(request_id, headers, expected, maxsize)
+            if looks_like_html(url, body):
+                self.page.tracker.on_document(document)
+                self.page.body_size.watch(document.network_id)
+                await self._fulfill(request_id, status, params, body)
+                return
+        elif not is_raw_document(status, headers):
             self.page.tracker.on_document(document)
             self.page.body_size.watch(document.network_id)
             await self.page.command("Fetch.continueRequest", {"requestId": request_id})
             return
-        body = b""
-        if status not in _NO_BODY_STATUSES and params.get("request", {}).get("method") != "HEAD":
-            if maxsize and self._streams(headers, expected):
-                body = await read_body_stream(self.page, request_id, self.page.spec.url, maxsize)
-            else:
-                result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
-                data = result.get("body", "")
-                body = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
-            if maxsize and len(body) > maxsize:
-                raise ResponseTooLarge(self.page.spec.url, len(body), maxsize, expected=False)
-        document.body = body
+        if body is None and has_body:
+            body = await self._read_body(request_id, headers, expected, maxsize)
+        document.body = body or b""
         self.page.tracker.on_document(document)
         await self._abort(request_id)  # taken as bytes: neither render nor download it
+
+    async def _read_body(
+        self, request_id: str, headers: list[tuple[str, str]], expected: int | None, maxsize: int
+    ) -> bytes:
+        """The paused main document's body, within ``maxsize``."""
+        if maxsize and self._streams(headers, expected):
+            body = await read_body_stream(self.page, request_id, self.page.spec.url, maxsize)
+        else:
+            result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
+            data = result.get("body", "")
+            body = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
+        if maxsize and len(body) > maxsize:
+            raise ResponseTooLarge(self.page.spec.url, len(body), maxsize, expected=False)
+        return body
+
+    async def _fulfill(
+        self, request_id: str, status: int, params: dict[str, Any], body: bytes
+    ) -> None:
+        """Let the page load ``body``, read already, with the response's headers
+        (its body is decoded: no ``Content-Encoding``/``Content-Length``)."""
+        headers = [
+            h
+            for h in params.get("responseHeaders", [])
+            if h["name"].lower() not in ("content-encoding", "content-length")
+        ]
+        await self.page.command(
+            "Fetch.fulfillRequest",
+            {
+                "requestId": request_id,
+                "responseCode": status,
+                "responseHeaders": headers,
+                "body": base64.b64encode(body).decode("ascii"),
+            },
+        )
 
     def _streams(self, headers: list[tuple[str, str]], length: int | None) -> bool:
         """Whether a raw document's body is read in chunks, to stop at the

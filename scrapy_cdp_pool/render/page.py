@@ -236,6 +236,8 @@ class Page:
                     raise too_large
                 if tracker.failure and tracker.document is None:
                     raise NavigationFailed(self.spec.url, tracker.failure)
+                if tracker.body_lost:  # Scrapy's data loss (see boundary)
+                    raise NavigationFailed(self.spec.url, tracker.body_lost)
                 tracker.changed.clear()
                 if tracker.settled(state):
                     if state == wait_until or await self._network_idle_or_change():

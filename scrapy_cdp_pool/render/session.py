@@ -19,6 +19,7 @@ from scrapy_cdp_pool.browser.pool.server_flags import lightpanda_response_cap
 from scrapy_cdp_pool.errors import (
     ActionError,
     ActionTimeout,
+    NavigationFailed,
     PageCrashed,
     PageMemoryExceeded,
     PageScriptError,
@@ -216,17 +217,13 @@ def _actions_to_run(page: Page) -> tuple[Action, ...]:
     return page.spec.actions
 
 
-async def _render_page(
-    lease: ContextLease,
-    page: Page,
-    spec: RenderSpec,
-    collect_cookies: bool,
-    hooks: RenderHooks | None,
-) -> RenderResult:
-    options = spec.context
-    if hooks is not None and hooks.before_navigate is not None:
-        hooks.before_navigate()
-    await page.navigate(spec.navigation_timeout_s)
+async def _run_actions(page: Page, spec: RenderSpec) -> list[Any]:
+    """The request's actions on the page (none on a signed-out one), in
+    order, and their results.
+
+    :raises ActionError: an action failed, or the page is not HTML.
+    :raises ActionTimeout: an action ran out of its timeout.
+    """
     results: list[Any] = []
     actions = _actions_to_run(page)
     if actions and await _signed_out(page, spec):
@@ -245,6 +242,21 @@ async def _render_page(
             raise ActionTimeout(
                 f"{spec.url}: action #{index} {action.describe()} timed out{why}"
             ) from e
+    return results
+
+
+async def _render_page(
+    lease: ContextLease,
+    page: Page,
+    spec: RenderSpec,
+    collect_cookies: bool,
+    hooks: RenderHooks | None,
+) -> RenderResult:
+    options = spec.context
+    if hooks is not None and hooks.before_navigate is not None:
+        hooks.before_navigate()
+    await page.navigate(spec.navigation_timeout_s)
+    results = await _run_actions(page, spec)
     tracker = page.tracker
     # The DOM, then the document it was read from (the page may have
     # navigated on after its load: status, headers and body of one document).
@@ -254,6 +266,10 @@ async def _render_page(
     document = tracker.document
     if document is None:  # navigate() returns with a document or raises
         raise PageCrashed(f"{spec.url}: no document")
+    if document.status == 0:
+        # Lightpanda, for a connection the server dropped before its status
+        # line or mid-body (an abort): a failed download, never an empty 200
+        raise NavigationFailed(spec.url, "the connection was lost before a response (status 0)")
     if document.body is not None:
         body, rendered = document.body, False
     else:

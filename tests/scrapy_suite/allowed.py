@@ -1,0 +1,158 @@
+"""The allow-list: Scrapy's handler tests that fail on a rendered request, each
+with its reason, applied as ``xfail(strict=True)`` (a test that starts passing
+fails the suite, so the list is kept exact).
+
+A reason that does not start with "BUG:" is a difference by design, and
+docs/response.md lists it word for word (checked by
+``tests/test_scrapy_handler_suite_docs.py``). "BUG:" entries are real bugs not
+fixed yet (issue 26); they are listed in docs/response.md too, as known bugs.
+"""
+
+from __future__ import annotations
+
+HTML_DOM = (
+    "A body served as text/html is rendered: the response is the browser's DOM serialized as "
+    "UTF-8, not the bytes the server sent (Scrapy's mock server labels its echo, host, payload, "
+    "URI, client address, chunked and bad-header pages text/html, Twisted's default)"
+)
+REPEATED_HEADER = (
+    "A request header given several values reaches the server as one line, its values joined "
+    'with ", " (a browser keeps one entry per header name); the echo page is text/html too, '
+    "so rendered"
+)
+DECODED = (
+    "The browser decodes a Content-Encoding itself and fails a body that is not in it: the "
+    "response has the decoded body, never the encoded bytes"
+)
+BIND = (
+    "The browser opens its own connections from its own address: DOWNLOAD_BIND_ADDRESS does "
+    "not apply to rendered requests (a WARNING says so)"
+)
+RESOLVER = (
+    "The browser resolves host names itself: a resolver set up inside the crawler's process "
+    "does not reach it"
+)
+TLS = (
+    "The browser makes its own TLS handshakes: Scrapy's TLS settings "
+    "(DOWNLOAD_TLS_MIN_VERSION, DOWNLOAD_TLS_MAX_VERSION, DOWNLOADER_CLIENT_TLS_CIPHERS, "
+    "DOWNLOADER_CLIENTCONTEXTFACTORY, DOWNLOADER_CLIENT_TLS_VERBOSE_LOGGING, SSLKEYLOGFILE) do "
+    "not apply to rendered requests, and certificates are checked as "
+    "CDP_POOL_IGNORE_HTTPS_ERRORS says, not DOWNLOAD_VERIFY_CERTIFICATES"
+)
+CHROMIUM_407 = (
+    "Chromium fails a 407 sent by a site that is not its proxy as a network error "
+    "(net::ERR_UNEXPECTED_PROXY_AUTH)"
+)
+LIGHTPANDA_MAXSIZE = (
+    "Lightpanda, started with --http-max-response-size = DOWNLOAD_MAXSIZE, ends a larger "
+    "transfer without saying how many bytes came (Received more than M bytes), and a "
+    "download_maxsize below DOWNLOAD_MAXSIZE is checked on the document once loaded, not on "
+    "its Content-Length"
+)
+BUG_RESPONSE_ATTRIBUTES = (
+    "BUG: response.ip_address, response.certificate and response.protocol are None on "
+    "rendered responses"
+)
+BUG_SIGNALS = (
+    "BUG: the headers_received and bytes_received signals are not sent for rendered "
+    "requests, so StopDownload cannot stop one"
+)
+BUG_PARTIAL = (
+    "BUG: with DOWNLOAD_FAIL_ON_DATALOSS = False (or meta download_fail_on_dataloss) a rendered "
+    "body cut short still fails with ResponseDataLossError: no partial response flagged "
+    "dataloss"
+)
+BUG_PROXY_CERTIFICATE = (
+    "BUG: an HTTPS proxy whose certificate the browser refuses fails the request, "
+    "CDP_POOL_IGNORE_HTTPS_ERRORS or not (plain Scrapy does not verify it)"
+)
+
+_BOTH_HTTP_AND_HTTPS: dict[str, str] = {
+    # text/html bodies, compared as bytes
+    "test_request_header_none": HTML_DOM,
+    "test_request_header_duplicate[request_headers0]": REPEATED_HEADER,
+    "test_request_header_duplicate[request_headers1]": REPEATED_HEADER,
+    "test_server_receives_correct_request_headers": HTML_DOM,
+    "test_server_receives_no_extra_headers": HTML_DOM,
+    "test_server_receives_correct_request_body": HTML_DOM,
+    "test_no_cookie_processing_or_persistence": HTML_DOM,
+    "test_host_header[True]": HTML_DOM,
+    "test_host_header[False]": HTML_DOM,
+    "test_content_length_zero_bodyless_post_request_headers": HTML_DOM,
+    "test_content_length_zero_bodyless_post_only_one": HTML_DOM,
+    "test_payload": HTML_DOM,
+    "test_download_chunked_content": HTML_DOM,
+    "test_download_with_warnsize_no_content_length": HTML_DOM,
+    "test_verbatim_url": HTML_DOM,
+    # decoding
+    "test_download_is_not_automatically_gzip_decoded": DECODED,
+    "test_download_has_correct_response_headers": DECODED,
+    # connections
+    "test_download_bind_address_setting[setting_value0]": BIND,
+    "test_download_bind_address_setting[127.0.0.2]": BIND,
+    "test_idna_rejected_hostname[xn--i-7iq.ws]": RESOLVER,
+    "test_idna_rejected_hostname[foo_bar.example]": RESOLVER,
+    # bugs
+    "test_protocol": BUG_RESPONSE_ATTRIBUTES,
+    "test_download_allow_data_loss_broken": BUG_PARTIAL,
+    "test_download_allow_data_loss_broken_chunked": BUG_PARTIAL,
+    "test_download_allow_data_loss_via_setting": BUG_PARTIAL,
+}
+
+_WITH_CRAWLER: dict[str, str] = {
+    "test_response_ip_address": BUG_RESPONSE_ATTRIBUTES,
+    "test_response_ip_address_empty_body": BUG_RESPONSE_ATTRIBUTES,
+    "test_bytes_received_stop_download_callback": BUG_SIGNALS,
+    "test_bytes_received_stop_download_errback": BUG_SIGNALS,
+    "test_headers_received_stop_download_callback": BUG_SIGNALS,
+    "test_headers_received_stop_download_errback": BUG_SIGNALS,
+}
+
+#: test (``Class::test[params]``, or ``backend/Class::test[params]`` for one
+#: backend) -> reason
+ALLOWED: dict[str, str] = {
+    **{f"TestHttp::{test}": reason for test, reason in _BOTH_HTTP_AND_HTTPS.items()},
+    **{f"TestHttps::{test}": reason for test, reason in _BOTH_HTTP_AND_HTTPS.items()},
+    **{f"TestHttpWithCrawler::{test}": reason for test, reason in _WITH_CRAWLER.items()},
+    **{f"TestHttpsWithCrawler::{test}": reason for test, reason in _WITH_CRAWLER.items()},
+    "TestHttpsWithCrawler::test_response_ssl_certificate": BUG_RESPONSE_ATTRIBUTES,
+    "TestHttpsWithCrawler::test_response_ssl_certificate_empty_body": BUG_RESPONSE_ATTRIBUTES,
+    "TestHttps::test_tls_logging": TLS,
+    "TestHttps::test_keylog_unwritable": TLS,
+    "TestHttps::test_verify_certs": TLS,
+    "TestHttps::test_verify_certs_deprecated": TLS,
+    "TestHttpsCustomCiphers::test_download": TLS,
+    "TestHttpsTLSVersion::test_download[client-max-below-server-min]": TLS,
+    "TestHttpsTLSVersion::test_download[client-min-above-server-max]": TLS,
+    # Scrapy's proxy echo server answers text/html
+    "TestHttpProxy::test_download_with_proxy": HTML_DOM,
+    "TestHttpProxy::test_download_without_proxy": HTML_DOM,
+    "TestHttpProxy::test_download_with_proxy_without_http_scheme": HTML_DOM,
+    "TestHttpsProxy::test_download_without_proxy": HTML_DOM,
+    "TestHttpsProxy::test_download_with_proxy_without_http_scheme": HTML_DOM,
+    "TestHttpsProxy::test_download_with_proxy": BUG_PROXY_CERTIFICATE,
+    # Chromium only (Lightpanda's libcurl writes SSLKEYLOGFILE; Lightpanda
+    # refuses the bad header line, its capability flag "fail")
+    "chromium/TestHttps::test_keylog": TLS,
+    "chromium/TestHttp::test_download_bad_header": HTML_DOM,
+    "chromium/TestHttps::test_download_bad_header": HTML_DOM,
+    "chromium/TestHttp::test_download_has_correct_http_status_code[status=407]": CHROMIUM_407,
+    "chromium/TestHttps::test_download_has_correct_http_status_code[status=407]": CHROMIUM_407,
+    # Lightpanda only
+    "lightpanda/TestHttp::test_download_with_maxsize": LIGHTPANDA_MAXSIZE,
+    "lightpanda/TestHttps::test_download_with_maxsize": LIGHTPANDA_MAXSIZE,
+    "lightpanda/TestHttp::test_download_with_maxsize_very_large_file": LIGHTPANDA_MAXSIZE,
+    "lightpanda/TestHttps::test_download_with_maxsize_very_large_file": LIGHTPANDA_MAXSIZE,
+    "lightpanda/TestHttpWithCrawler::test_download_with_content_length": LIGHTPANDA_MAXSIZE,
+    "lightpanda/TestHttpsWithCrawler::test_download_with_content_length": LIGHTPANDA_MAXSIZE,
+}
+
+
+def allowed_reason(backend: str, test: str) -> str | None:
+    """The reason ``test`` is allowed to fail on ``backend``, or ``None``."""
+    return ALLOWED.get(f"{backend}/{test}") or ALLOWED.get(test)
+
+
+def reasons() -> set[str]:
+    """Every reason of the allow-list."""
+    return set(ALLOWED.values())
