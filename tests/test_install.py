@@ -28,7 +28,9 @@ from filelock import FileLock  # a dependency of Scrapy's (tldextract)
 
 from tests.scrapy_command import CrawlRun, run_crawl
 
-pytestmark = pytest.mark.pypi
+# building and two fresh installs take ~40 s with a warm pip cache; a cold one
+# downloads ~60 MB, so more than the suite's 180 s per test is allowed
+pytestmark = [pytest.mark.pypi, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "scrapy_cdp_pool"
@@ -97,7 +99,7 @@ def test_the_wheels_dependencies_resolve_without_lightpanda_on(
     dists: tuple[Path, Path], tmp_path: Path, platform: str
 ) -> None:
     resolved = _resolve(dists[0], platform, tmp_path)
-    assert "Scrapy-2.19" in resolved or "scrapy-2.19" in resolved.lower()
+    assert re.search(r"\bscrapy-2\.", resolved, re.IGNORECASE), resolved
     assert "lightpanda" not in resolved.lower()
 
 
@@ -108,7 +110,7 @@ def test_the_lightpanda_extra_resolves_where_lightpanda_has_a_wheel(
     # a --platform manylinux_2_35 tag by itself)
     platforms = ["manylinux_2_35_x86_64", "manylinux_2_28_x86_64", "manylinux2014_x86_64"]
     resolved = _resolve(Path(f"{dists[0]}[lightpanda]"), platforms, tmp_path)
-    assert re.search(r"\blightpanda-1\.", resolved), resolved
+    assert re.search(r"\blightpanda-\d", resolved), resolved
 
 
 def _resolve(requirement: Path, platform: str | list[str], target: Path) -> str:
