@@ -73,6 +73,10 @@ class RenderResult:
     meta: dict[str, Any] = field(default_factory=dict)
     #: the captured responses (``meta["cdp_capture"]``, see render/capture.py)
     network: list[dict[str, Any]] | None = None
+    #: where the document came from, when the browser says (Chromium): the
+    #: server's IP address, the protocol as Chromium names it
+    remote_ip: str | None = None
+    protocol: str | None = None
     #: console messages and page errors (``meta["cdp_console"]``, see render/console.py)
     console: list[dict[str, Any]] | None = None
 
@@ -291,6 +295,8 @@ async def _render_page(
     if page.schemes.ignored:
         meta["cdp_ignored_navigations"] = list(page.schemes.ignored)
     result = RenderResult(
+        remote_ip=document.remote_ip,
+        protocol=document.protocol,
         url=tracker.page_url or document.url,
         status=document.status,
         headers=headers,
