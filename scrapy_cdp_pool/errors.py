@@ -165,6 +165,14 @@ class ActionTimeout(CDPPoolError, TimeoutError):
     render what was waited for)."""
 
 
+class NavigationForbidden(RenderError, IgnoreRequest):
+    """A navigation the page started itself (a script, a meta refresh, an
+    action's click) into a path its host's robots.txt disallows, with
+    ``ROBOTSTXT_OBEY``: refused before it left the browser. An
+    ``IgnoreRequest``, as plain Scrapy drops a request (and a redirect) that
+    robots.txt forbids; not retried."""
+
+
 class ActionUnsupported(RenderError):
     """An action or option of ``meta["cdp_actions"]`` the request's backend
     cannot perform (e.g. a JPEG screenshot or scrolling on Lightpanda, which

@@ -8,6 +8,7 @@ a browser slot leased from the pool within ``download_timeout``, the render
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from scrapy_cdp_pool.core.boundary import scrapy_errors
 from scrapy_cdp_pool.core.gates import host_of
 from scrapy_cdp_pool.core.host_gate import HostGate, HostPaused
 from scrapy_cdp_pool.core.request_meta import read_render_meta
+from scrapy_cdp_pool.core.robots import RobotsGate
 from scrapy_cdp_pool.errors import ActionError, CapabilityUnavailable, ProxyUnsupported
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
 from scrapy_cdp_pool.render.dialogs import RefusedAcceptWarning
@@ -94,6 +96,7 @@ class Renderer:
         )
         self._refused_user_agent = RefusedUserAgentWarning()
         self._refused_accept = RefusedAcceptWarning()
+        self.robots = RobotsGate(crawler)
         self.snapshots = (
             SnapshotWriter(
                 config.snapshot_dir, config.snapshot_max_count, config.snapshot_max_bytes
@@ -147,12 +150,18 @@ class Renderer:
             whose = "the profile's proxy" if profile is not None else "meta['proxy']"
             where += f" (through {whose} {context.proxy_server})"
         host = host_of(request)
+        hooks = self.gate.hooks(request, host)
+        if self.robots.enabled and not request.meta.get("dont_obey_robotstxt"):
+            spec = dataclasses.replace(spec, pause_navigations=True)
+            hooks = dataclasses.replace(
+                hooks or RenderHooks(), allows_navigation=self.robots.allows
+            )
         return _Inputs(
             spec=spec,
             context=context,
             has_profile=profile is not None,
             host=host,
-            hooks=self.gate.hooks(request, host),
+            hooks=hooks,
             jar=self._cookie_jar_middleware(request),
             where=where,
         )

@@ -94,6 +94,10 @@ class RenderHooks:
 
     before_navigate: Callable[[], None] | None = None
     on_document: Callable[[DocumentResponse], None] | None = None
+    #: asked about each navigation of the main frame the page starts itself
+    #: (a script, a meta refresh, an action's click): ``False`` refuses it
+    #: before it leaves the browser (robots.txt)
+    allows_navigation: Callable[[str], bool] | None = None
 
 
 async def render(
@@ -191,6 +195,7 @@ async def render(
     )
     if hooks is not None:
         page.tracker.on_response = hooks.on_document
+        page.interceptor.allows_navigation = hooks.allows_navigation
     try:
         try:
             return await _render_page(lease, page, spec, collect_cookies, hooks)
