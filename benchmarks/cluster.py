@@ -63,7 +63,7 @@ from scrapy.utils.test import get_crawler  # noqa: E402
 from scrapy_cdp_pool import Addon  # noqa: E402
 from scrapy_cdp_pool.cluster.frontier import Frontier, connect  # noqa: E402
 from scrapy_cdp_pool.cluster.keys import gate_of, key_prefix  # noqa: E402
-from scrapy_cdp_pool.runtime import runtime_of  # noqa: E402
+from scrapy_cdp_pool.core.runtime import runtime_of  # noqa: E402
 from tests.cluster_harness import RedisServer  # noqa: E402
 
 ACTIONS = [["wait_for_selector", "#js"], ["evaluate", "document.title"]]

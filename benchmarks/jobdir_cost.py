@@ -41,7 +41,7 @@ from scrapy.utils.reactor import install_reactor  # noqa: E402
 from scrapy.utils.test import get_crawler  # noqa: E402
 
 from scrapy_cdp_pool import Addon  # noqa: E402
-from scrapy_cdp_pool.runtime import runtime_of  # noqa: E402
+from scrapy_cdp_pool.core.runtime import runtime_of  # noqa: E402
 
 MODES: dict[str, dict[str, Any]] = {
     "memory (no JOBDIR)": {},

@@ -43,8 +43,8 @@ from typing import Any
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scrapy_cdp_pool.pool.page_reuse import ORIGIN_STORAGE_TYPES
-from scrapy_cdp_pool.pool.server_flags import CHROMIUM_FLAGS
+from scrapy_cdp_pool.browser.pool.page_reuse import ORIGIN_STORAGE_TYPES
+from scrapy_cdp_pool.browser.pool.server_flags import CHROMIUM_FLAGS
 
 CHROMIUM = os.environ.get("BENCH_CHROMIUM", "/usr/bin/chromium")
 BLOCKED = ("Image", "Stylesheet", "Font", "Media")

@@ -28,7 +28,7 @@ import psutil
 # The embedded Chromium's own flags (headless, no background services), so the
 # harness's Chromium is the plugin's: imported from the repository's package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from scrapy_cdp_pool.pool.server_flags import CHROMIUM_FLAGS
+from scrapy_cdp_pool.browser.pool.server_flags import CHROMIUM_FLAGS
 
 HOST = "127.0.0.1"
 CHROMIUM = os.environ.get("BENCH_CHROMIUM", "/usr/bin/chromium")

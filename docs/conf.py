@@ -9,7 +9,13 @@ project = "scrapy-cdp-pool"
 author = "scrapy-cdp-pool contributors"
 copyright = "2026, scrapy-cdp-pool contributors"
 
-extensions = ["myst_parser"]
+extensions = ["myst_parser", "sphinx.ext.autodoc"]
+
+# The API reference (api.md) is built from the docstrings of the installed package.
+autodoc_member_order = "bysource"
+autodoc_inherit_docstrings = False  # Scrapy's own docstrings use its own roles
+autodoc_typehints = "description"
+autodoc_default_options = {"members": True, "show-inheritance": True}
 source_suffix = {".md": "markdown"}
 master_doc = "index"
 exclude_patterns = ["_build"]

@@ -2,12 +2,12 @@
 Chrome DevTools Protocol connections (Lightpanda, Chromium, remote endpoints)."""
 
 from scrapy_cdp_pool.addon import Addon
+from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
 from scrapy_cdp_pool.budget import ConcurrencyBudget
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.handler import CDPDownloadHandler
-from scrapy_cdp_pool.identity.middleware import ProfileMiddleware
-from scrapy_cdp_pool.pool.pool import ConnectionPool
-from scrapy_cdp_pool.scheduling.queue import IdentityAwarePriorityQueue
+from scrapy_cdp_pool.core.handler import CDPDownloadHandler
+from scrapy_cdp_pool.core.queue import IdentityAwarePriorityQueue
+from scrapy_cdp_pool.profiles.middleware import ProfileMiddleware
+from scrapy_cdp_pool.settings.config import PoolConfig
 from scrapy_cdp_pool.telemetry import EngineStatusExtension
 
 __all__ = [

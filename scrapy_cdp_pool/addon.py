@@ -10,20 +10,22 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool import scrapy_internals
+from scrapy_cdp_pool.browser.pool.servers import embedded_server
 from scrapy_cdp_pool.cluster.install import (
     HOST_PAUSE_MIDDLEWARE,
     LOCAL_HOST_PAUSE_MIDDLEWARE,
     check_redis,
     cluster_settings,
 )
-from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.core.paths import check_directory, check_writable_file, make_private_directory
+from scrapy_cdp_pool.core.playwright_keys import warn_playwright_handler, warn_playwright_settings
+from scrapy_cdp_pool.core.runtime import CrawlerRuntime, RuntimeOwner
 from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.jobdir.install import durable_settings, refuse_durable_queue
 from scrapy_cdp_pool.jobdir.store import check_jobdir
-from scrapy_cdp_pool.paths import check_directory, check_writable_file, make_private_directory
-from scrapy_cdp_pool.playwright_keys import warn_playwright_handler, warn_playwright_settings
-from scrapy_cdp_pool.pool.servers import embedded_server
-from scrapy_cdp_pool.runtime import CrawlerRuntime, RuntimeOwner
+from scrapy_cdp_pool.ladder.make import provide_ladder
+from scrapy_cdp_pool.profiles.registry import provide_profiles
+from scrapy_cdp_pool.settings.config import PoolConfig
 
 if TYPE_CHECKING:
     from typing import Self
@@ -32,14 +34,14 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-HANDLER = "scrapy_cdp_pool.handler.CDPDownloadHandler"
-PRIORITY_QUEUE = "scrapy_cdp_pool.scheduling.queue.IdentityAwarePriorityQueue"
-GATE_RELEASE_MIDDLEWARE = "scrapy_cdp_pool.scheduling.release.GateReleaseMiddleware"
-PROFILE_MIDDLEWARE = "scrapy_cdp_pool.identity.middleware.ProfileMiddleware"
+HANDLER = "scrapy_cdp_pool.core.handler.CDPDownloadHandler"
+PRIORITY_QUEUE = "scrapy_cdp_pool.core.queue.IdentityAwarePriorityQueue"
+GATE_RELEASE_MIDDLEWARE = "scrapy_cdp_pool.core.release.GateReleaseMiddleware"
+PROFILE_MIDDLEWARE = "scrapy_cdp_pool.profiles.middleware.ProfileMiddleware"
 EXTENSION = "scrapy_cdp_pool.telemetry.EngineStatusExtension"
 CACHE_STORAGE = "scrapy_cdp_pool.httpcache.RenderAwareCacheStorage"
 BUDGET_EXTENSION = "scrapy_cdp_pool.budget.extension.BudgetExtension"
-# Issue 16 (operations): each is not configured unless its setting is set.
+# Operations (docs/cluster.md, docs/telemetry.md): each only with its setting.
 SHARED_PROFILES_MIDDLEWARE = "scrapy_cdp_pool.cluster.profile_hook.SharedProfilesMiddleware"
 FLEET_BUDGET_EXTENSION = "scrapy_cdp_pool.cluster.budget_extension.FleetBudgetExtension"
 METRICS_EXTENSION = "scrapy_cdp_pool.telemetry.metrics.MetricsExtension"
@@ -62,6 +64,10 @@ COMPONENTS = (
     ("EXTENSIONS", METRICS_EXTENSION, 510),  # after the status extension (500)
 )
 ASYNCIO_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+#: Scrapy's http/https handler without a Twisted reactor (``TWISTED_REACTOR_ENABLED
+#: = False``): Scrapy writes it into ``DOWNLOAD_HANDLERS_BASE`` at the project's
+#: priority after the add-ons ran, so the add-on's own entry must be at least there
+AIOHTTP_HANDLER = "scrapy.core.downloader.handlers._aiohttp.AiohttpDownloadHandler"
 
 
 class Addon(RuntimeOwner):
@@ -70,14 +76,17 @@ class Addon(RuntimeOwner):
     requests that are not rendered (``CDP_POOL_FALLBACK_HANDLERS``).
 
     :raises ValueError: at start-up, when ``TWISTED_REACTOR`` is not the asyncio
-        reactor (the pool runs on the asyncio event loop), a ``CDP_POOL_*``
+        reactor (the pool runs on the asyncio event loop; without a reactor,
+        ``TWISTED_REACTOR_ENABLED = False``, it runs on Scrapy's loop, with
+        Scrapy's aiohttp handler as the fallback), a ``CDP_POOL_*``
         setting is invalid (the message names it), or the embedded server's
         binary is missing (``CDP_POOL_CHROMIUM_PATH``,
-        ``CDP_POOL_LIGHTPANDA_PATH``). Scrapy only logs a download handler's
-        own start-up errors, so they are raised here, loudly; so is a crawler
-        whose pool settings differ from those of the pool it would share
-        (``CDP_POOL_NAME``), a file or directory setting that cannot be used
-        (``CDP_POOL_STATUS_FILE``, ``CDP_POOL_FAILURES_FILE``,
+        ``CDP_POOL_LIGHTPANDA_PATH``, the ``lightpanda`` package). Scrapy only
+        logs a download handler's own start-up errors, so they are raised
+        here, loudly; so is a crawler whose pool settings differ from those
+        of the pool it would share (``CDP_POOL_NAME``), a file or directory
+        setting that cannot be used (``CDP_POOL_STATUS_FILE``,
+        ``CDP_POOL_FAILURES_FILE``,
         ``CDP_POOL_PROFILES_DIR``, ``JOBDIR``: the message names the setting,
         the path and the OS's reason).
     :raises JobdirError: with the durable JOBDIR, another crawl holds the
@@ -87,9 +96,9 @@ class Addon(RuntimeOwner):
 
     Built by Scrapy with the crawler, it reads the settings once
     (:class:`PoolConfig`) and makes the crawler's
-    :class:`~scrapy_cdp_pool.runtime.CrawlerRuntime` (:attr:`runtime`), which
+    :class:`~scrapy_cdp_pool.core.runtime.CrawlerRuntime` (:attr:`runtime`), which
     the plugin's components take in their ``from_crawler``
-    (:func:`~scrapy_cdp_pool.runtime.runtime_of`).
+    (:func:`~scrapy_cdp_pool.core.runtime.runtime_of`).
     """
 
     def __init__(self, crawler: Crawler | None = None) -> None:
@@ -107,62 +116,90 @@ class Addon(RuntimeOwner):
         warn_playwright_settings(settings, extra=extra)
         if self.crawler is not None:
             runtime = CrawlerRuntime(self.crawler, config)
+            provide_profiles(runtime)  # the parts the core calls, made on first use
+            provide_ladder(runtime)
             runtime.check_pool()
             self.runtime = runtime
         _check_paths(config, settings.get("JOBDIR"))
-        if not config.endpoints:
-            # with CDP_POOL_FALLBACK = "chromium", the Chromium of its rung too
-            browsers = {config.browser, config.fallback or config.browser}
-            try:
-                for browser in sorted(browsers):
-                    embedded_server(dataclasses.replace(config, browser=browser)).checked_binary()
-            except ServerStartError as e:  # before the crawl, not at its first page
-                raise ValueError(str(e)) from e
+        _check_binaries(config)
         reactor = settings.get("TWISTED_REACTOR")
         if settings.getbool("TWISTED_REACTOR_ENABLED", True) and reactor != ASYNCIO_REACTOR:
             raise ValueError(
                 f"scrapy_cdp_pool needs TWISTED_REACTOR = {ASYNCIO_REACTOR!r} "
                 f"(Scrapy's default); it is set to {reactor!r}"
             )
-        handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
-        fallbacks: dict[str, Any] = {}
-        for scheme in ("http", "https"):
-            previous = handlers.get(scheme)
-            if previous is not None and _path(previous) != HANDLER:
-                fallbacks[scheme] = previous
-                warn_playwright_handler(scheme, _path(previous), extra=extra)
-        settings.set("CDP_POOL_FALLBACK_HANDLERS", fallbacks, "addon")
-        download_handlers = settings["DOWNLOAD_HANDLERS"]
-        if isinstance(download_handlers, BaseSettings):
-            for scheme in ("http", "https"):
-                # A handler the project set itself becomes the fallback: the
-                # add-on's own wins at the project's priority.
-                priority = max(
-                    download_handlers.getpriority(scheme) or 0, SETTINGS_PRIORITIES["addon"]
-                )
-                download_handlers.set(scheme, HANDLER, priority)
-        else:
-            settings.set(
-                "DOWNLOAD_HANDLERS",
-                {**(download_handlers or {}), "http": HANDLER, "https": HANDLER},
-                "addon",
-            )
+        _install_handler(settings, extra)
         _set_priority_queue(settings, self.crawler)
         _warn_if_starved(settings, config, self.crawler)
         _wrap_cache_storage(settings)
-        if config.cluster_redis_url is not None:  # one crawl over many workers
-            for name, value, priority in cluster_settings(settings):
-                settings.set(name, value, priority)
-            check_redis(config.cluster_redis_url)
-        elif settings.get("JOBDIR") and config.jobdir_durable:  # survives SIGKILL
-            changes = durable_settings(settings)
-            for name, value, priority in changes:
-                settings.set(name, value, priority)
-            if changes:  # refused now, not in the middle of the engine's start
-                check_jobdir(str(settings.get("JOBDIR")))
-        elif settings.get("JOBDIR"):
-            refuse_durable_queue(str(settings.get("JOBDIR")))
-        _install_components(settings, cluster=config.cluster_redis_url is not None)
+        _install_scheduler(settings, config)
+        _install_components(
+            settings,
+            cluster=config.cluster_redis_url is not None,
+            metrics=config.metrics_port is not None,
+        )
+
+
+def _check_binaries(config: PoolConfig) -> None:
+    """:raises ValueError: an embedded server's binary is missing (with
+    ``CDP_POOL_FALLBACK = "chromium"``, the Chromium of its rung too)."""
+    if config.endpoints:
+        return
+    browsers = {config.browser, config.fallback or config.browser}
+    try:
+        for browser in sorted(browsers):
+            embedded_server(dataclasses.replace(config, browser=browser)).checked_binary()
+    except ServerStartError as e:  # before the crawl, not at its first page
+        raise ValueError(str(e)) from None  # the message says it all
+
+
+def _install_handler(settings: BaseSettings, extra: dict[str, Any] | None) -> None:
+    """The add-on's handler for http and https; the handlers that were there
+    before are kept as the fallback (``CDP_POOL_FALLBACK_HANDLERS``)."""
+    handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
+    reactorless = not settings.getbool("TWISTED_REACTOR_ENABLED", True)
+    fallbacks: dict[str, Any] = {}
+    for scheme in ("http", "https"):
+        previous = handlers.get(scheme)
+        if reactorless and scheme not in settings.getdict("DOWNLOAD_HANDLERS"):
+            previous = AIOHTTP_HANDLER  # what Scrapy's reactorless defaults install
+        if previous is not None and _path(previous) != HANDLER:
+            fallbacks[scheme] = previous
+            warn_playwright_handler(scheme, _path(previous), extra=extra)
+    settings.set("CDP_POOL_FALLBACK_HANDLERS", fallbacks, "addon")
+    download_handlers = settings["DOWNLOAD_HANDLERS"]
+    if isinstance(download_handlers, BaseSettings):
+        for scheme in ("http", "https"):
+            # A handler the project set itself becomes the fallback: the
+            # add-on's own wins at the project's priority (at least: Scrapy's
+            # reactorless defaults are written there, see AIOHTTP_HANDLER).
+            priority = max(
+                download_handlers.getpriority(scheme) or 0, SETTINGS_PRIORITIES["project"]
+            )
+            download_handlers.set(scheme, HANDLER, priority)
+    else:
+        settings.set(
+            "DOWNLOAD_HANDLERS",
+            {**(download_handlers or {}), "http": HANDLER, "https": HANDLER},
+            "addon",
+        )
+
+
+def _install_scheduler(settings: BaseSettings, config: PoolConfig) -> None:
+    """The cluster's scheduler (one crawl over many workers), or the durable
+    JOBDIR's (survives SIGKILL), as the settings ask."""
+    if config.cluster_redis_url is not None:
+        for name, value, priority in cluster_settings(settings):
+            settings.set(name, value, priority)
+        check_redis(config.cluster_redis_url)
+    elif settings.get("JOBDIR") and config.jobdir_durable:
+        changes = durable_settings(settings)
+        for name, value, priority in changes:
+            settings.set(name, value, priority)
+        if changes:  # refused now, not in the middle of the engine's start
+            check_jobdir(str(settings.get("JOBDIR")))
+    elif settings.get("JOBDIR"):
+        refuse_durable_queue(str(settings.get("JOBDIR")))
 
 
 def _warn_if_starved(settings: BaseSettings, config: PoolConfig, crawler: Crawler | None) -> None:
@@ -219,7 +256,15 @@ def _check_paths(config: PoolConfig, jobdir: Any) -> None:
         make_private_directory("JOBDIR", str(jobdir))
 
 
-def _install_components(settings: BaseSettings, *, cluster: bool = False) -> None:
+#: components added only with their feature on (CDP_POOL_CLUSTER_REDIS_URL,
+#: CDP_POOL_METRICS_PORT): a crawl without them never imports redis-py or
+#: prometheus_client, not even to find the component's class
+_CLUSTER_ONLY = (SHARED_PROFILES_MIDDLEWARE, FLEET_BUDGET_EXTENSION)
+
+
+def _install_components(
+    settings: BaseSettings, *, cluster: bool = False, metrics: bool = False
+) -> None:
     """Add the plugin's middlewares and extensions, each at its order unless
     the project set it itself (to another order, or None to disable it).
     Scrapy's ``RetryMiddleware`` is replaced by ``RetryPolicyMiddleware``
@@ -234,6 +279,8 @@ def _install_components(settings: BaseSettings, *, cluster: bool = False) -> Non
     if listed.get(scrapy_retry) is not None and policy not in listed:
         settings.replace_in_component_priority_dict(name, scrapy_retry, policy)
     for setting, path, order in COMPONENTS:
+        if (path in _CLUSTER_ONLY and not cluster) or (path == METRICS_EXTENSION and not metrics):
+            continue
         if cluster and path == LOCAL_HOST_PAUSE_MIDDLEWARE:
             path = HOST_PAUSE_MIDDLEWARE
         settings.setdefault_in_component_priority_dict(setting, load_object(path), order)

@@ -2,8 +2,18 @@
 Scrapy's exceptions and :mod:`scrapy_cdp_pool.messages`), so any layer can
 raise or catch them without importing a layer above it.
 
+Every one is a :class:`CDPPoolError` (``except CDPPoolError`` catches all the
+plugin's own), and also the standard or Scrapy class a caller would catch for
+that fault (``ValueError``, ``IgnoreRequest``, ``DownloadTimeoutError``...). They
+come in sections, each with its own root: the CDP client's (:class:`CDPError`),
+the render's and the pool's (:class:`RenderError`), the profiles'
+(:class:`ProfileError`), the durable JOBDIR's (:class:`JobdirError`), bad input
+(:class:`InvalidRequestMeta`, :class:`UnserializableRequestError`), the cluster's
+(:class:`RedisUnavailable`), the render ladder's (:class:`ExpectationNotMet`),
+and the tools' (:class:`PlotError`). Users import them from here.
+
 Translating them into Scrapy's download exceptions happens once, at the
-download handler's boundary (:mod:`scrapy_cdp_pool.boundary`).
+download handler's boundary (:mod:`scrapy_cdp_pool.core.boundary`).
 """
 
 from __future__ import annotations
@@ -19,11 +29,15 @@ LOCK_NAME = "cdp_pool.lock"
 """The JOBDIR's lock file (:mod:`scrapy_cdp_pool.jobdir.lock`)."""
 
 
+class CDPPoolError(Exception):
+    """The root of every exception scrapy-cdp-pool raises."""
+
+
 # CDP client ------------------------------------------------------------
 
 
-class CDPError(Exception):
-    """Base class of every error raised by :mod:`scrapy_cdp_pool.cdp`; the
+class CDPError(CDPPoolError):
+    """Base class of every error raised by :mod:`scrapy_cdp_pool.browser.cdp`; the
     message (a server's words, of any size) is cut to
     :data:`~scrapy_cdp_pool.messages.MESSAGE_LIMIT_CHARS` characters."""
 
@@ -52,7 +66,7 @@ class CDPConnectionClosed(CDPError):
 
 class CDPRequestTooLarge(CDPConnectionClosed):
     """The connection closed while a command larger than
-    :data:`~scrapy_cdp_pool.cdp.client.LARGE_MESSAGE` bytes waited for its
+    :data:`~scrapy_cdp_pool.browser.cdp.client.LARGE_MESSAGE` bytes waited for its
     answer: most likely the server refused it as too large (Lightpanda closes
     a connection whose message passes its ``--cdp-max-message-size``).
     ``size`` is the message's size in bytes."""
@@ -107,7 +121,7 @@ class CDPBacklogExceeded(CDPConnectionClosed):
 # Pool and render --------------------------------------------------------
 
 
-class RenderError(Exception):
+class RenderError(CDPPoolError):
     """Base class of the render errors below; the message is cut to
     :data:`~scrapy_cdp_pool.messages.MESSAGE_LIMIT_CHARS` characters."""
 
@@ -142,6 +156,13 @@ class NavigationLoop(PageScriptError):
 
 class ActionError(RenderError):
     """An action of ``meta["cdp_actions"]`` failed; the message names it."""
+
+
+class ActionTimeout(CDPPoolError, TimeoutError):
+    """An action (or the wait it is) ran out of its timeout; the message says
+    what it waited for. A ``TimeoutError``, so the request fails as a download
+    timeout as before; the render ladder climbs on it (a fuller browser may
+    render what was waited for)."""
 
 
 class ActionUnsupported(RenderError):
@@ -182,23 +203,23 @@ class PageScriptStalled(PageCrashed):
 
 class DedicatedServerFailed(RenderError):
     """A dedicated server (an identity's proxy or time zone, see
-    :mod:`scrapy_cdp_pool.pool.dedicated`) did not start: that identity's
+    :mod:`scrapy_cdp_pool.browser.pool.dedicated`) did not start: that identity's
     request fails (and is retried), the rest of the pool goes on."""
 
 
-class SlotWaitTimeout(DownloadTimeoutError):
+class SlotWaitTimeout(CDPPoolError, DownloadTimeoutError):
     """``download_timeout`` passed while the request still waited for a
     browser slot (every connection busy, or its dedicated server): the page
     was never opened, so it is not counted against the request's profile.
     Retried like any download timeout."""
 
 
-class PoolStartTimeout(DownloadTimeoutError):
+class PoolStartTimeout(CDPPoolError, DownloadTimeoutError):
     """``download_timeout`` passed while the pool was still starting (its
     embedded server starting, or its endpoints answering ``/json/version``),
     or while a dedicated server started for the request: no page was opened.
     Retried like any download timeout; raised where the wait happens
-    (:meth:`~scrapy_cdp_pool.pool.pool.ConnectionPool.lease`)."""
+    (:meth:`~scrapy_cdp_pool.browser.pool.pool.ConnectionPool.lease`)."""
 
 
 class ResponseTooLarge(RenderError):
@@ -239,7 +260,7 @@ class CapabilityUnavailable(PoolUnavailable):
     "Mozilla" user agent on a pool of Lightpanda servers)."""
 
 
-class ServerStartError(RuntimeError):
+class ServerStartError(CDPPoolError, RuntimeError):
     """The embedded server did not start or did not get ready in time."""
 
 
@@ -262,7 +283,7 @@ class LivePageFailed(RenderError):
 # Profiles ---------------------------------------------------------------
 
 
-class ProfileError(IgnoreRequest):
+class ProfileError(CDPPoolError, IgnoreRequest):
     """A request of profile ``name`` cannot be sent as that identity."""
 
     def __init__(self, name: str, reason: str) -> None:
@@ -323,7 +344,7 @@ class ProfileUnsupported(ProfileError):
 # JOBDIR and requests ----------------------------------------------------
 
 
-class JobdirError(RuntimeError):
+class JobdirError(CDPPoolError, RuntimeError):
     """The JOBDIR cannot be used as it is; the message says why and what to do."""
 
 
@@ -354,23 +375,23 @@ class JobdirLocked(JobdirError):
         self.pid = pid
 
 
-class UnserializableRequestError(ValueError):
+class UnserializableRequestError(CDPPoolError, ValueError):
     """The request cannot be stored in ``JOBDIR``; the message names why."""
 
 
-class InvalidRequestMeta(ValueError):
+class InvalidRequestMeta(CDPPoolError, ValueError):
     """A meta value of the request is invalid; the message names the key, the
     value and what is expected. Not retried."""
 
 
-class PlotError(Exception):
+class PlotError(CDPPoolError):
     """The plot cannot be drawn (no matplotlib, no sample); the message says why."""
 
 
 # Cluster crawl (scrapy_cdp_pool.cluster) ---------------------------------
 
 
-class RedisUnavailable(RuntimeError):
+class RedisUnavailable(CDPPoolError, RuntimeError):
     """The cluster crawl's Redis could not be reached, now or within the
     current backoff (:class:`~scrapy_cdp_pool.cluster.link.ClusterLink`);
     its callers keep what they could not send and try again later."""
@@ -393,7 +414,7 @@ class RungResult:
         return {"rung": self.rung, "outcome": self.outcome, "seconds": round(self.seconds, 3)}
 
 
-class ExpectationNotMet(Exception):
+class ExpectationNotMet(CDPPoolError):
     """A request's expectation (``meta["cdp_expect"]`` or ``CDP_POOL_EXPECT``)
     was met on no rung of the render ladder. ``results`` holds every rung's
     outcome, in order; ``kind`` is the request's page kind. Not retried by

@@ -13,7 +13,16 @@ or overrides these internals (all present from Scrapy 2.13 to 2.19):
   memory and disk priority queues) and the hooks ``_read_dqs_state`` /
   ``_write_dqs_state``, which the durable scheduler overrides;
 - the ``_fingerprinter`` of Scrapy's HTTP cache storages, which the
-  render-aware cache storage extends.
+  render-aware cache storage extends;
+- for the status line, its maxima and the memory guard (telemetry):
+  ``engine.downloader.active`` (the requests being downloaded),
+  ``engine.scraper.slot`` and its ``active_size``, ``max_active_size`` and
+  ``needs_backout()`` (the scraper's load; upstream has discussed making
+  ``scraper.Slot`` private), and ``engine.scheduler``;
+- ``engine.downloader.middleware.middlewares``: the running downloader
+  middlewares (the cookie jar and the render ladder find Scrapy's own there);
+- ``Scheduler.dqdir``, ``dqclass`` and ``df``, which the durable scheduler
+  (a subclass) reads from itself.
 
 :func:`check` runs once when the add-on reads its settings: a Scrapy whose
 internals moved stops the crawl at start with :class:`ScrapyInternalsError`
@@ -25,11 +34,16 @@ reads a private Scrapy attribute.
 from __future__ import annotations
 
 from collections.abc import Container
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import scrapy
 from scrapy.core import engine as scrapy_engine
+from scrapy.core import scraper as scrapy_scraper
+from scrapy.core.downloader import Downloader
 from scrapy.core.scheduler import Scheduler
+from scrapy.middleware import MiddlewareManager
+
+from scrapy_cdp_pool.errors import CDPPoolError
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -40,8 +54,25 @@ M = TypeVar("M")
 #: the overridable ``Scheduler`` methods the durable scheduler relies on
 SCHEDULER_HOOKS = ("_read_dqs_state", "_write_dqs_state", "_mq", "_dq", "_get_start_queue_cls")
 
+#: (class, attributes its ``__init__`` must set, how the plugin reaches them)
+ASSIGNED_ATTRIBUTES: tuple[tuple[type, tuple[str, ...], str], ...] = (
+    (scrapy_engine.ExecutionEngine, ("downloader", "scraper"), "engine.{}"),
+    (Downloader, ("active", "middleware"), "engine.downloader.{}"),
+    (MiddlewareManager, ("middlewares",), "engine.downloader.middleware.{}"),
+    (scrapy_scraper.Scraper, ("slot",), "engine.scraper.{}"),
+    (Scheduler, ("dqdir", "dqclass", "df"), "Scheduler.{}"),
+)
 
-class ScrapyInternalsError(RuntimeError):
+
+class ScraperLoad(NamedTuple):
+    """The scraper's load, read from ``engine.scraper.slot``."""
+
+    active_size: int
+    max_active_size: int
+    needs_backout: bool
+
+
+class ScrapyInternalsError(CDPPoolError, RuntimeError):
     """This Scrapy lacks an internal the plugin reads (message: the Scrapy
     version, the internal, the plugin feature that needs it)."""
 
@@ -73,6 +104,48 @@ def check() -> None:
     for name in SCHEDULER_HOOKS:
         if not callable(getattr(Scheduler, name, None)):
             raise _missing(f"scrapy.core.scheduler.Scheduler.{name}")
+    for cls, names, reached_as in ASSIGNED_ATTRIBUTES:
+        for name in names:
+            if name not in _assigned_by_init(cls):
+                raise _missing(f"{cls.__name__}'s '{name}' ({reached_as.format(name)})")
+    if not isinstance(getattr(scrapy_engine.ExecutionEngine, "scheduler", None), property):
+        raise _missing("ExecutionEngine.scheduler (engine.scheduler)")
+    # the scraper's slot class, public or (as upstream has discussed) private
+    slot_cls = getattr(scrapy_scraper, "Slot", None) or getattr(scrapy_scraper, "_Slot", None)
+    if slot_cls is None:
+        raise _missing("scrapy.core.scraper.Slot (engine.scraper.slot)")
+    for name in ("active_size", "max_active_size"):
+        if name not in _assigned_by_init(slot_cls):
+            raise _missing(f"the scraper slot's '{name}' (engine.scraper.slot.{name})")
+    if not callable(getattr(slot_cls, "needs_backout", None)):
+        raise _missing("the scraper slot's 'needs_backout' (engine.scraper.slot.needs_backout)")
+
+
+def _assigned_by_init(cls: type) -> set[str]:
+    """The attribute names ``cls.__init__``'s code stores (read, not run)."""
+    init = getattr(cls, "__init__", None)
+    return set(getattr(getattr(init, "__code__", None), "co_names", ()))
+
+
+def active_download_count(crawler: Crawler) -> int:
+    """How many requests the downloader is downloading (0 without an engine)."""
+    engine = running_engine(crawler)
+    return len(engine.downloader.active) if engine is not None else 0
+
+
+def running_scheduler(crawler: Crawler) -> Any:
+    """The engine's scheduler, or None before a spider is open."""
+    engine = running_engine(crawler)
+    return engine.scheduler if engine is not None else None
+
+
+def scraper_load(crawler: Crawler) -> ScraperLoad | None:
+    """The scraper's load, or None while it has no slot (no spider open)."""
+    engine = running_engine(crawler)
+    slot = engine.scraper.slot if engine is not None else None
+    if slot is None:
+        return None
+    return ScraperLoad(slot.active_size, slot.max_active_size, bool(slot.needs_backout()))
 
 
 def running_engine(crawler: Crawler) -> Any:

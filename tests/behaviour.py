@@ -10,7 +10,7 @@ from typing import Any
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.render.errors import PageMemoryExceeded
+from scrapy_cdp_pool.errors import PageMemoryExceeded
 from tests.contract import token
 from tests.crawl import crawl
 from tests.profiles import hits

@@ -22,7 +22,7 @@ from typing import Any
 
 from lightpanda.client import find_binary
 
-from scrapy_cdp_pool.pool.embedded_server import free_port
+from scrapy_cdp_pool.browser.pool.embedded_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 START_DEADLINE_S = 20.0
@@ -101,7 +101,7 @@ class ChromiumProcess:
     on" line of its stderr, with a deadline; stopped by PID (its process group)."""
 
     def __init__(self, path: str = "/usr/bin/chromium") -> None:
-        from scrapy_cdp_pool.pool.server_flags import CHROMIUM_FLAGS
+        from scrapy_cdp_pool.browser.pool.server_flags import CHROMIUM_FLAGS
 
         self.user_data_dir = tempfile.mkdtemp(prefix="tests-chromium-")
         self.proc = subprocess.Popen(

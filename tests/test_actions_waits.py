@@ -12,8 +12,8 @@ import pytest_twisted
 import scrapy
 from scrapy.exceptions import DownloadConnectionRefusedError, DownloadFailedError
 
+from scrapy_cdp_pool.browser.pool.embedded_server import free_port
 from scrapy_cdp_pool.errors import ActionUnsupported
-from scrapy_cdp_pool.pool.embedded_server import free_port
 from tests.crawl import crawl
 from tests.profiles import hits, token
 from tests.servers import SiteServer

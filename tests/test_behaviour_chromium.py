@@ -14,7 +14,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.cdp import CDPConnection
+from scrapy_cdp_pool.browser.cdp import CDPConnection
 from tests.behaviour import BehaviourContract
 from tests.contract import token
 from tests.crawl import crawl

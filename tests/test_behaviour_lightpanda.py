@@ -10,7 +10,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.render.errors import ActionUnsupported, NavigationToOtherScheme
+from scrapy_cdp_pool.errors import ActionUnsupported, NavigationToOtherScheme
 from tests.behaviour import DISMISSED, BehaviourContract
 from tests.contract import token
 from tests.crawl import crawl
@@ -31,9 +31,6 @@ async def test_accepting_dialogs_is_not_honoured_and_says_so(
 ) -> None:
     """Lightpanda dismisses dialogs itself: 'accept' is reported as not
     done, with one warning."""
-    from scrapy_cdp_pool.render import dialogs
-
-    dialogs._warned_lightpanda_accept = False
     spider, _ = await crawl(
         [scrapy.Request(site.url(f"/behaviour/dialogs?{token()}&i={i}"), meta={"cdp": True})
          for i in range(2)],

@@ -20,7 +20,7 @@ from twisted.internet.defer import Deferred
 
 from scrapy_cdp_pool import ConcurrencyBudget
 from scrapy_cdp_pool.budget import LoadThresholds, budget_for
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.core.runtime import runtime_of
 from tests.crawl import BASE_SETTINGS, RecordingSpider
 from tests.servers import SiteServer, process_tree_alive
 

@@ -14,7 +14,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.cli import SUBCOMMANDS, main
+from scrapy_cdp_pool.tools.cli import SUBCOMMANDS, main
 from tests.crawl import crawl
 from tests.profiles import MOZILLA_UA, write_profile
 from tests.servers import ROOT, SiteServer
@@ -107,7 +107,7 @@ def test_measure_reports_more_memory_for_more_open_pages(site: SiteServer) -> No
 
 def test_measure_prints_a_table_and_the_formula(site: SiteServer) -> None:
     run = subprocess.run(
-        [sys.executable, "-m", "scrapy_cdp_pool.cli", "measure", site.url("/js?n=1"),
+        [sys.executable, "-m", "scrapy_cdp_pool.tools.cli", "measure", site.url("/js?n=1"),
          "--steps", "1,2", "--connections", "1", "--settle", "0"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip

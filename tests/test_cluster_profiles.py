@@ -239,7 +239,7 @@ def test_the_cluster_export_command_writes_the_shared_profiles(
     out = tmp_path / "exported"
     name = "test"  # PREFIX is key_prefix("test")
     done = subprocess.run(
-        [sys.executable, "-m", "scrapy_cdp_pool.cli", "cluster", "export", "--redis",
+        [sys.executable, "-m", "scrapy_cdp_pool.tools.cli", "cluster", "export", "--redis",
          redis_server.url, "--name", name, "--dir", str(out), "--profile", "alice"],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip

@@ -9,7 +9,7 @@ import pytest
 from scrapy.settings import Settings
 
 from scrapy_cdp_pool import Addon, PoolConfig
-from scrapy_cdp_pool.config import default_connections
+from scrapy_cdp_pool.settings.config import default_connections
 
 
 def config(**values: Any) -> PoolConfig:
@@ -121,7 +121,9 @@ def test_addon_installs_handler_and_keeps_previous_as_fallback() -> None:
     settings.set("DOWNLOAD_HANDLERS", {"https": "my.project.Handler"}, "project")
     Addon().update_settings(settings)
     handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
-    assert handlers["http"] == handlers["https"] == "scrapy_cdp_pool.handler.CDPDownloadHandler"
+    assert (
+        handlers["http"] == handlers["https"] == "scrapy_cdp_pool.core.handler.CDPDownloadHandler"
+    )
     assert settings.getdict("CDP_POOL_FALLBACK_HANDLERS") == {
         "http": "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler",
         "https": "my.project.Handler",
@@ -198,7 +200,7 @@ def test_a_list_setting_given_as_a_json_string_is_read_as_json() -> None:
 def test_server_flags_follow_the_settings() -> None:
     """Embedded servers' flags (pool/server_flags.py); a flag set in
     CDP_POOL_LIGHTPANDA_ARGS is left to it."""
-    from scrapy_cdp_pool.pool.server_flags import (
+    from scrapy_cdp_pool.browser.pool.server_flags import (
         chromium_flags,
         lightpanda_flags,
         lightpanda_response_cap,
@@ -259,8 +261,8 @@ def test_browser_behaviour_settings_refused_by_name(name: str, value: Any, expec
 
 
 def test_heap_limit_arguments_per_backend() -> None:
-    from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA
-    from scrapy_cdp_pool.pool.heap_limit import heap_limit_args
+    from scrapy_cdp_pool.browser.backends import CHROMIUM, LIGHTPANDA
+    from scrapy_cdp_pool.browser.pool.heap_limit import heap_limit_args
 
     assert heap_limit_args(config(), LIGHTPANDA) == ["--v8-max-heap-mb", "512"]
     assert heap_limit_args(config(), CHROMIUM) == ["--js-flags=--max-old-space-size=512"]

@@ -15,9 +15,9 @@ from typing import Any
 import pytest_twisted
 from twisted.internet.defer import Deferred
 
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.pool.dedicated import DedicatedServers
-from scrapy_cdp_pool.pool.server_options import ServerOptions
+from scrapy_cdp_pool.browser.pool.dedicated import DedicatedServers
+from scrapy_cdp_pool.browser.pool.server_options import ServerOptions
+from scrapy_cdp_pool.settings.config import PoolConfig
 
 PARIS = ServerOptions(timezone_id="Europe/Paris")
 TOKYO = ServerOptions(timezone_id="Asia/Tokyo")

@@ -9,7 +9,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.playwright_keys import (
+from scrapy_cdp_pool.core.playwright_keys import (
     MIGRATION_GUIDE,
     PLAYWRIGHT_META_KEYS,
     PLAYWRIGHT_SETTINGS,
@@ -29,7 +29,7 @@ def test_guide_names_every_key(key: str) -> None:
 
 
 def test_settings_warned_once_each_with_replacement(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="scrapy_cdp_pool.playwright_keys"):
+    with caplog.at_level(logging.WARNING, logger="scrapy_cdp_pool.core.playwright_keys"):
         found = warn_playwright_settings(
             ["CDP_POOL_BROWSER", "PLAYWRIGHT_BROWSER_TYPE", "PLAYWRIGHT_MADE_UP", "DOWNLOAD_DELAY"]
         )
@@ -42,7 +42,7 @@ def test_settings_warned_once_each_with_replacement(caplog: pytest.LogCaptureFix
 
 def test_meta_keys_warned_once_per_crawl(caplog: pytest.LogCaptureFixture) -> None:
     warner = PlaywrightMetaWarner()
-    with caplog.at_level(logging.WARNING, logger="scrapy_cdp_pool.playwright_keys"):
+    with caplog.at_level(logging.WARNING, logger="scrapy_cdp_pool.core.playwright_keys"):
         warner.check({"cdp": True, "playwright": True, "playwright_page_methods": []})
         warner.check({"playwright": True})
         warner.check({"cdp": True})
@@ -60,7 +60,7 @@ async def test_a_crawl_with_scrapy_playwright_habits_is_told_once_what_to_use(
     keys: each is named once in a WARNING with its replacement, and the
     requests go on (plain, as their meta asks nothing of this plugin)."""
     urls = [site.url(f"/js?n={n}") for n in (1, 2, 3)]
-    with caplog.at_level(logging.WARNING, logger="scrapy_cdp_pool.playwright_keys"):
+    with caplog.at_level(logging.WARNING, logger="scrapy_cdp_pool.core.playwright_keys"):
         spider, _ = await crawl(
             [scrapy.Request(url, meta={"playwright": True}) for url in urls],
             {"PLAYWRIGHT_BROWSER_TYPE": "chromium"},

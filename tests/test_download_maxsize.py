@@ -179,9 +179,6 @@ async def test_a_remote_lightpanda_is_warned_about_once(
     """The plugin cannot give a remote Lightpanda its response cap: one
     WARNING names DOWNLOAD_MAXSIZE and the flag; the document is still
     refused once loaded."""
-    from scrapy_cdp_pool.pool import connection_setup
-
-    connection_setup._warned_maxsize.discard(lightpanda_endpoint)
     spider, _ = await crawl(
         [
             scrapy.Request(site.url(f"/js?n=50&i={i}"), meta={"cdp": True}, dont_filter=True)

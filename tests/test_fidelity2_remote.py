@@ -7,7 +7,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.render.errors import RequestTooLarge
+from scrapy_cdp_pool.errors import RequestTooLarge
 from scrapy_cdp_pool.render.request_proxy import ProxyUnsupported
 from tests.crawl import crawl
 from tests.servers import SiteServer
@@ -65,20 +65,21 @@ async def test_a_message_a_remote_lightpanda_refuses_fails_by_name_once(
     assert stats["cdp_pool/errors/CDPRequestTooLarge"] == 1
 
 
-@pytest.mark.parametrize("case", ["remote-lightpanda", "socks", "bearer"])
+@pytest.mark.parametrize("case", ["socks", "bearer"])
 @pytest_twisted.ensureDeferred
 async def test_a_meta_proxy_that_cannot_be_honoured_fails_by_name(
     site: SiteServer, lightpanda_endpoint: str, case: str
 ) -> None:
-    """Never direct: a remote Lightpanda cannot take a proxy per request, a
-    socks proxy is not what Scrapy's HTTP handler takes, a Bearer
-    Proxy-Authorization cannot be answered by a browser."""
-    settings: dict[str, object] = {"RETRY_ENABLED": True, "RETRY_TIMES": 2}
+    """Never direct: a socks proxy is not what Scrapy's HTTP handler takes, a
+    Bearer Proxy-Authorization cannot be answered by a browser. (A remote
+    Lightpanda takes a proxy per context since issue 29:
+    tests/test_lightpanda_context_proxy.py.)"""
+    settings: dict[str, object] = {
+        "RETRY_ENABLED": True, "RETRY_TIMES": 2, "CDP_POOL_ENDPOINTS": [lightpanda_endpoint],
+    }  # fmt: skip
     headers = {}
     proxy = "http://127.0.0.1:9"
-    if case == "remote-lightpanda":
-        settings["CDP_POOL_ENDPOINTS"] = [lightpanda_endpoint]
-    elif case == "socks":
+    if case == "socks":
         proxy = "socks5://127.0.0.1:9"
     else:
         headers["Proxy-Authorization"] = "Bearer t0ken"

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from scrapy_cdp_pool.cdp import CDPConnection
-from scrapy_cdp_pool.cdp.client import MAX_UNCLAIMED_TARGETS
+from scrapy_cdp_pool.browser.cdp import CDPConnection
+from scrapy_cdp_pool.browser.cdp.client import MAX_UNCLAIMED_TARGETS
 from scrapy_cdp_pool.render.document import (
     MAX_SET_COOKIE_RESPONSES,
     DocumentResponse,

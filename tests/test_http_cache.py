@@ -20,10 +20,10 @@ import pytest_twisted
 import scrapy
 from twisted.internet.defer import Deferred
 
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.pool.server_flags import HTTP_CACHE_DIR
-from scrapy_cdp_pool.pool.server_options import ServerOptions
-from scrapy_cdp_pool.pool.servers import embedded_server
+from scrapy_cdp_pool.browser.pool.server_flags import HTTP_CACHE_DIR
+from scrapy_cdp_pool.browser.pool.server_options import ServerOptions
+from scrapy_cdp_pool.browser.pool.servers import embedded_server
+from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.crawl import crawl
 from tests.servers import SiteServer
 

@@ -18,7 +18,8 @@ import pytest
 from scrapy.settings import Settings
 
 from scrapy_cdp_pool import Addon
-from scrapy_cdp_pool.jobdir import JobdirCorrupt, JobdirError, JobdirLocked, JobStore
+from scrapy_cdp_pool.errors import JobdirCorrupt, JobdirError, JobdirLocked
+from scrapy_cdp_pool.jobdir import JobStore
 from scrapy_cdp_pool.jobdir.lock import LOCK_NAME
 from scrapy_cdp_pool.jobdir.store import DATABASE_NAME, check_jobdir
 

@@ -12,8 +12,8 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.jobdir import JobdirError, open_jobdir
-from scrapy_cdp_pool.resilience import UnserializableRequestError
+from scrapy_cdp_pool.errors import JobdirError, UnserializableRequestError
+from scrapy_cdp_pool.jobdir import open_jobdir
 from tests.crawl import crawl
 from tests.servers import SiteServer
 

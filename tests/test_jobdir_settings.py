@@ -11,7 +11,8 @@ from scrapy.squeues import PickleFifoDiskQueue
 from scrapy.utils.test import get_crawler
 
 from scrapy_cdp_pool import Addon, PoolConfig
-from scrapy_cdp_pool.jobdir import DurableScheduler, JobdirError
+from scrapy_cdp_pool.errors import JobdirError
+from scrapy_cdp_pool.jobdir import DurableScheduler
 from scrapy_cdp_pool.jobdir.store import DATABASE_NAME, JobStore
 
 DURABLE = {

@@ -18,14 +18,15 @@ from scrapy.pqueues import DownloaderAwarePriorityQueue, ScrapyPriorityQueue
 from scrapy.utils.test import get_crawler
 
 from scrapy_cdp_pool import Addon
-from scrapy_cdp_pool.identity.middleware import SIGN_IN_RETRY_META_KEY
-from scrapy_cdp_pool.jobdir import JobdirError, JobStore, SqliteFifoQueue, SqliteLifoQueue
+from scrapy_cdp_pool.core.gates import _TOKEN_META_KEY, gate_key
+from scrapy_cdp_pool.core.queue import IdentityAwarePriorityQueue, _path_safe
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.errors import JobdirError
+from scrapy_cdp_pool.jobdir import JobStore, SqliteFifoQueue, SqliteLifoQueue
 from scrapy_cdp_pool.jobdir.queues import serialize
 from scrapy_cdp_pool.jobdir.recovery import recover_state
-from scrapy_cdp_pool.jobdir.store import DATABASE_NAME
-from scrapy_cdp_pool.runtime import runtime_of
-from scrapy_cdp_pool.scheduling.gates import _TOKEN_META_KEY, gate_key
-from scrapy_cdp_pool.scheduling.queue import IdentityAwarePriorityQueue, _path_safe
+from scrapy_cdp_pool.jobdir.store import DATABASE_NAME, job_store
+from scrapy_cdp_pool.profiles.middleware import SIGN_IN_RETRY_META_KEY
 
 
 class Spider(scrapy.Spider):
@@ -154,7 +155,7 @@ def test_queues_keep_order_and_every_meta_key_of_the_plugin(tmp_path: Path) -> N
         assert request.meta == PLUGIN_META
         assert request.callback == spider.parse_item
     assert lifo.pop() is None
-    assert len(runtime_of(crawler).job_store().in_flight) == 5
+    assert len(job_store(runtime_of(crawler)).in_flight) == 5
 
 
 def test_a_request_that_cannot_be_stored_raises_value_error(tmp_path: Path) -> None:
@@ -165,7 +166,7 @@ def test_a_request_that_cannot_be_stored_raises_value_error(tmp_path: Path) -> N
     with pytest.raises(ValueError, match=r"is not an instance method"):
         serialize(scrapy.Request("http://a.test/", callback=lambda r: r), crawler.spider)
     assert len(queue) == 0
-    assert list(runtime_of(crawler).job_store().rows()) == []
+    assert list(job_store(runtime_of(crawler)).rows()) == []
 
 
 def _requests() -> list[scrapy.Request]:
@@ -199,10 +200,10 @@ def test_the_identity_queue_state_is_rebuilt_from_the_rows_after_a_kill(tmp_path
     pq.push(scrapy.Request("http://b.test/4", meta={"cdp_profile": "alice"}))
     expected = {gate: set(prios) for gate, prios in pq.close().items()}
     expected.setdefault(gate_key(in_flight), set()).add(-in_flight.priority)
-    runtime_of(crawler).job_store().close()
+    job_store(runtime_of(crawler)).close()
 
     crawler = make_crawler(tmp_path / "job")
-    store = runtime_of(crawler).job_store()
+    store = job_store(runtime_of(crawler))
     assert store.requeue_in_flight() == 1
     state = recover_state(store, IdentityAwarePriorityQueue)
     assert isinstance(state, dict)
@@ -220,7 +221,7 @@ def test_the_identity_queue_state_is_rebuilt_from_the_rows_after_a_kill(tmp_path
 
 def test_rows_of_an_unknown_gate_directory_move_to_their_gate_now(tmp_path: Path) -> None:
     crawler = make_crawler(tmp_path / "job")
-    store = runtime_of(crawler).job_store()
+    store = job_store(runtime_of(crawler))
     request = scrapy.Request("http://c.test/", meta={"cdp_profile": "carol"})
     store.push("renamed-gate-dir/-2", serialize(request, crawler.spider))
     state = recover_state(store, IdentityAwarePriorityQueue)
@@ -230,7 +231,7 @@ def test_rows_of_an_unknown_gate_directory_move_to_their_gate_now(tmp_path: Path
 
 def test_plain_priority_queue_state_and_other_queues_refused(tmp_path: Path) -> None:
     crawler = make_crawler(tmp_path / "job")
-    store = runtime_of(crawler).job_store()
+    store = job_store(runtime_of(crawler))
     for name in ("0", "-5", "-5s", "3s"):
         store.push(name, b"x")
     assert recover_state(store, ScrapyPriorityQueue) == [-5, 0, 3]

@@ -25,7 +25,7 @@ import pytest_twisted
 import scrapy
 from scrapy.exceptions import DownloadTimeoutError
 
-from scrapy_cdp_pool.ladder import ExpectationNotMet
+from scrapy_cdp_pool.errors import ExpectationNotMet
 from scrapy_cdp_pool.telemetry.extension import EngineStatusExtension
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import token, write_profile

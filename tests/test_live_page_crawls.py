@@ -17,7 +17,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.telemetry.collect import StatusCollector
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import token, write_profile

@@ -16,10 +16,10 @@ from twisted.internet.defer import Deferred
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
 
-from scrapy_cdp_pool.cdp import CDPConnection
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.pool.servers import LightpandaServer
+from scrapy_cdp_pool.browser.cdp import CDPConnection
+from scrapy_cdp_pool.browser.pool.servers import LightpandaServer
 from scrapy_cdp_pool.render.live_relay import LiveRelay
+from scrapy_cdp_pool.settings.config import PoolConfig
 
 
 class Client:

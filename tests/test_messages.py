@@ -14,10 +14,9 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.boundary import to_scrapy_error
-from scrapy_cdp_pool.cdp import CDPProtocolError
-from scrapy_cdp_pool.errors import ActionError, NavigationFailed
-from scrapy_cdp_pool.identity.errors import ProfileError
+from scrapy_cdp_pool.browser.cdp import CDPProtocolError
+from scrapy_cdp_pool.core.boundary import to_scrapy_error
+from scrapy_cdp_pool.errors import ActionError, NavigationFailed, ProfileError
 from scrapy_cdp_pool.messages import MESSAGE_LIMIT_CHARS, cap_message
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer

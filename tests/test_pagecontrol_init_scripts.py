@@ -12,7 +12,7 @@ import pytest_twisted
 import scrapy
 from scrapy.utils.test import get_crawler
 
-from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.crawl import crawl
 from tests.servers import SiteServer
 

@@ -17,11 +17,11 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
 from scrapy_cdp_pool import Addon, CDPDownloadHandler
-from scrapy_cdp_pool.backends import CHROMIUM, LIGHTPANDA
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.pool.embedded_server import free_port
-from scrapy_cdp_pool.pool.pool import ConnectionPool
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.browser.backends import CHROMIUM, LIGHTPANDA
+from scrapy_cdp_pool.browser.pool.embedded_server import free_port
+from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.crawl import crawl
 from tests.servers import SiteServer, process_tree_alive
 

@@ -26,12 +26,12 @@ import pytest_twisted
 import scrapy
 from twisted.internet.defer import Deferred
 
-from scrapy_cdp_pool.cdp import CDPConnection
-from scrapy_cdp_pool.cdp.transport import split_unix_url
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.identity.relay import unix_socket_relay
-from scrapy_cdp_pool.pool.servers import embedded_server
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.browser.cdp import CDPConnection
+from scrapy_cdp_pool.browser.cdp.transport import split_unix_url
+from scrapy_cdp_pool.browser.pool.servers import embedded_server
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.profiles.relay import unix_socket_relay
+from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.crawl import crawl
 from tests.profiles import write_profile
 from tests.servers import SiteServer

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from scrapy_cdp_pool.cli import main
+from scrapy_cdp_pool.tools.cli import main
 from tests.profiles import MOZILLA_UA, token, write_profile
 from tests.servers import ROOT, ProxyServer, SiteServer
 

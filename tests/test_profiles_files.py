@@ -13,12 +13,12 @@ from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.identity.errors import ProfileFileError
-from scrapy_cdp_pool.identity.health import HealthBook
-from scrapy_cdp_pool.identity.options import context_options, playwright_context_args
-from scrapy_cdp_pool.identity.signed_out import SignedOutRule, parse_signed_out
-from scrapy_cdp_pool.identity.store import ProfileStore
+from scrapy_cdp_pool.errors import ProfileFileError
+from scrapy_cdp_pool.profiles.health import HealthBook
+from scrapy_cdp_pool.profiles.options import context_options, playwright_context_args
+from scrapy_cdp_pool.profiles.store import ProfileStore
+from scrapy_cdp_pool.settings.config import PoolConfig
+from scrapy_cdp_pool.settings.signed_out import SignedOutRule, parse_signed_out
 from tests.profiles import MOZILLA_UA, cookie, write_profile
 
 SECRET = "s3cr3t-cookie-value"  # noqa: S105 - a test value

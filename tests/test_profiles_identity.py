@@ -12,7 +12,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.identity.errors import ProfileError
+from scrapy_cdp_pool.errors import ProfileError
 from tests.crawl import crawl
 from tests.profiles import MOZILLA_UA, cookie, hits, profile_stats, token, write_profile
 from tests.servers import SiteServer

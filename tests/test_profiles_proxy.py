@@ -1,6 +1,7 @@
 """A profile's proxy and time zone, on both backends: Chromium takes them per
-browser context; Lightpanda only per server, so the pool starts a dedicated
-Lightpanda server for them (``CDP_POOL_DEDICATED_SERVERS``).
+browser context; Lightpanda the proxy per context too (issue 29), the time
+zone only per server, so the pool starts a dedicated Lightpanda server for it
+(``CDP_POOL_DEDICATED_SERVERS``).
 
 The proxies are real (``python -m tests.site.proxy``): they map every host to
 127.0.0.1, so ``http://proxied.test:<port>/`` loads only through a proxy, and
@@ -20,8 +21,8 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.pool.embedded_server import free_port
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.browser.pool.embedded_server import free_port
+from scrapy_cdp_pool.core.runtime import runtime_of
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import token, write_profile
 from tests.servers import ProxyServer, SiteServer
@@ -109,17 +110,14 @@ async def test_each_profile_goes_through_its_own_proxy_and_no_other_request_does
         else:
             assert via is None
     stats = crawler.stats.get_stats()
+    # Both backends take the proxy per browser context (Lightpanda since
+    # issue 29): one server, no dedicated one, no proxy in its environment,
+    # the credentials never on its command line.
+    assert "cdp_pool/dedicated_servers/started" not in stats
+    servers = spider.servers  # type: ignore[attr-defined]
     if browser == "lightpanda":
-        assert stats["cdp_pool/dedicated_servers/started"] == 2
-        assert stats["cdp_pool/dedicated_servers/pages"] == 6
-        servers = spider.servers  # type: ignore[attr-defined]
-        # The proxy, credentials included, is in the server's environment
-        # (readable by this user only), never on its command line.
-        beta_with_credentials = beta.url.replace("://", f"://u:{PASSWORD}@").encode()
-        assert {proxy for _, proxy in servers} == {None, alpha.url.encode(), beta_with_credentials}
-        assert not any(PASSWORD.encode() in b"".join(argv) for argv, _ in servers)
-    else:
-        assert "cdp_pool/dedicated_servers/started" not in stats
+        assert {proxy for _, proxy in servers} == {None}
+    assert not any(PASSWORD.encode() in b"".join(argv) for argv, _ in servers)
     assert PASSWORD not in caplog.text
     assert PASSWORD not in json.dumps(stats, default=str)
     alpha.stop()
@@ -275,8 +273,9 @@ async def test_wrong_proxy_credentials_are_tried_once_and_give_the_407(
     )
     assert [r.status for r in spider.responses] == [407]
     beta.stop()
-    # Chromium: once without credentials, once with the wrong ones; the
-    # dedicated Lightpanda sends them with the first request. Then the 407 stands.
+    # Chromium: once without credentials, once with the wrong ones; Lightpanda
+    # sends them with the first request (in its context's proxy URL). Then the
+    # 407 stands.
     tries = 1 if browser == "lightpanda" else 2
     assert [line for line in beta.log if "/favicon.ico" not in line] == [f"DENIED {url}"] * tries
 

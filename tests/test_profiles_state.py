@@ -12,7 +12,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.identity.errors import ProfileError, ProfileFileError, ProfileSignedOut
+from scrapy_cdp_pool.errors import ProfileError, ProfileFileError, ProfileSignedOut
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import hits, profile_stats, temp_files, token, write_profile
 from tests.servers import SiteServer

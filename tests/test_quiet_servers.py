@@ -26,10 +26,10 @@ import scrapy
 from lightpanda.client import find_binary
 from twisted.internet.defer import Deferred
 
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.pool import private_dir
-from scrapy_cdp_pool.pool.private_dir import MARKER
-from scrapy_cdp_pool.pool.servers import embedded_server
+from scrapy_cdp_pool.browser.pool import private_dir
+from scrapy_cdp_pool.browser.pool.private_dir import MARKER
+from scrapy_cdp_pool.browser.pool.servers import embedded_server
+from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.crawl import crawl
 from tests.profiles import write_profile
 from tests.servers import ROOT, SiteServer

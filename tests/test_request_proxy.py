@@ -57,6 +57,7 @@ def test_a_request_without_profile_gets_an_anonymous_context_with_its_proxy() ->
     assert context.name == ""
     assert context.requirements() == {"proxy"}
     assert (context.proxy_server, context.proxy_username) == ("https://proxy.test:443", "u")
-    options = context.server_options()
-    assert options is not None
-    assert options.lightpanda_env()["http_proxy"] == "https://u:pw@proxy.test:443"
+    assert context.server_options() is None  # a proxy is per context on both backends
+    assert context.context_params()["proxyServer"] == "https://proxy.test:443"
+    lightpanda = context.context_params(credentials_in_url=True)
+    assert lightpanda["proxyServer"] == "https://u:pw@proxy.test:443"

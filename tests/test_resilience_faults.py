@@ -21,8 +21,8 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadTimeoutError
 from twisted.python.failure import Failure
 
-from scrapy_cdp_pool.render.errors import PageScriptStalled
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.errors import PageScriptStalled
 from tests.contract import token
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import hits
@@ -378,7 +378,7 @@ async def test_full_server_refusing_connections_with_503(
     """Lightpanda answers HTTP 503 past ``--cdp-max-connections``: the refused
     connections are retried with backoff; the crawl completes on the others."""
     full = LightpandaProcess(max_connections=1)
-    caplog.set_level("DEBUG", logger="scrapy_cdp_pool.pool.pool")
+    caplog.set_level("DEBUG", logger="scrapy_cdp_pool.browser.pool.pool")
     try:
         spider, crawler = await crawl(
             [scrapy.Request(site.url(f"/js?n=1&full={i}"), meta={"cdp": True}) for i in range(4)],

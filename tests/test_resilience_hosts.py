@@ -17,7 +17,7 @@ import pytest_twisted
 import scrapy
 from scrapy import signals
 
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.core.runtime import runtime_of
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer
 

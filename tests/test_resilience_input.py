@@ -10,7 +10,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.resilience import InvalidRequestMeta, UnserializableRequestError
+from scrapy_cdp_pool.errors import InvalidRequestMeta, UnserializableRequestError
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer
 

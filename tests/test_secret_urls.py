@@ -24,9 +24,8 @@ import scrapy
 from scrapy.settings import Settings
 
 from scrapy_cdp_pool.cluster.install import check_redis
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
-from scrapy_cdp_pool.pool import connection_setup
+from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.crawl import crawl
 from tests.servers import SiteServer, free_port
 
@@ -60,7 +59,6 @@ async def test_an_endpoints_credentials_stay_out_of_logs_stats_and_the_status_fi
 ) -> None:
     status = tmp_path / "status.jsonl"
     caplog.set_level(logging.DEBUG)
-    connection_setup._warned_maxsize.clear()  # warned once per endpoint and process
     spider, crawler = await crawl(
         [scrapy.Request(site.url(f"/js?n=1&secret={i}"), meta={"cdp": True}) for i in range(3)],
         {
@@ -100,20 +98,34 @@ async def test_a_dead_endpoints_credentials_stay_out_of_its_errors(
         assert secret not in said  # ...without its secrets
 
 
+@pytest.mark.parametrize("setting", ["CDP_POOL_STATUS_FILE", "CDP_POOL_FAILURES_FILE"])
 @pytest_twisted.ensureDeferred
-async def test_an_existing_status_file_others_could_read_is_made_private(
-    site: SiteServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+async def test_an_existing_status_or_failures_file_others_could_read_is_made_private(
+    site: SiteServer, tmp_path: Path, caplog: pytest.LogCaptureFixture, setting: str
 ) -> None:
-    status = tmp_path / "status.jsonl"
-    status.write_text("")
-    status.chmod(0o644)
+    written = tmp_path / "written.jsonl"
+    written.write_text("")
+    written.chmod(0o644)
     caplog.set_level(logging.INFO)
     await crawl(
-        [scrapy.Request(site.url("/js?n=1&status"), meta={"cdp": True})],
-        {"CDP_POOL_STATUS_FILE": str(status)},
+        [scrapy.Request(site.url("/status/404?private"), meta={"cdp": True})],
+        {setting: str(written), "HTTPERROR_ALLOW_ALL": False},
     )
-    assert stat.S_IMODE(status.stat().st_mode) == 0o600
-    assert "made 0600" in caplog.text
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    assert f"{setting} {written} was readable by other users" in caplog.text
+
+
+@pytest.mark.parametrize("setting", ["CDP_POOL_STATUS_FILE", "CDP_POOL_FAILURES_FILE"])
+@pytest_twisted.ensureDeferred
+async def test_a_new_status_or_failures_file_is_created_private(
+    site: SiteServer, tmp_path: Path, setting: str
+) -> None:
+    written = tmp_path / "new.jsonl"
+    await crawl(
+        [scrapy.Request(site.url("/status/404?new"), meta={"cdp": True})],
+        {setting: str(written), "HTTPERROR_ALLOW_ALL": False},
+    )
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
 
 
 PASSWORDS_WITH_MARKS = ["S3cret#frag", "S3cret/slash", "S3cretPW?x"]

@@ -16,7 +16,7 @@ from scrapy.settings import Settings
 from scrapy.utils.defer import deferred_from_coro
 
 from scrapy_cdp_pool import EngineStatusExtension, PoolConfig
-from scrapy_cdp_pool.pool.pool import ConnectionPool
+from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
 from scrapy_cdp_pool.render.session import RenderResult, render
 from scrapy_cdp_pool.render.spec import RenderSpec
 from scrapy_cdp_pool.telemetry import MemoryGuard, StatusSample

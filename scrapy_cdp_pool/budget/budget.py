@@ -33,11 +33,12 @@ from scrapy_cdp_pool.budget.load import LoadSample, LoadThresholds
 from scrapy_cdp_pool.budget.member import BudgetMember
 from scrapy_cdp_pool.budget.monitor import LoadMonitor
 from scrapy_cdp_pool.budget.scaling import BudgetState, check_limits, clamp, next_desired
+from scrapy_cdp_pool.settings.parse import SharedBudget
 
 if TYPE_CHECKING:
     from typing import Self
 
-    from scrapy_cdp_pool.pool.pool import ConnectionPool
+    from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ logger = logging.getLogger(__name__)
 MAX_STATES = 10_000
 
 
-class ConcurrencyBudget:
+class ConcurrencyBudget(SharedBudget):
     """Bounds the pages in flight across the crawlers attached to it.
 
     Give crawlers the same instance in ``CDP_POOL_BUDGET``, or let crawlers

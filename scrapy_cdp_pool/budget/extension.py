@@ -19,17 +19,22 @@ from typing import TYPE_CHECKING
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
-from scrapy_cdp_pool.backends import backend_of
+from scrapy_cdp_pool.browser.backends import backend_of
 from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
 from scrapy_cdp_pool.budget.load import LoadThresholds
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.runtime import CrawlerRuntime, runtime_of
-from scrapy_cdp_pool.sharing import BUDGETS, Settings, crawler_name
+from scrapy_cdp_pool.core.runtime import CrawlerRuntime, runtime_of
+from scrapy_cdp_pool.core.sharing import Settings, SharedByName, crawler_name
+from scrapy_cdp_pool.settings.config import PoolConfig
 
 if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
+
+#: budgets shared under ``CDP_POOL_NAME`` (:class:`BudgetExtension`)
+BUDGETS: SharedByName[ConcurrencyBudget] = SharedByName(
+    "budget", "comes from crawler {owner!r}, which sets {theirs!r}", "crawlers sharing a name"
+)
 
 
 def pool_capacity(config: PoolConfig) -> int:
@@ -118,7 +123,7 @@ class BudgetExtension:
     def from_crawler(cls, crawler: Crawler) -> Self:
         runtime = runtime_of(crawler)
         config = runtime.config
-        if config.budget is not None:
+        if isinstance(config.budget, ConcurrencyBudget):  # the setting's type, checked
             return cls(runtime, config.budget)
         if not config.autoscale:
             raise NotConfigured  # no budget: the crawler scales on its own

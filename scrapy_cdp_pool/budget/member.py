@@ -1,7 +1,7 @@
 """BudgetMember: one crawler's share of a :class:`~scrapy_cdp_pool.ConcurrencyBudget`.
 
 Its methods are the crawler's scheduling gate hooks
-(:class:`~scrapy_cdp_pool.scheduling.gates.RequestGates`): :meth:`may_start`
+(:class:`~scrapy_cdp_pool.core.gates.RequestGates`): :meth:`may_start`
 is asked before the scheduler queue hands out a request, :meth:`on_dequeued`
 and :meth:`on_finished` see a request start and end. A request that will be
 rendered counts as a page in flight from the moment the queue hands it out to
@@ -20,8 +20,8 @@ from scrapy import Request
 from scrapy_cdp_pool.render.spec import is_rendered
 
 if TYPE_CHECKING:
+    from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
     from scrapy_cdp_pool.budget.budget import ConcurrencyBudget
-    from scrapy_cdp_pool.pool.pool import ConnectionPool
 
 TOKEN_META_KEY = "_cdp_budget_token"  # noqa: S105 - a meta key, not a secret
 
@@ -68,7 +68,7 @@ class BudgetMember:
     def renders(self, request: Request) -> bool:
         """Whether the download handler will render ``request`` (the rule of
         :meth:`CDPDownloadHandler.should_render
-        <scrapy_cdp_pool.handler.CDPDownloadHandler.should_render>`)."""
+        <scrapy_cdp_pool.core.handler.CDPDownloadHandler.should_render>`)."""
         return is_rendered(request, self.render_all)
 
     def may_start(self) -> bool:

@@ -1,4 +1,4 @@
-"""One crawl across many processes and machines, on Redis (issue 16).
+"""One crawl across many processes and machines, on Redis (docs/cluster.md).
 
 Set ``CDP_POOL_CLUSTER_REDIS_URL`` and run ``scrapy crawl`` on as many machines
 as you like: the add-on installs :class:`ClusterScheduler` and
@@ -9,42 +9,42 @@ Redis keys. Every key starts with ``P = cdp_pool:{<CDP_POOL_CLUSTER_NAME>}:``
 (:func:`~scrapy_cdp_pool.cluster.keys.key_prefix`; the braces are a Redis
 Cluster hash tag). Times are Redis's clock, in ms.
 
-=====================  ======  ===================================================
-key                    type    holds
-=====================  ======  ===================================================
-``P seq``              string  last request id (``INCR``)
-``P req``              hash    request id -> the request, pickled
-                               ``Request.to_dict()`` (as the durable JOBDIR)
-``P q:<gate>``         zset    request ids of one gate, score
-                               ``-priority * 2**33 + id`` (best first, FIFO
-                               within a priority)
-``P ready``            zset    gates that may start, scored by their best request
-``P timed``            zset    parked gates -> when to look at them again
-``P wait_id:<ident>``  set     gates parked until identity ``ident`` is released
-``P wait_host:<host>`` set     gates parked until a slot of ``host`` frees
-``P queued``           string  requests queued (not leased)
-``P leases``           zset    leased request id -> lease expiry
-``P lease:<id>``       hash    ``owner`` (worker id), ``gate``, ``score``,
-                               ``identity``, ``host``, ``token``, ``released``
-``P identity:<ident>`` hash    the identity lock: ``owner`` (worker id),
-                               ``token`` (fencing token), ``lease`` (request
-                               id); PEXPIRE: the lease
-``P fence``            string  last fencing token (``INCR``)
-``P slots:<host>``     zset    leases holding a slot of ``host`` -> expiry
-                               (``CDP_POOL_HOST_CONCURRENCY``)
-``P last:<host>``      string  when the last request to ``host`` started
-                               (``CDP_POOL_HOST_RATE``); PEXPIRE: the interval
-``P pause:<host>``     string  when ``host``'s pause ends; PEXPIRE: then
-``P seen``             set     fingerprints the dupefilter let through
-``P start_seen``       set     fingerprints of ``dont_filter`` start requests
-                               (stored once per crawl)
-``P workers``          zset    worker id -> last heartbeat (take or renewal)
-``P stats``            hash    ``requeued``: expired leases put back;
-                               ``acked``: requests done
-``P paused``           string  set by ``scrapy-cdp-pool cluster pause``: nothing
-                               is taken while it exists
-``P unloadable``       hash    request id -> stored request no worker could rebuild
-=====================  ======  ===================================================
+=======================  ======  ===================================================
+key                      type    holds
+=======================  ======  ===================================================
+``P seq``                string  last request id (``INCR``)
+``P req``                hash    request id -> the request, pickled
+                                 ``Request.to_dict()`` (as the durable JOBDIR)
+``P q:<gate>``           zset    request ids of one gate, score
+                                 ``-priority * 2**33 + id`` (best first, FIFO
+                                 within a priority)
+``P ready``              zset    gates that may start, scored by their best request
+``P timed``              zset    parked gates -> when to look at them again
+``P wait_id:<ident>``    set     gates parked until identity ``ident`` is released
+``P wait_host:<host>``   set     gates parked until a slot of ``host`` frees
+``P queued``             string  requests queued (not leased)
+``P leases``             zset    leased request id -> lease expiry
+``P lease:<id>``         hash    ``owner`` (worker id), ``gate``, ``score``,
+                                 ``identity``, ``host``, ``token``, ``released``
+``P identity:<ident>``   hash    the identity lock: ``owner`` (worker id),
+                                 ``token`` (fencing token), ``lease`` (request
+                                 id); PEXPIRE: the lease
+``P fence``              string  last fencing token (``INCR``)
+``P slots:<host>``       zset    leases holding a slot of ``host`` -> expiry
+                                 (``CDP_POOL_HOST_CONCURRENCY``)
+``P last:<host>``        string  when the last request to ``host`` started
+                                 (``CDP_POOL_HOST_RATE``); PEXPIRE: the interval
+``P pause:<host>``       string  when ``host``'s pause ends; PEXPIRE: then
+``P seen``               set     fingerprints the dupefilter let through
+``P start_seen``         set     fingerprints of ``dont_filter`` start requests
+                                 (stored once per crawl)
+``P workers``            zset    worker id -> last heartbeat (take or renewal)
+``P stats``              hash    ``requeued``: expired leases put back;
+                                 ``acked``: requests done
+``P paused``             string  set by ``scrapy-cdp-pool cluster pause``: nothing
+                                 is taken while it exists
+``P unloadable``         hash    request id -> stored request no worker could rebuild
+=======================  ======  ===================================================
 
 A gate is ``<host>|<not before ms or "">|<identity>``
 (:func:`~scrapy_cdp_pool.cluster.keys.gate_of`).

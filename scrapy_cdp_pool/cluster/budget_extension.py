@@ -25,8 +25,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy_cdp_pool.budget.registry import crawler_name
 from scrapy_cdp_pool.cluster.budget import FleetBudget
 from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix, worker_id
-from scrapy_cdp_pool.runtime import runtime_of
-from scrapy_cdp_pool.scheduling.gates import RequestGates
+from scrapy_cdp_pool.core.gates import RequestGates
+from scrapy_cdp_pool.core.runtime import runtime_of
 
 if TYPE_CHECKING:
     from typing import Self

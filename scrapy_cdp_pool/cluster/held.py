@@ -2,7 +2,7 @@
 the acknowledgement.
 
 - :meth:`release` (a finish hook of the crawler's
-  :class:`~scrapy_cdp_pool.scheduling.gates.RequestGates`): the download is
+  :class:`~scrapy_cdp_pool.core.gates.RequestGates`): the download is
   over, the identity lock and host slot go back at once (one round trip; kept
   for later while Redis cannot be reached);
 - :meth:`finished`: the leases of the requests the engine is done with, for the
@@ -23,8 +23,8 @@ from scrapy.utils.asyncio import call_later
 
 from scrapy_cdp_pool.cluster.figures import read_figures
 from scrapy_cdp_pool.cluster.link import ClusterLink
+from scrapy_cdp_pool.core.gates import _TOKEN_META_KEY, RequestGates
 from scrapy_cdp_pool.errors import RedisUnavailable
-from scrapy_cdp_pool.scheduling.gates import _TOKEN_META_KEY, RequestGates
 from scrapy_cdp_pool.telemetry.signals import cluster_figures_updated
 
 if TYPE_CHECKING:

@@ -23,11 +23,11 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
-from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.core.gates import RequestGates
+from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import RedisUnavailable
 from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
-from scrapy_cdp_pool.runtime import runtime_of
-from scrapy_cdp_pool.scheduling.gates import RequestGates
+from scrapy_cdp_pool.settings.config import PoolConfig
 
 if TYPE_CHECKING:
     from typing import Self

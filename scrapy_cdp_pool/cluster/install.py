@@ -13,7 +13,6 @@ from typing import Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
-from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 
 SCHEDULER = "scrapy_cdp_pool.cluster.ClusterScheduler"
@@ -47,8 +46,15 @@ def cluster_settings(settings: BaseSettings) -> list[tuple[str, str, int]]:
 
 
 def check_redis(url: str) -> None:
-    """:raises ValueError: Redis at ``url`` does not answer (the message names
-    the setting and the URL without its password)."""
+    """Ask Redis at ``url`` once (``PING``) before the crawl starts.
+
+    :raises ValueError: Redis does not answer (the message names the setting
+        and the URL without its password).
+    """
+    # Imported here, with a cluster configured: without one, a crawl never
+    # loads redis-py (the add-on imports this module in every crawl).
+    from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
+
     try:
         client = connect(url, 5.0)
     except ValueError as e:  # redis-py's parse of the URL (a port that is no number...)

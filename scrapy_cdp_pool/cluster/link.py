@@ -29,10 +29,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, Frontier, connect, worker_id
-from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import RedisUnavailable
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.settings.config import PoolConfig
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

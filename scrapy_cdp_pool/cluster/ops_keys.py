@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from scrapy_cdp_pool.config import PoolConfig
+    from scrapy_cdp_pool.settings.config import PoolConfig
 
 
 def key_prefix(cluster_name: str) -> str:

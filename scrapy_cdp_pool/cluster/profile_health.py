@@ -8,7 +8,7 @@ across the fleet retire the identity for every worker: the script that counts
 a failure decides, so two workers failing at once retire it once.
 
 The crawl calls the book synchronously on its event loop (as it calls
-:class:`~scrapy_cdp_pool.identity.health.HealthBook`, whose local counts and
+:class:`~scrapy_cdp_pool.profiles.health.HealthBook`, whose local counts and
 ``cdp_pool/profile/<name>/...`` stats it keeps); the Redis writes go, in order,
 through one thread of this worker. A retirement decided by the fleet is taken
 in at the next call and logged once (WARNING), and
@@ -23,7 +23,7 @@ import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.identity.health import HealthBook
+from scrapy_cdp_pool.profiles.health import HealthBook
 
 if TYPE_CHECKING:
     from redis import Redis

@@ -3,9 +3,9 @@ cluster's shared profiles (:mod:`scrapy_cdp_pool.cluster.profile_store`).
 
 **The wiring, in one place.** With ``CDP_POOL_CLUSTER_REDIS_URL`` set, this
 downloader middleware (order 965, just before
-:class:`~scrapy_cdp_pool.identity.middleware.ProfileMiddleware` at 970, which
+:class:`~scrapy_cdp_pool.profiles.middleware.ProfileMiddleware` at 970, which
 is built after it) gives the crawler's
-:class:`~scrapy_cdp_pool.identity.registry.Identities` a
+:class:`~scrapy_cdp_pool.profiles.registry.Identities` a
 :class:`~scrapy_cdp_pool.cluster.profile_store.SharedProfiles` as its store and
 a :class:`~scrapy_cdp_pool.cluster.profile_health.FleetHealthBook` as its
 health; nothing else in the identity code changes:
@@ -36,10 +36,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix, worker_id
 from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
 from scrapy_cdp_pool.cluster.profile_store import ProfileStoreUnreachable, SharedProfiles
-from scrapy_cdp_pool.identity.errors import ProfileFileError
-from scrapy_cdp_pool.identity.registry import Identities
-from scrapy_cdp_pool.runtime import runtime_of
-from scrapy_cdp_pool.scheduling.gates import identity_of
+from scrapy_cdp_pool.core.gates import identity_of
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.errors import ProfileFileError
+from scrapy_cdp_pool.profiles.registry import Identities, identities_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -106,7 +106,7 @@ class SharedProfilesMiddleware:
         health = FleetHealthBook(
             crawler.stats, config.profile_max_failures, client, prefix, crawler=crawler
         )
-        install_shared_profiles(runtime.identities, shared, health)
+        install_shared_profiles(identities_of(runtime), shared, health)
         return cls(crawler, shared, health)
 
     def spider_opened(self) -> None:

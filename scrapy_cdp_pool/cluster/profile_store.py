@@ -30,8 +30,8 @@ fleet), and one whose identity file differs from the store's is reported.
 :func:`export_profiles` writes the store back to files (0600, atomically).
 
 Same validation and plain-data form as the files
-(:mod:`scrapy_cdp_pool.identity.validate`): a stored profile that is not valid
-fails its requests with :class:`~scrapy_cdp_pool.identity.errors.ProfileFileError`
+(:mod:`scrapy_cdp_pool.profiles.validate`): a stored profile that is not valid
+fails its requests with :class:`~scrapy_cdp_pool.errors.ProfileFileError`
 naming the key and the problem, never a value.
 
 The calls block on Redis (the ``redis`` package's client): the crawl makes them
@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisError
 
 from scrapy_cdp_pool.errors import ProfileFileError, ProfileStoreUnreachable, StaleProfileWrite
-from scrapy_cdp_pool.identity.store import (
+from scrapy_cdp_pool.profiles.store import (
     IDENTITY_SUFFIX,
     STATE_SUFFIX,
     Profile,
@@ -63,7 +63,7 @@ from scrapy_cdp_pool.identity.store import (
     check_name,
     write_atomically,
 )
-from scrapy_cdp_pool.identity.validate import identity_problems, storage_state_problems
+from scrapy_cdp_pool.profiles.validate import identity_problems, storage_state_problems
 
 __all__ = [
     "STALE_WRITES_STAT",
@@ -120,7 +120,7 @@ class SeedReport:
 
 class SharedProfiles:
     """The profiles of one cluster, in Redis; the same reading interface as
-    :class:`~scrapy_cdp_pool.identity.store.ProfileStore` (``load``,
+    :class:`~scrapy_cdp_pool.profiles.store.ProfileStore` (``load``,
     ``names``, ``check``, ``save_state``, ``directory``), so the crawl's
     identities use it in place of the directory.
 

@@ -16,7 +16,7 @@ Redis (:mod:`scrapy_cdp_pool.cluster.scripts`):
 - leases are renewed every third of ``CDP_POOL_CLUSTER_LEASE_SECONDS``; the
   identity lock and host slot are given back as soon as the download is over
   (a finish hook of the crawler's
-  :class:`~scrapy_cdp_pool.scheduling.gates.RequestGates`), the request itself
+  :class:`~scrapy_cdp_pool.core.gates.RequestGates`), the request itself
   when the engine is done with it.
 
 Cost: one Redis round trip per call above (push, take, release), the
@@ -62,10 +62,7 @@ from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
-from scrapy_cdp_pool.errors import RedisUnavailable
-from scrapy_cdp_pool.jobdir.queues import deserialize, serialize
-from scrapy_cdp_pool.runtime import runtime_of
-from scrapy_cdp_pool.scheduling.gates import (
+from scrapy_cdp_pool.core.gates import (
     _TOKEN_META_KEY,
     INVALID_META_KEY,
     NOT_BEFORE_META_KEY,
@@ -74,7 +71,10 @@ from scrapy_cdp_pool.scheduling.gates import (
     identity_of,
     not_before_problem,
 )
-from scrapy_cdp_pool.scheduling.queue import UNSERIALIZABLE_META_KEY
+from scrapy_cdp_pool.core.queue import UNSERIALIZABLE_META_KEY
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.errors import RedisUnavailable
+from scrapy_cdp_pool.jobdir.queues import deserialize, serialize
 
 if TYPE_CHECKING:
     from typing import Self

@@ -4,7 +4,6 @@ after SIGKILL. The add-on installs these when ``JOBDIR`` is set (unless
 queued requests and the fingerprints; a request handed out is forgotten only
 once the engine is done with it."""
 
-from scrapy_cdp_pool.errors import JobdirCorrupt, JobdirError, JobdirLocked
 from scrapy_cdp_pool.jobdir.dupefilter import DurableDupeFilter
 from scrapy_cdp_pool.jobdir.queues import SqliteFifoQueue, SqliteLifoQueue
 from scrapy_cdp_pool.jobdir.scheduler import DurableScheduler
@@ -14,9 +13,6 @@ __all__ = [
     "DurableDupeFilter",
     "DurableScheduler",
     "JobStore",
-    "JobdirCorrupt",
-    "JobdirError",
-    "JobdirLocked",
     "SqliteFifoQueue",
     "SqliteLifoQueue",
     "StoredRequest",

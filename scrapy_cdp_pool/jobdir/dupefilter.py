@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from scrapy.dupefilters import RFPDupeFilter
 from scrapy.utils.job import job_dir
 
-from scrapy_cdp_pool.jobdir.store import JobStore
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.jobdir.store import JobStore, job_store
 
 if TYPE_CHECKING:
     from typing import Self
@@ -59,7 +59,7 @@ class DurableDupeFilter(RFPDupeFilter):
 
     def _store(self) -> JobStore | None:
         if self.store is None and self._crawler is not None:
-            self.store = runtime_of(self._crawler).job_store()
+            self.store = job_store(runtime_of(self._crawler))
         return self.store
 
     def open(self) -> Deferred[None] | None:

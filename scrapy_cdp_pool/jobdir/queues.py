@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from scrapy import Request
 from scrapy.utils.request import request_from_dict
 
-from scrapy_cdp_pool.jobdir.store import JobStore
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.jobdir.store import JobStore, job_store
 from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY
-from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -33,8 +33,12 @@ logger = logging.getLogger(__name__)
 
 
 def serialize(request: Request, spider: Spider | None) -> bytes:
-    """:raises ValueError: the request cannot be stored (a meta value pickle
-    refuses, a callback the spider does not have), as Scrapy's own disk queues."""
+    """``request`` as the bytes stored in the JOBDIR database.
+
+    :raises ValueError: the request cannot be stored (a meta value pickle
+        refuses, a callback the spider does not have), as Scrapy's own disk
+        queues.
+    """
     data = request.to_dict(spider=spider)
     if LIVE_PAGE_META_KEY in data["meta"]:
         # A live page is a handle to this process's browser, never stored: a
@@ -48,8 +52,11 @@ def serialize(request: Request, spider: Spider | None) -> bytes:
 
 
 def deserialize(data: bytes, spider: Spider | None) -> Request:
-    """:raises ValueError: the stored request cannot be rebuilt (e.g. its
-    callback is no longer a method of the spider)."""
+    """The request stored as ``data``.
+
+    :raises ValueError: the stored request cannot be rebuilt (e.g. its
+        callback is no longer a method of the spider).
+    """
     try:
         fields: dict[str, Any] = pickle.loads(data)  # noqa: S301 - our own JOBDIR
     except (pickle.UnpicklingError, AttributeError, ImportError, EOFError) as e:
@@ -63,7 +70,7 @@ class _SqliteQueue:
     def __init__(self, crawler: Crawler, key: str) -> None:
         self.crawler = crawler
         self.spider = crawler.spider
-        self.store: JobStore = runtime_of(crawler).job_store()
+        self.store: JobStore = job_store(runtime_of(crawler))
         self.name = self.store.queue_name(key)
         self._pending = self.store.pending(self.name)
 

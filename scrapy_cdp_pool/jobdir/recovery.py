@@ -22,15 +22,15 @@ from urllib.parse import urlparse
 from scrapy import Request
 from scrapy.pqueues import ScrapyPriorityQueue
 
-from scrapy_cdp_pool.errors import JobdirError
-from scrapy_cdp_pool.jobdir.store import JobStore
-from scrapy_cdp_pool.scheduling.gates import (
+from scrapy_cdp_pool.core.gates import (
     NOT_BEFORE_META_KEY,
     PROFILE_META_KEY,
     gate_key,
     not_before_suffix,
 )
-from scrapy_cdp_pool.scheduling.queue import IdentityAwarePriorityQueue, _path_safe
+from scrapy_cdp_pool.core.queue import IdentityAwarePriorityQueue, _path_safe
+from scrapy_cdp_pool.errors import JobdirError
+from scrapy_cdp_pool.jobdir.store import JobStore
 
 State = dict[str, list[int]] | list[int]
 

@@ -38,12 +38,12 @@ from scrapy.exceptions import CloseSpider
 from scrapy.extensions.spiderstate import SpiderState
 from scrapy.pqueues import ScrapyPriorityQueue
 
+from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import JobdirError
 from scrapy_cdp_pool.jobdir.dupefilter import DurableDupeFilter
 from scrapy_cdp_pool.jobdir.queues import _SqliteQueue
 from scrapy_cdp_pool.jobdir.recovery import recover_state
-from scrapy_cdp_pool.jobdir.store import JobStore
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.jobdir.store import JobStore, job_store
 from scrapy_cdp_pool.scrapy_internals import (
     open_memory_only,
     requests_in_progress,
@@ -111,7 +111,7 @@ class DurableScheduler(Scheduler):
             if self.crawler is None:
                 raise JobdirError("DurableScheduler needs a crawler: build it with from_crawler()")
             try:
-                store = runtime_of(self.crawler).job_store()
+                store = job_store(runtime_of(self.crawler))
             except JobdirError as e:
                 self._refuse(self.crawler, spider, e)
                 return None

@@ -15,11 +15,11 @@ which survives that too. A crash at any moment leaves a prefix of the
 transactions, so the queue, the fingerprints and the acknowledgements always
 agree with each other.
 
-Guarded (issue 12): the store holds the JOBDIR's lock
+Guarded: the store holds the JOBDIR's lock
 (:class:`~scrapy_cdp_pool.jobdir.lock.JobdirLock`) while it is open, so a
 second crawl on the same JOBDIR is refused by name. A database that is there
 but empty, without its tables, or damaged (``PRAGMA quick_check``) is refused
-(:class:`~scrapy_cdp_pool.jobdir.errors.JobdirCorrupt`); only a JOBDIR with no
+(:class:`~scrapy_cdp_pool.errors.JobdirCorrupt`); only a JOBDIR with no
 database at all starts afresh. The database holds request cookies and
 ``Authorization`` headers: it is created 0600 (built under a temporary name and
 renamed, so a crash never leaves an empty one), and SQLite gives its ``-wal``
@@ -34,7 +34,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from scrapy.utils.job import job_dir
+
+from scrapy_cdp_pool.core.parts import PartKey
 from scrapy_cdp_pool.errors import JobdirError
 from scrapy_cdp_pool.jobdir.database import (
     create_database,
@@ -44,6 +48,9 @@ from scrapy_cdp_pool.jobdir.database import (
 )
 from scrapy_cdp_pool.jobdir.inflight import InFlight
 from scrapy_cdp_pool.jobdir.lock import JobdirLock
+
+if TYPE_CHECKING:
+    from scrapy_cdp_pool.core.runtime import CrawlerRuntime
 
 DATABASE_NAME = "cdp_pool.sqlite3"
 QUEUE_DIR_NAME = "requests.queue"  # Scrapy's Scheduler: JOBDIR/requests.queue
@@ -250,3 +257,31 @@ def open_jobdir(directory: str | Path) -> JobStore:
     if not path.exists():
         raise JobdirError(f"{directory} has no {DATABASE_NAME}: not a durable JOBDIR")
     return JobStore(path)
+
+
+class _OpenStore:
+    """A crawler's store in its JOBDIR, kept on its runtime (:func:`job_store`)."""
+
+    store: JobStore | None = None
+
+
+_OPEN_STORE: PartKey[_OpenStore] = PartKey("JOBDIR store")
+
+
+def job_store(runtime: CrawlerRuntime) -> JobStore:
+    """The crawler's store in its ``JOBDIR``, opened on first use (by the
+    dupefilter or a disk queue) and closed by the scheduler (a later use
+    opens it again).
+
+    :raises JobdirError: ``JOBDIR`` is not set.
+    """
+    held = runtime.part(_OPEN_STORE, _OpenStore)
+    store = held.store
+    if store is None or store.closed:
+        directory = job_dir(runtime.crawler.settings)
+        if not directory:
+            raise JobdirError("the durable JOBDIR components need the JOBDIR setting")
+        store = held.store = JobStore(
+            Path(directory, DATABASE_NAME), fsync=runtime.config.jobdir_fsync
+        )
+    return store

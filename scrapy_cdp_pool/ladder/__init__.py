@@ -1,8 +1,8 @@
-"""The render ladder (issue 17): each page on the cheapest engine that gets it
+"""The render ladder (docs/ladder.md): each page on the cheapest engine that gets it
 right — plain HTTP, then the pool's browser (Lightpanda), then Chromium —
 learned per kind of page.
 
-- :mod:`scrapy_cdp_pool.expectation`: what "right" means for a response
+- :mod:`scrapy_cdp_pool.settings.expectation`: what "right" means for a response
   (``meta["cdp_expect"]``, ``CDP_POOL_EXPECT``; outside this package: the
   settings table reads it)
 - :mod:`.kind`: the kind of page a request is (host, generalized path, callback)
@@ -12,11 +12,10 @@ learned per kind of page.
 - :mod:`.plain`: the plain HTTP rung's response, decoded for the check
 - :mod:`.climb`: the crawler's ladder (one request up its rungs)
 
-Its layer is between the runtime (which makes the crawler's ladder) and the
-render: it uses pools, never a render session itself (the handler fetches
-for it).
+Its failure, :class:`~scrapy_cdp_pool.errors.ExpectationNotMet`, is in
+:mod:`scrapy_cdp_pool.errors` with the plugin's other exceptions. It is an
+optional feature: the add-on registers it on the crawler's runtime, and the
+download handler hands it requests with an expectation
+(:class:`~scrapy_cdp_pool.core.parts.RenderLadder`); it uses pools, never a
+render session itself (the handler fetches for it).
 """
-
-from scrapy_cdp_pool.errors import ExpectationNotMet, RungResult
-
-__all__ = ["ExpectationNotMet", "RungResult"]

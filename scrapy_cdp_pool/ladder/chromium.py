@@ -3,8 +3,8 @@
 own pool.
 
 Without ``CDP_POOL_ENDPOINTS`` it is the runtime's embedded Chromium pool
-(:meth:`~scrapy_cdp_pool.runtime.CrawlerRuntime.acquire_pool` with
-:data:`~scrapy_cdp_pool.backends.CHROMIUM`: the crawl's settings, its server
+(:meth:`~scrapy_cdp_pool.core.runtime.CrawlerRuntime.acquire_pool` with
+:data:`~scrapy_cdp_pool.browser.backends.CHROMIUM`: the crawl's settings, its server
 started at the first fallback, not before). With endpoints, it is a pool on the
 endpoints among them that answer as Chromium (found by the crawl's pool's
 discovery); none is an error at the first fallback
@@ -17,10 +17,10 @@ import asyncio
 import dataclasses
 from collections.abc import Awaitable, Callable
 
-from scrapy_cdp_pool.backends import CHROMIUM, Backend
-from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.browser.backends import CHROMIUM, Backend
+from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
 from scrapy_cdp_pool.errors import PoolUnavailable
-from scrapy_cdp_pool.pool.pool import ConnectionPool
+from scrapy_cdp_pool.settings.config import PoolConfig
 
 #: the runtime's ``acquire_pool`` / ``release_pool``
 Acquire = Callable[[Backend], ConnectionPool]
@@ -52,8 +52,11 @@ class ChromiumRung:
         return self._pool
 
     async def pool(self) -> ConnectionPool:
-        """:raises PoolUnavailable: no endpoint of ``CDP_POOL_ENDPOINTS`` is
-        Chromium (or the crawl's pool is not made)."""
+        """The Chromium pool of the fallback rung, made on first need.
+
+        :raises PoolUnavailable: no endpoint of ``CDP_POOL_ENDPOINTS`` is
+            Chromium (or the crawl's pool is not made).
+        """
         if self._pool is not None:
             return self._pool
         async with self._lock:

@@ -28,9 +28,9 @@ from scrapy import Request
 from scrapy.exceptions import DownloadTimeoutError
 from scrapy.http import Response
 
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.errors import (
     ActionError,
+    ActionTimeout,
     ActionUnsupported,
     CDPBacklogExceeded,
     CDPConnectionClosed,
@@ -43,28 +43,34 @@ from scrapy_cdp_pool.errors import (
     PageScriptError,
     RungResult,
 )
-from scrapy_cdp_pool.expectation import Expectation, parse_expectation
 from scrapy_cdp_pool.ladder.chromium import ChromiumRung
 from scrapy_cdp_pool.ladder.kind import page_kind
 from scrapy_cdp_pool.ladder.learner import Learner
+from scrapy_cdp_pool.ladder.plain import decoded
 from scrapy_cdp_pool.ladder.store import LadderStore
 from scrapy_cdp_pool.messages import cap_message
+from scrapy_cdp_pool.settings.config import PoolConfig
+from scrapy_cdp_pool.settings.expectation import Expectation, parse_expectation
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
+
+    from scrapy_cdp_pool.core.parts import RenderFetches
 
 logger = logging.getLogger(__name__)
 
 HTTP = "http"
 CHROMIUM_RUNG = "chromium"
 #: failures of a lighter browser a fuller one may not have: the page crashed
-#: or its target closed, a page script error, an action that failed or that
+#: or its target closed, a page script error, an action that failed, timed out
+#: (an element waited for that the lighter browser never rendered) or that
 #: the backend cannot do
 FIXABLE: tuple[type[BaseException], ...] = (
     PageCrashed,
     CDPConnectionClosed,
     PageScriptError,
     ActionError,
+    ActionTimeout,
     ActionUnsupported,
 )
 #: ... but not these: a crash past the page heap ceiling (the same scripts
@@ -270,6 +276,33 @@ class Ladder:
             extra={"crawler": self.crawler},
         )  # fmt: skip
         self.save()
+
+    async def fetch(
+        self,
+        request: Request,
+        expectation: Expectation,
+        fetches: RenderFetches,
+        timeout_s: float,
+    ) -> Response:
+        """:meth:`climb` with each rung fetched through ``fetches`` (the
+        download handler): plain HTTP (decoded for the check), a render on
+        the crawl's pool, or on the fallback rung's Chromium pool."""
+
+        async def plain(request: Request, left_s: float) -> Response:
+            within = request.replace(meta={**request.meta, "download_timeout": left_s})
+            return decoded(self.crawler, request, await fetches.plain(within, left_s))
+
+        async def primary(request: Request, left_s: float) -> Response:
+            return await fetches.render(request, fetches.pool, left_s)
+
+        async def chromium(request: Request, left_s: float) -> Response:
+            return await fetches.render(request, await self.chromium.pool(), left_s)
+
+        rungs: dict[str, Fetch] = {name: primary for name in self.rungs}
+        rungs[HTTP] = plain
+        if self.config.fallback == CHROMIUM_RUNG:
+            rungs[CHROMIUM_RUNG] = chromium
+        return await self.climb(request, expectation, rungs, timeout_s)
 
     def hold(self) -> Ladder:
         """Taken by a download handler; :meth:`release` at its close."""

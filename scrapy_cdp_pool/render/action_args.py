@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 from scrapy_cdp_pool.render.input_events import BUTTONS
 from scrapy_cdp_pool.render.keyboard import MODIFIERS, parse_combo
-from scrapy_cdp_pool.render.url_patterns import check_pattern
+from scrapy_cdp_pool.settings.url_patterns import check_pattern
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.actions import Action

@@ -20,11 +20,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.backends import Backend, Capability
+from scrapy_cdp_pool.browser.backends import Backend, Capability
 from scrapy_cdp_pool.errors import ActionUnsupported
 from scrapy_cdp_pool.render import action_args as args
 from scrapy_cdp_pool.render import input_steps, screenshots, wait_steps
-from scrapy_cdp_pool.render.elements import wait_for_selector
+from scrapy_cdp_pool.render.elements import report_grace_s, wait_for_selector
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -257,7 +257,7 @@ LIGHTPANDA_UNSUPPORTED: dict[str, tuple[Callable[[Action], bool], str]] = {
 
 def check_supported(actions: tuple[Action, ...], backend: Backend) -> None:
     """Fail before the page is opened when ``backend`` (one without
-    :attr:`Capability.LAYOUT <scrapy_cdp_pool.backends.Capability.LAYOUT>`:
+    :attr:`Capability.LAYOUT <scrapy_cdp_pool.browser.backends.Capability.LAYOUT>`:
     Lightpanda) cannot perform one of ``actions``.
 
     :raises ActionUnsupported: naming the action, its position, the backend
@@ -285,5 +285,6 @@ async def run_action(page: Page, action: Action, default_timeout_s: float) -> An
     if page.responses is not None:
         page.responses.mark()
     page.tracker.count_navigations_from_here()  # an action's navigation is no loop
-    async with asyncio.timeout(timeout_s):
+    # its polls in the page take the whole timeout: their reason may come later
+    async with asyncio.timeout(timeout_s + report_grace_s(timeout_s)):
         return await ACTIONS[action.name].run(page, action, timeout_s)

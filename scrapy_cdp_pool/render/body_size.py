@@ -12,7 +12,7 @@ document's body arrives, not after the browser has it all.
   (it tells ``Set-Cookie`` only there), so this costs no extra command.
 - **Lightpanda's own cap**: a Lightpanda started by the plugin gets
   ``--http-max-response-size`` from ``DOWNLOAD_MAXSIZE``
-  (:func:`~scrapy_cdp_pool.pool.server_flags.lightpanda_flags`); past it,
+  (:func:`~scrapy_cdp_pool.browser.pool.server_flags.lightpanda_flags`); past it,
   Lightpanda ends the transfer and fails the navigation with the error text
   ``ResponseTooLarge`` (measured on 1.0.2), which :func:`navigation_too_large`
   turns into the same error. It does not report ``Network.dataReceived``, so
@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from scrapy_cdp_pool.browser.pool.server_flags import LIGHTPANDA_DEFAULT_MAX_RESPONSE
 from scrapy_cdp_pool.errors import InvalidRequestMeta, ResponseTooLarge
-from scrapy_cdp_pool.pool.server_flags import LIGHTPANDA_DEFAULT_MAX_RESPONSE
 
 #: Lightpanda's ``errorText`` for a transfer past ``--http-max-response-size``
 LIGHTPANDA_TOO_LARGE = "ResponseTooLarge"

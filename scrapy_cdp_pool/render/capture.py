@@ -33,9 +33,9 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.cdp import CDPError
-from scrapy_cdp_pool.config import RESOURCE_TYPES
-from scrapy_cdp_pool.render.url_patterns import check_pattern, matches_any
+from scrapy_cdp_pool.browser.cdp import CDPError
+from scrapy_cdp_pool.settings.config import RESOURCE_TYPES
+from scrapy_cdp_pool.settings.url_patterns import check_pattern, matches_any
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -73,7 +73,7 @@ def parse_capture(raw: Any, max_body: int, max_total: int) -> CaptureRule | None
     Accepted: ``True`` (every response), a URL pattern string, a list of them,
     or a dict ``{"urls": [patterns], "resource_types": ["xhr", "fetch", ...]}``
     (either key may be left out). Patterns: see
-    :mod:`scrapy_cdp_pool.render.url_patterns`.
+    :mod:`scrapy_cdp_pool.settings.url_patterns`.
 
     :raises ValueError: any other value (the message says what is allowed).
     """

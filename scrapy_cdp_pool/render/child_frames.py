@@ -2,7 +2,7 @@
 whether a page can be kept for reuse (``CDP_POOL_REUSE_PAGES``).
 
 A kept page's storage is cleared by origin (``Storage.clearDataForOrigin``,
-see :mod:`~scrapy_cdp_pool.pool.page_reuse`). A frame of another site keeps
+see :mod:`~scrapy_cdp_pool.browser.pool.page_reuse`). A frame of another site keeps
 its storage under a key of the top-level site too (partitioned storage), which
 clearing by origin does not reach: measured on Chromium 156, a cross-site
 iframe's ``localStorage`` counted 1, 2, 3 over three requests on a kept page,

@@ -1,14 +1,14 @@
 """ContextOptions: what makes an identity, applied to one fresh browser context.
 
 Built from a stored profile (a Playwright ``storageState`` and an identity
-sidecar) by :mod:`scrapy_cdp_pool.identity`; applied here as plain CDP: cookies
+sidecar) by :mod:`scrapy_cdp_pool.profiles`; applied here as plain CDP: cookies
 with ``Storage.setCookies``, localStorage by a script run in each new document
 of its origin, user agent and locale with ``Network.setUserAgentOverride``,
 time zone, viewport and geolocation with ``Emulation``, extra headers with
 ``Network.setExtraHTTPHeaders``, a proxy as the context's ``proxyServer``.
 
 Capability names (see :attr:`ServerInfo.unsupported
-<scrapy_cdp_pool.pool.capabilities.ServerInfo>`): ``"user_agent_mozilla"``,
+<scrapy_cdp_pool.browser.pool.capabilities.ServerInfo>`): ``"user_agent_mozilla"``,
 ``"timezone"``, ``"proxy"``, ``"geolocation"``.
 """
 
@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from scrapy_cdp_pool.pool.server_options import ServerOptions
+from scrapy_cdp_pool.browser.pool.server_options import ServerOptions, with_credentials
 
 Cookie = dict[str, Any]
 """A cookie as Playwright's ``storageState`` writes it: name, value, domain,
@@ -83,27 +83,42 @@ class ContextOptions:
         proxy = json.dumps([self.proxy_server, self.proxy_username, self.proxy_password])
         return "@" + hashlib.blake2b(proxy.encode(), digest_size=8).hexdigest()
 
-    def server_options(self) -> ServerOptions | None:
-        """The proxy and time zone, for a server that takes them only for all
-        its pages (a dedicated Lightpanda server); ``None`` without either."""
-        if not self.proxy_server and not self.timezone_id:
+    def server_options(self, *, proxy: bool = False) -> ServerOptions | None:
+        """The time zone, for a server that takes it only for all its pages (a
+        dedicated Lightpanda server); ``None`` without one. The proxy is one
+        only with ``proxy``, for a Playwright context on Lightpanda (a sign-in):
+        Playwright keeps a proxy's credentials out of its URL and answers the
+        407 itself, which Lightpanda does not report for ``CONNECT``; a
+        rendered page takes it per context on both backends
+        (:meth:`context_params`)."""
+        if not self.timezone_id and not (proxy and self.proxy_server):
             return None
+        if not proxy or not self.proxy_server:
+            return ServerOptions(timezone_id=self.timezone_id)
         return ServerOptions(
             proxy_server=self.proxy_server,
             timezone_id=self.timezone_id,
-            proxy_username=self.proxy_username if self.proxy_server else None,
-            proxy_password=self.proxy_password if self.proxy_server else None,
+            proxy_username=self.proxy_username,
+            proxy_password=self.proxy_password,
         )
 
-    def context_params(self, unsupported: frozenset[str] = frozenset()) -> dict[str, Any]:
+    def context_params(
+        self, unsupported: frozenset[str] = frozenset(), *, credentials_in_url: bool = False
+    ) -> dict[str, Any]:
         """Parameters of ``Target.createBrowserContext``; no ``proxyServer``
-        on a server that has ``"proxy"`` in ``unsupported`` (a dedicated
-        server already sends every page through the proxy)."""
+        on a server that has ``"proxy"`` in ``unsupported`` (one started with
+        the proxy for all its pages, :class:`ServerOptions`).
+        ``credentials_in_url`` (Lightpanda's
+        :attr:`~scrapy_cdp_pool.backends.Backend.proxy_credentials_in_url`):
+        the proxy's credentials go in its URL; else they answer its challenge
+        (``Fetch.authRequired``, render/interception.py)."""
         if not self.proxy_server or "proxy" in unsupported:
             return {}
-        # "<-loopback>": no implicit bypass of localhost, as plain Scrapy and a
-        # dedicated Lightpanda server (no_proxy emptied) do.
-        return {"proxyServer": self.proxy_server, "proxyBypassList": "<-loopback>"}
+        server = self.proxy_server
+        if credentials_in_url:
+            server = with_credentials(server, self.proxy_username, self.proxy_password)
+        # "<-loopback>": no implicit bypass of localhost, as plain Scrapy does.
+        return {"proxyServer": server, "proxyBypassList": "<-loopback>"}
 
     def storage_cookies(self) -> list[dict[str, Any]]:
         """Cookies as ``Storage.setCookies`` takes them."""

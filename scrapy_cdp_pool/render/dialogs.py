@@ -14,14 +14,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.cdp import CDPError
+from scrapy_cdp_pool.browser.cdp import CDPError
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
 
 logger = logging.getLogger(__name__)
-
-_warned_lightpanda_accept = False
 
 
 class DialogAnswerer:
@@ -40,8 +38,6 @@ class DialogAnswerer:
         self.accept = accept and not browser_answers
         self.browser_answers = browser_answers
         self.seen: list[dict[str, Any]] = []
-        if accept and browser_answers:
-            _warn_cannot_accept()
 
     async def on_opening(self, params: dict[str, Any]) -> None:
         """Answer the dialog ``params`` (``Page.javascriptDialogOpening``)
@@ -68,13 +64,21 @@ class DialogAnswerer:
             logger.debug("%s: answering a %s dialog: %s", self.page.spec.url, kind, e)
 
 
-def _warn_cannot_accept() -> None:
-    global _warned_lightpanda_accept
-    if not _warned_lightpanda_accept:
-        _warned_lightpanda_accept = True
+class RefusedAcceptWarning:
+    """Warns once (per crawl: one per renderer) that a backend which answers
+    dialogs itself (Lightpanda dismisses them) was asked to accept them."""
+
+    def __init__(self) -> None:
+        self._warned = False
+
+    def check(self, accept: bool, browser_answers: bool, extra: dict[str, Any]) -> None:
+        if not accept or not browser_answers or self._warned:
+            return
+        self._warned = True
         logger.warning(
             "Lightpanda dismisses every JavaScript dialog itself: CDP_POOL_DIALOGS / "
             "meta['cdp_dialogs'] = 'accept' is not honoured there (confirm() returns false, "
             "prompt() null; response.meta['cdp_dialogs_seen'] says accepted=False); "
-            "use Chromium to accept dialogs"
+            "use Chromium to accept dialogs",
+            extra=extra,
         )

@@ -40,11 +40,22 @@ class DocumentResponse:
     received_at: float = 0.0
 
 
+#: the browser's reason for a main-frame navigation (``Page.frameRequestedNavigation``)
+#: as Scrapy's MetaRefreshMiddleware names it
+_HOP_REASONS = {"metaTagRefresh": "meta refresh"}
+
+
 @dataclass
 class DocumentTracker:
     main_frame_id: str
     document: DocumentResponse | None = None
-    redirects: list[tuple[str, int]] = field(default_factory=list)
+    #: hops before the document read, ``(url redirected from, reason)``: a
+    #: status the browser followed (301...), or a client-side navigation of
+    #: the main frame before any action (``"meta refresh"`` as Scrapy's
+    #: MetaRefreshMiddleware says, when the browser tells one (Chromium);
+    #: else ``"client-side navigation"``: Lightpanda 1.0.2 reports a meta
+    #: refresh and a script's ``location`` change alike, as scriptInitiated)
+    redirects: list[tuple[str, int | str]] = field(default_factory=list)
     navigation_pending: bool = False
     dom_content_loaded: bool = False
     loaded: bool = False
@@ -64,6 +75,14 @@ class DocumentTracker:
     documents: int = 0
     #: called with each new main-document response as soon as it is known
     on_response: Callable[[DocumentResponse], None] | None = None
+    #: the main frame's URL after a change within its document (``pushState``,
+    #: ``replaceState``, a fragment), as Playwright's ``page.url``; ``None``:
+    #: the document's own URL
+    page_url: str | None = None
+    #: client-side navigations are recorded as hops until the first action
+    hops_recorded: bool = True
+    #: why the main frame's next navigation was requested, if the browser said
+    next_hop_reason: str | None = None
     #: the rendered document's body failed after its response came
     #: (Chromium's error text: cut short of its Content-Length or last chunk,
     #: connection reset, a body not in its Content-Encoding...)
@@ -99,6 +118,18 @@ class DocumentTracker:
             ).startswith("same"):
                 self.navigation_pending = True
                 self.generation += 1
+                reason = params.get("reason")
+                if reason:
+                    self.next_hop_reason = _HOP_REASONS.get(str(reason))
+        elif method in ("Page.navigatedWithinDocument", "Page.frameClearedScheduledNavigation"):
+            # A fragment or History API change: no new document comes, so
+            # a navigation announced without a navigationType (Chromium's
+            # frameScheduledNavigation for a fragment) is over.
+            if params.get("frameId") != self.main_frame_id:
+                return
+            self.navigation_pending = False
+            if method == "Page.navigatedWithinDocument" and params.get("url"):
+                self.page_url = str(params["url"])
         elif method == "Network.responseReceivedExtraInfo":
             raw = _header(params.get("headers", {}), "set-cookie")
             if raw:
@@ -141,15 +172,22 @@ class DocumentTracker:
                     del self.set_cookies[key]
                     break
 
-    def on_redirect(self, url: str, status: int) -> None:
+    def on_redirect(self, url: str, status: int | str) -> None:
         self.redirects.append((url, status))
         self.changed.set()
 
     def on_document(self, document: DocumentResponse) -> None:
         """A new main-frame document response arrived: it replaces the last one
-        and its load events are awaited again."""
+        and its load events are awaited again. One that replaces a document
+        before any action is a client-side redirect (a hop)."""
+        previous = self.document
+        if previous is not None and self.hops_recorded:
+            reason = self.next_hop_reason or "client-side navigation"
+            self.redirects.append((self.page_url or previous.url, reason))
+        self.next_hop_reason = None
         self.document = document
         self.documents += 1
+        self.page_url = None
         self.navigation_pending = False
         self.dom_content_loaded = False
         self.loaded = document.body is not None
@@ -162,8 +200,9 @@ class DocumentTracker:
 
     def count_navigations_from_here(self) -> None:
         """An action starts: the navigations it causes, and those after it,
-        are counted from the document shown now."""
+        are counted from the document shown now, and are no redirects."""
         self.documents = 1 if self.document is not None else 0
+        self.hops_recorded = False
 
     def on_failure(self, reason: str) -> None:
         self.failure = reason

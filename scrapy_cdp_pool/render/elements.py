@@ -36,8 +36,15 @@ def js_template(template: str, **values: Any) -> str:
 
 
 def in_page_ms(timeout_s: float) -> int:
-    """Milliseconds a poll in the page may run within an action's timeout."""
-    return max(0, int((timeout_s - max(IN_PAGE_MARGIN_S, timeout_s / 4)) * 1000))
+    """Milliseconds a poll in the page may run: the action's whole timeout,
+    as Playwright's waits (its reason comes back within :func:`report_grace_s`)."""
+    return max(0, int(timeout_s * 1000))
+
+
+def report_grace_s(timeout_s: float) -> float:
+    """Seconds past an action's timeout for a poll's reason to come back from
+    a page under load, before the action is cut short without it."""
+    return max(IN_PAGE_MARGIN_S, timeout_s / 4)
 
 
 async def poll_in_page(page: Page, script: str, timeout_s: float) -> Any:
@@ -48,12 +55,36 @@ async def poll_in_page(page: Page, script: str, timeout_s: float) -> Any:
     :raises PageScriptError: the script threw anything else.
     """
     try:
-        return await page.evaluate(script, timeout_s + 1)
+        return await page.evaluate(script, timeout_s + report_grace_s(timeout_s))
     except PageScriptError as e:
         text = str(e)
         if TIMED_OUT in text:
             raise TimeoutError(text.split(TIMED_OUT, 1)[1]) from e
         raise
+
+
+#: ``querySelector`` that pierces open shadow roots, as Playwright's CSS
+#: engine does: the document first, then each open shadow root in document
+#: order (closed roots are not reachable, as in Playwright)
+DEEP_QUERY = (
+    "((sel) => { const f = (root) => { const el = root.querySelector(sel);"
+    " if (el) return el; for (const host of root.querySelectorAll('*')) {"
+    " if (host.shadowRoot) { const found = f(host.shadowRoot); if (found) return found; } }"
+    " return null; }; return f(document); })"
+)
+#: ``querySelectorAll`` over the document and every open shadow root
+DEEP_QUERY_ALL = (
+    "((sel) => { const out = []; const f = (root) => {"
+    " out.push(...root.querySelectorAll(sel)); for (const host of root.querySelectorAll('*'))"
+    " if (host.shadowRoot) f(host.shadowRoot); }; f(document); return out; })"
+)
+
+
+def deep(script: str) -> str:
+    """``script`` with its ``document.querySelector``/``querySelectorAll``
+    calls piercing open shadow roots (:data:`DEEP_QUERY`)."""
+    script = script.replace("document.querySelectorAll(", DEEP_QUERY_ALL + "(")
+    return script.replace("document.querySelector(", DEEP_QUERY + "(")
 
 
 async def run_on_element(page: Page, selector: str, script: str, timeout_s: float) -> Any:
@@ -63,7 +94,7 @@ async def run_on_element(page: Page, selector: str, script: str, timeout_s: floa
     :raises PageScriptError: no element matches, or the script threw.
     """
     sel = json.dumps(selector)
-    expression = (
+    expression = deep(
         f"(() => {{ const el = document.querySelector({sel});"
         f" if (!el) throw new Error('no element matches ' + {sel}); {script}; }})()"
     )
@@ -80,6 +111,7 @@ _WAIT_FOR_SELECTOR = """(async () => {
     await new Promise(r => setTimeout(r, 50));
   }
 })()"""
+_WAIT_FOR_SELECTOR = deep(_WAIT_FOR_SELECTOR)
 
 
 async def wait_for_selector(page: Page, selector: str, *, visible: bool, timeout_s: float) -> None:

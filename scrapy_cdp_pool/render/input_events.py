@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.backends import Capability
-from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
+from scrapy_cdp_pool.browser.backends import Capability
+from scrapy_cdp_pool.render.elements import deep, in_page_ms, js_template, poll_in_page
 from scrapy_cdp_pool.render.keyboard import (
     CHARACTERS,
     MODIFIER_KEYS,
@@ -59,8 +59,18 @@ _POINT = """(async () => {
         if (box !== last) {
           last = box; why = name(el) + ' (' + sel + ') keeps moving';
         } else {
-          const at = document.elementFromPoint(x, y);
-          if (at && (at === el || el.contains(at))) return {x, y, hit: true};
+          // the deepest element there, through open shadow roots (the
+          // document's answer is the shadow host)
+          let at = document.elementFromPoint(x, y);
+          while (at && at.shadowRoot && typeof at.shadowRoot.elementFromPoint === 'function') {
+            const inner = at.shadowRoot.elementFromPoint(x, y);
+            if (!inner || inner === at) break;
+            at = inner;
+          }
+          // a browser that answers with the host alone: el inside that host's tree
+          let host = el.getRootNode && el.getRootNode().host;
+          while (host && host !== at) host = host.getRootNode().host;
+          if (at && (at === el || el.contains(at) || host === at)) return {x, y, hit: true};
           if (!needHit) return {x, y, hit: false};
           why = name(at) + ' would receive the event instead of ' + name(el) + ' (' + sel + ')';
         }
@@ -70,6 +80,7 @@ _POINT = """(async () => {
     await frame();
   }
 })()"""
+_POINT = deep(_POINT)
 
 
 def has_layout(page: Page) -> bool:
@@ -237,6 +248,7 @@ _FOCUS = """(async () => {
     await new Promise(r => setTimeout(r, 50));
   }
 })()"""
+_FOCUS = deep(_FOCUS)
 
 
 async def focus(page: Page, selector: str, timeout_s: float) -> None:

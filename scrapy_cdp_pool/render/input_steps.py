@@ -1,5 +1,5 @@
 """The actions that act on an element as a user would: ``click``, ``hover``,
-``type``, ``press``, ``fill``, ``select_option``, ``check``, ``uncheck`` (issue 18 item 4).
+``type``, ``press``, ``fill``, ``select_option``, ``check``, ``uncheck`` (docs/page-control.md).
 
 Clicks, hovers and keys are trusted input events (see
 :mod:`~scrapy_cdp_pool.render.input_events`); ``fill`` selects the field's
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.errors import PageScriptError
 from scrapy_cdp_pool.render.elements import (
+    deep,
     in_page_ms,
     js_template,
     poll_in_page,
@@ -139,6 +140,7 @@ _FILL_PREPARE = """(async () => {
     await new Promise(r => setTimeout(r, 50));
   }
 })()"""
+_FILL_PREPARE = deep(_FILL_PREPARE)
 
 
 async def fill(page: Page, action: Action, timeout_s: float) -> None:
@@ -198,6 +200,7 @@ _SELECT = """(async () => {
     await new Promise(r => setTimeout(r, 50));
   }
 })()"""
+_SELECT = deep(_SELECT)
 
 
 def select_wanted(action: Action) -> list[dict[str, Any]]:
@@ -237,6 +240,7 @@ _STATE = """(() => {
     return {checked: el.getAttribute('aria-checked') === 'true', radio: role === 'radio'};
   throw new Error(__SEL__ + ' is not a checkbox or radio button');
 })()"""
+_STATE = deep(_STATE)
 
 
 async def _wait_attached(page: Page, selector: str, timeout_s: float) -> None:

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any
 from scrapy.http import HtmlResponse
 from scrapy.responsetypes import responsetypes
 
-from scrapy_cdp_pool.cdp import CDPError, CDPRequestTooLarge
+from scrapy_cdp_pool.browser.cdp import CDPError, CDPRequestTooLarge
 from scrapy_cdp_pool.errors import ResponseTooLarge
 from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
-from scrapy_cdp_pool.render.url_patterns import matches_any
+from scrapy_cdp_pool.settings.url_patterns import matches_any
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page

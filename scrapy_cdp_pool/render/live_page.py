@@ -7,7 +7,7 @@ stops), Playwright is connected over CDP to the same page through a private
 relay on the request's own connection (render/live_relay.py), and the response
 goes to Scrapy while the slot and the context stay held (and the request
 gates: a profile's identity, a budget's share, a host's count, released by
-:class:`~scrapy_cdp_pool.scheduling.release.GateReleaseMiddleware` through
+:class:`~scrapy_cdp_pool.core.release.GateReleaseMiddleware` through
 :meth:`LivePages.when_closed`). The callback drives the page and closes
 it (``await page.close()``); then the relay and Playwright's connection are
 closed and the context is disposed, which frees the slot. A page still open at
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-    from scrapy_cdp_pool.pool.lease import ContextLease
+    from scrapy_cdp_pool.browser.pool.lease import ContextLease
 
 logger = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from scrapy_cdp_pool.cdp.client import CONNECTION_CLOSED_EVENT, CDPConnection
+from scrapy_cdp_pool.browser.cdp.client import CONNECTION_CLOSED_EVENT, CDPConnection
 from scrapy_cdp_pool.errors import CDPProtocolError
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ connection until its deadline. :class:`SchemeFilter` keeps these navigation
 events from the document tracker: the render ends with the last http(s)
 document, and the URLs are listed in ``response.meta["cdp_ignored_navigations"]``.
 If the browser did replace the document (Lightpanda and ``file:``), the render
-fails with :class:`~scrapy_cdp_pool.render.errors.NavigationToOtherScheme`.
+fails with :class:`~scrapy_cdp_pool.errors.NavigationToOtherScheme`.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from collections.abc import Coroutine
 from typing import Any
 from urllib.parse import urlsplit
 
-from scrapy_cdp_pool.backends import CHROMIUM, Backend
-from scrapy_cdp_pool.cdp import (
+from scrapy_cdp_pool.browser.backends import CHROMIUM, Backend
+from scrapy_cdp_pool.browser.cdp import (
     CDPConnection,
     CDPConnectionClosed,
     CDPError,
@@ -207,8 +207,9 @@ class Page:
         load event, then no request in flight for 500 ms, see
         :mod:`~scrapy_cdp_pool.render.network_idle`).
 
-        :raises NavigationFailed, PageCrashed, NavigationToOtherScheme,
-            NavigationLoop: as soon as they happen.
+        :raises RenderError: :class:`NavigationFailed`, :class:`PageCrashed`,
+            :class:`NavigationToOtherScheme` or :class:`NavigationLoop`, as
+            soon as they happen.
         :raises TimeoutError: after ``timeout_s`` seconds.
         """
         tracker = self.tracker

@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from scrapy_cdp_pool.backends import CHROMIUM, Backend
-from scrapy_cdp_pool.cdp import CDPConnection
+from scrapy_cdp_pool.browser.backends import CHROMIUM, Backend
+from scrapy_cdp_pool.browser.cdp import CDPConnection
 from scrapy_cdp_pool.render.interception import cdp_resource_type
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.spec import RenderSpec
-from scrapy_cdp_pool.render.url_patterns import fetch_url_pattern
+from scrapy_cdp_pool.settings.url_patterns import fetch_url_pattern
 
 FAVICON_URL_PATTERN = "*/favicon.ico"
 """The URLs of the favicon a browser asks for by itself (``Fetch`` pattern)."""
@@ -56,7 +56,10 @@ async def open_page(
     page = Page(cdp, target_id, session_id, spec, backend)
     page.guard_cache = guard_cache
     context = spec.context
-    fetch = fetch_params(spec, unsupported, guard_cache, block_favicon=backend.fetches_favicon)
+    fetch = fetch_params(
+        spec, unsupported, guard_cache, block_favicon=backend.fetches_favicon,
+        proxy_credentials_in_url=backend.proxy_credentials_in_url,
+    )  # fmt: skip
     page.applied["Fetch.enable"] = fetch
     commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
     if (
@@ -117,7 +120,10 @@ async def take_over_page(
     page = Page(cdp, target_id, session_id, spec, backend)
     page.guard_cache = guard_cache
     page.applied = dict(applied or {})
-    fetch = fetch_params(spec, guard_cache=guard_cache, block_favicon=backend.fetches_favicon)
+    fetch = fetch_params(
+        spec, guard_cache=guard_cache, block_favicon=backend.fetches_favicon,
+        proxy_credentials_in_url=backend.proxy_credentials_in_url,
+    )  # fmt: skip
     wanted = [("Fetch.enable", fetch)]
     if user_agent is not None:  # this request's, which may not be the last one's
         wanted.append(user_agent)
@@ -146,21 +152,28 @@ def fetch_params(
     unsupported: frozenset[str] = frozenset(),
     guard_cache: bool = False,
     block_favicon: bool = False,
+    proxy_credentials_in_url: bool = False,
 ) -> dict[str, Any]:
     """``Fetch.enable`` parameters: the main document at the response stage
     (every response with ``guard_cache``), its request when it must be
     rewritten, the blocked resource types, the requests ``CDP_POOL_BLOCK_URLS``
     may match (each checked again); proxy challenges answered where the
     context has the proxy (not on a dedicated server, ``"proxy"`` in
-    ``unsupported``: it sends the credentials itself); with
-    ``block_favicon``, the browser's own ``/favicon.ico`` requests (resource
+    ``unsupported``: it sends the credentials itself; nor with
+    ``proxy_credentials_in_url``, Lightpanda's: the context's proxy URL
+    carries them); with ``block_favicon``, the browser's own ``/favicon.ico`` requests (resource
     type ``Other``: a page's ``<img>`` or ``fetch()`` of it is not one), which
     :class:`~scrapy_cdp_pool.render.interception.FetchInterceptor` fails."""
     patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
     if guard_cache:
         patterns.append({"requestStage": "Response"})
     context = spec.context
-    proxy_auth = context is not None and bool(context.proxy_username) and "proxy" not in unsupported
+    proxy_auth = (
+        context is not None
+        and bool(context.proxy_username)
+        and "proxy" not in unsupported
+        and not proxy_credentials_in_url
+    )
     if spec.overrides_request or proxy_auth:
         # Lightpanda raises Fetch.authRequired only for a request paused at
         # the request stage; otherwise the proxy's 407 is the response.

@@ -40,9 +40,11 @@ def is_handed_back(status: int, headers: list[tuple[str, str]]) -> bool:
     return status in REDIRECT_STATUSES and any(k.lower() == "location" for k, _ in headers)
 
 
-def record_browser_hops(meta: dict[str, Any], hops: list[tuple[str, int]]) -> None:
-    """Append redirects the browser followed (``(url, status)`` pairs) to the
-    meta keys Scrapy's ``RedirectMiddleware`` writes, after any it wrote."""
+def record_browser_hops(meta: dict[str, Any], hops: list[tuple[str, int | str]]) -> None:
+    """Append redirects the browser followed (``(url, reason)`` pairs: a
+    status, or a client-side navigation's reason such as ``"meta refresh"``)
+    to the meta keys Scrapy's ``RedirectMiddleware`` and
+    ``MetaRefreshMiddleware`` write, after any they wrote."""
     if not hops:
         return
     meta["redirect_urls"] = [*meta.get("redirect_urls", []), *(url for url, _ in hops)]

@@ -6,16 +6,15 @@ environment (``http_proxy``, ``https_proxy``, ``no_proxy`` honoured) unless the
 request has one, and moves credentials in the proxy URL into a
 ``Proxy-Authorization: Basic`` header, leaving ``meta["proxy"]`` without them.
 Plain Scrapy then sends the request through that proxy; a rendered request
-does the same: on Chromium the browser context's ``proxyServer`` (with the
-credentials answered to the proxy's challenge), on Lightpanda a dedicated
-server started with the proxy in its environment (see
-:mod:`~scrapy_cdp_pool.pool.server_options`), exactly as for a profile's proxy.
+does the same: the browser context's ``proxyServer``, with the credentials
+answered to the proxy's challenge on Chromium and in the proxy's URL on
+Lightpanda (:attr:`~scrapy_cdp_pool.browser.backends.Backend.proxy_credentials_in_url`),
+exactly as for a profile's proxy.
 
 What cannot be honoured fails by name (:class:`ProxyUnsupported`), never goes
 direct: a scheme other than ``http``/``https`` (Scrapy's HTTP handler takes
 no other), a ``Proxy-Authorization`` that is not ``Basic``, credentials with
-control characters, a pool whose endpoints cannot take a proxy (a remote
-Lightpanda, or ``CDP_POOL_DEDICATED_SERVERS = 0``).
+control characters, a pool whose endpoints cannot take a proxy.
 
 A profile's own proxy wins over one from the environment; an explicit
 ``meta["proxy"]`` that is not the profile's fails (:class:`ProxyConflict`):
@@ -33,8 +32,8 @@ from urllib.parse import unquote, urlsplit
 
 from scrapy import Request
 
+from scrapy_cdp_pool.browser.pool.server_options import without_credentials
 from scrapy_cdp_pool.errors import ProxyConflict, ProxyUnsupported
-from scrapy_cdp_pool.pool.server_options import without_credentials
 from scrapy_cdp_pool.render.context_options import ContextOptions
 
 

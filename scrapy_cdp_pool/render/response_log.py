@@ -1,5 +1,5 @@
 """The responses a page received whose URL a ``wait_for_response`` action of
-the request names, for that action to find (issue 18 item 4).
+the request names, for that action to find (docs/page-control.md).
 
 Playwright's ``page.wait_for_response`` sees only responses that arrive after
 it is called, and its users wrap the step that causes the response in
@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from scrapy_cdp_pool.render.url_patterns import matches_any
+from scrapy_cdp_pool.settings.url_patterns import matches_any
 
 
 @dataclass
@@ -31,7 +31,7 @@ class SeenResponse:
 class ResponseLog:
     """Fed the page's ``Network`` events; ``patterns`` are the URL patterns
     of the request's ``wait_for_response`` actions (see
-    :mod:`~scrapy_cdp_pool.render.url_patterns`)."""
+    :mod:`~scrapy_cdp_pool.settings.url_patterns`)."""
 
     def __init__(self, patterns: tuple[str, ...]) -> None:
         self.patterns = patterns

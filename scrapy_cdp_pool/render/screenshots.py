@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
+from scrapy_cdp_pool.render.elements import deep, in_page_ms, js_template, poll_in_page
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.actions import Action
@@ -32,6 +32,7 @@ _ELEMENT_BOX = """(async () => {
     await new Promise(r => setTimeout(r, 50));
   }
 })()"""
+_ELEMENT_BOX = deep(_ELEMENT_BOX)
 
 _SCROLL_OFFSET = "({x: scrollX, y: scrollY})"
 

@@ -25,8 +25,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from scrapy_cdp_pool.browser.pool.lease import ContextLease
 from scrapy_cdp_pool.errors import CDPError, CDPTimeoutError, PageScriptStalled
-from scrapy_cdp_pool.pool.lease import ContextLease
 from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.page import Page
 

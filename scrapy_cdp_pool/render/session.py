@@ -11,10 +11,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from scrapy_cdp_pool.backends import LIGHTPANDA
-from scrapy_cdp_pool.cdp import CDPConnectionClosed
+from scrapy_cdp_pool.browser.backends import LIGHTPANDA
+from scrapy_cdp_pool.browser.cdp import CDPConnectionClosed
+from scrapy_cdp_pool.browser.pool.lease import ContextLease
+from scrapy_cdp_pool.browser.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_STALL
+from scrapy_cdp_pool.browser.pool.server_flags import lightpanda_response_cap
 from scrapy_cdp_pool.errors import (
     ActionError,
+    ActionTimeout,
     NavigationFailed,
     PageCrashed,
     PageMemoryExceeded,
@@ -22,14 +26,12 @@ from scrapy_cdp_pool.errors import (
     PageScriptStalled,
     ResponseTooLarge,
 )
-from scrapy_cdp_pool.pool.lease import ContextLease
-from scrapy_cdp_pool.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_STALL, reported
-from scrapy_cdp_pool.pool.server_flags import lightpanda_response_cap
 from scrapy_cdp_pool.render.actions import Action, check_supported, run_action
 from scrapy_cdp_pool.render.body_size import check_within_cap
 from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
 from scrapy_cdp_pool.render.cookies import browser_cookies
 from scrapy_cdp_pool.render.document import DocumentResponse
+from scrapy_cdp_pool.render.elements import deep
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.page_setup import open_page, take_over_page
 from scrapy_cdp_pool.render.redirects import is_handed_back
@@ -56,7 +58,7 @@ class RenderResult:
     headers: list[tuple[str, str]]
     body: bytes
     rendered: bool
-    redirects: list[tuple[str, int]] = field(default_factory=list)
+    redirects: list[tuple[str, int | str]] = field(default_factory=list)
     results: list[Any] = field(default_factory=list)
     blocked: dict[str, int] = field(default_factory=dict)
     latency_s: float = 0.0
@@ -118,8 +120,9 @@ async def render(
         that kept it busy; or, on Chromium, the render ran out of time (its
         deadline, a timeout) while the page's main thread was stuck in a
         script (see :mod:`~scrapy_cdp_pool.render.script_stall`).
-    :raises NavigationFailed, PageCrashed, ResponseTooLarge, TimeoutError,
-        CDPError: see :mod:`scrapy_cdp_pool.render.errors`.
+    :raises Exception: :class:`NavigationFailed`, :class:`PageCrashed`,
+        :class:`ResponseTooLarge`, ``TimeoutError`` or :class:`CDPError`: see
+        :mod:`scrapy_cdp_pool.errors`.
     """
     check_supported(spec.actions, lease.info.backend)
     if lease.info.backend == LIGHTPANDA and not lease.config.endpoints:
@@ -147,7 +150,12 @@ async def render(
     else:
         await lease.evict_idle_pages()
         context_id = await lease.new_context(
-            options.context_params(lease.info.unsupported) if options else None,
+            options.context_params(
+                lease.info.unsupported,
+                credentials_in_url=lease.info.backend.proxy_credentials_in_url,
+            )
+            if options
+            else None,
             options.storage_cookies() if options else None,
         )
         if options is not None and options.geolocation:
@@ -209,17 +217,13 @@ def _actions_to_run(page: Page) -> tuple[Action, ...]:
     return page.spec.actions
 
 
-async def _render_page(
-    lease: ContextLease,
-    page: Page,
-    spec: RenderSpec,
-    collect_cookies: bool,
-    hooks: RenderHooks | None,
-) -> RenderResult:
-    options = spec.context
-    if hooks is not None and hooks.before_navigate is not None:
-        hooks.before_navigate()
-    await page.navigate(spec.navigation_timeout_s)
+async def _run_actions(page: Page, spec: RenderSpec) -> list[Any]:
+    """The request's actions on the page (none on a signed-out one), in
+    order, and their results.
+
+    :raises ActionError: an action failed, or the page is not HTML.
+    :raises ActionTimeout: an action ran out of its timeout.
+    """
     results: list[Any] = []
     actions = _actions_to_run(page)
     if actions and await _signed_out(page, spec):
@@ -235,9 +239,24 @@ async def _render_page(
             raise ActionError(f"{spec.url}: action #{index} {action.describe()}: {e}") from e
         except TimeoutError as e:
             why = f": {e}" if str(e) else ""  # what the action waited for, when it says
-            raise TimeoutError(
+            raise ActionTimeout(
                 f"{spec.url}: action #{index} {action.describe()} timed out{why}"
             ) from e
+    return results
+
+
+async def _render_page(
+    lease: ContextLease,
+    page: Page,
+    spec: RenderSpec,
+    collect_cookies: bool,
+    hooks: RenderHooks | None,
+) -> RenderResult:
+    options = spec.context
+    if hooks is not None and hooks.before_navigate is not None:
+        hooks.before_navigate()
+    await page.navigate(spec.navigation_timeout_s)
+    results = await _run_actions(page, spec)
     tracker = page.tracker
     # The DOM, then the document it was read from (the page may have
     # navigated on after its load: status, headers and body of one document).
@@ -267,10 +286,12 @@ async def _render_page(
     headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
     headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
     meta: dict[str, Any] = {"cdp_dialogs_seen": list(page.dialogs.seen)}
+    if tracker.page_url is not None and tracker.page_url != document.url:
+        meta["cdp_document_url"] = document.url  # the page's URL changed within it
     if page.schemes.ignored:
         meta["cdp_ignored_navigations"] = list(page.schemes.ignored)
     result = RenderResult(
-        url=document.url,
+        url=tracker.page_url or document.url,
         status=document.status,
         headers=headers,
         body=body,
@@ -320,7 +341,7 @@ async def _signed_out(page: Page, spec: RenderSpec) -> bool:
         return False
     matched = rule.matches_url(document.url)
     if not matched and rule.selector is not None and document.body is None:
-        expression = f"document.querySelector({json.dumps(rule.selector)}) !== null"
+        expression = deep(f"document.querySelector({json.dumps(rule.selector)}) !== null")
         try:
             matched = bool(await page.evaluate(expression, spec.action_timeout_s))
         except PageScriptError:
@@ -335,18 +356,19 @@ async def _named_crash(
 ) -> PageMemoryExceeded | PageScriptStalled | None:
     """Why the page crashed or its connection closed, when the browser the
     plugin started tells: past ``CDP_POOL_PAGE_HEAP_LIMIT_MB`` (see
-    :mod:`~scrapy_cdp_pool.pool.heap_limit`), or a script stopped by
-    Lightpanda's watchdog (see :mod:`~scrapy_cdp_pool.pool.lightpanda_reports`);
+    :mod:`~scrapy_cdp_pool.browser.pool.heap_limit`), or a script stopped by
+    Lightpanda's watchdog (see :mod:`~scrapy_cdp_pool.browser.pool.lightpanda_reports`);
     else ``None`` (the crash stays what it was)."""
     if lease.config.endpoints:
         return None  # someone else's server: its reasons are not seen
     limit = lease.config.page_heap_limit_mb
     url = page.spec.url
-    if lease.info.backend.crashes_told_on_stderr:
+    reports = lease.connection.reports
+    if lease.info.backend.crashes_told_on_stderr and reports is not None:
         urls = {url}
         if page.tracker.document is not None:
             urls.add(page.tracker.document.url)
-        report = await reported(urls)
+        report = await reports.reported(urls)
         if report is None:
             return None
         if report.kind == SCRIPT_STALL:
@@ -367,7 +389,7 @@ async def _named_crash(
 
 def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
     """The key under which this request's page may be reused
-    (:meth:`ContextLease.reuse_key <scrapy_cdp_pool.pool.lease.ContextLease.reuse_key>`).
+    (:meth:`ContextLease.reuse_key <scrapy_cdp_pool.browser.pool.lease.ContextLease.reuse_key>`).
     A profile whose state is saved back always gets a fresh context: saving
     closes its page; a page is reused only with the state it was made with
     (:attr:`ContextOptions.state_digest`); a page with init scripts is never

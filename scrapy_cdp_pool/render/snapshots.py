@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.cdp import CDPError
+from scrapy_cdp_pool.browser.cdp import CDPError
 from scrapy_cdp_pool.errors import PageScriptError
 from scrapy_cdp_pool.messages import cap_message
 

@@ -7,21 +7,18 @@ distributed queues.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from scrapy import Request
 
-from scrapy_cdp_pool.config import DIALOG_ANSWERS, WAIT_UNTIL, PoolConfig
-from scrapy_cdp_pool.identity.signed_out import SignedOutRule
 from scrapy_cdp_pool.messages import redact_url
-from scrapy_cdp_pool.render.actions import Action, parse_actions
-from scrapy_cdp_pool.render.capture import CaptureRule, parse_capture
-from scrapy_cdp_pool.render.console import parse_console
+from scrapy_cdp_pool.render.actions import Action
+from scrapy_cdp_pool.render.capture import CaptureRule
 from scrapy_cdp_pool.render.context_options import ContextOptions
-from scrapy_cdp_pool.render.init_scripts import load_scripts
+from scrapy_cdp_pool.settings.config import PoolConfig
+from scrapy_cdp_pool.settings.signed_out import SignedOutRule
 
 # Headers the browser owns: sent by it, or (Cookie) passed as context cookies;
 # Proxy-Authorization goes to the proxy (see render/request_proxy.py), never to the site.
@@ -36,6 +33,32 @@ _BROWSER_HEADERS = frozenset(
         b"proxy-authorization",
     }
 )
+
+
+class RenderValues(Protocol):
+    """A request's render meta values, checked (implemented by
+    :class:`~scrapy_cdp_pool.core.request_meta.RenderMeta`)."""
+
+    @property
+    def wait_until(self) -> str: ...
+    @property
+    def dialogs(self) -> str: ...
+    @property
+    def navigation_timeout_s(self) -> float: ...
+    @property
+    def actions(self) -> tuple[Action, ...]: ...
+    @property
+    def capture(self) -> CaptureRule | None: ...
+    @property
+    def console(self) -> bool: ...
+    @property
+    def include_page(self) -> bool: ...
+    @property
+    def init_scripts(self) -> tuple[str, ...]: ...
+    @property
+    def maxsize(self) -> int: ...
+    @property
+    def warnsize(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -112,13 +135,14 @@ def build_spec(
     request: Request,
     config: PoolConfig,
     default_headers: frozenset[tuple[bytes, bytes]],
+    values: RenderValues,
     context: ContextOptions | None = None,
     signed_out: SignedOutRule | None = None,
 ) -> RenderSpec:
-    """The :class:`RenderSpec` for ``request``.
+    """The :class:`RenderSpec` for ``request``; ``values``: its render meta
+    values, checked (:func:`~scrapy_cdp_pool.core.request_meta.read_render_meta`).
 
-    :raises ValueError: a ``cdp_*`` meta key has a bad value (the message names
-        the request and the key); the URL has a user part (``user:pw@host``),
+    :raises ValueError: the URL has a user part (``user:pw@host``),
         which plain Scrapy refuses ("invalid hostname") and the browsers
         treat each their own way (Lightpanda sends it as ``Authorization``,
         Chromium drops it).
@@ -129,83 +153,38 @@ def build_spec(
             "(user:password@host) is refused, as plain Scrapy refuses it; send credentials "
             "with Scrapy's HttpAuthMiddleware (http_user, http_pass) or an Authorization header"
         )
-    meta = request.meta
     headers: list[tuple[str, str]] = []
-    for raw_name, values in request.headers.items():
+    for raw_name, header_values in request.headers.items():
         name = bytes(raw_name)
         if name.lower() in _BROWSER_HEADERS:
             continue
-        for value in values:
+        for value in header_values:
             if (name.lower(), bytes(value)) in default_headers:
                 continue
             headers.append((name.decode("latin-1"), bytes(value).decode("latin-1")))
-    wait_until = meta.get("cdp_wait_until", config.wait_until)
-    if wait_until not in WAIT_UNTIL:
-        raise ValueError(
-            f"{request}: meta['cdp_wait_until'] = {wait_until!r}; "
-            f"use one of {', '.join(WAIT_UNTIL)}"
-        )
-    dialogs = meta.get("cdp_dialogs", config.dialogs)
-    if dialogs not in DIALOG_ANSWERS:
-        raise ValueError(
-            f"{request}: meta['cdp_dialogs'] = {dialogs!r}; use one of {', '.join(DIALOG_ANSWERS)}"
-        )
-    navigation_timeout = meta.get("cdp_navigation_timeout", config.navigation_timeout_s)
-    if (
-        isinstance(navigation_timeout, bool)
-        or not isinstance(navigation_timeout, (int, float))
-        or not math.isfinite(navigation_timeout)
-        or navigation_timeout <= 0
-    ):
-        raise ValueError(
-            f"{request}: meta['cdp_navigation_timeout'] = {navigation_timeout!r}; "
-            "expected a finite number of seconds > 0"
-        )
-    try:
-        actions = parse_actions(meta.get("cdp_actions") or ())
-    except ValueError as e:
-        raise ValueError(f"{request}: meta['cdp_actions']: {e}") from e
-    try:
-        capture = parse_capture(
-            meta.get("cdp_capture"), config.capture_max_body, config.capture_max_total
-        )
-    except ValueError as e:
-        raise ValueError(f"{request}: meta['cdp_capture']: {e}") from e
-    try:
-        console = parse_console(meta.get("cdp_console"))
-    except ValueError as e:
-        raise ValueError(f"{request}: meta['cdp_console'] = {e}") from e
-    include_page = meta.get("cdp_include_page", False)
-    if not isinstance(include_page, bool):
-        raise ValueError(
-            f"{request}: meta['cdp_include_page'] = {include_page!r}; expected True or False"
-        )
-    init_scripts = config.init_scripts + load_scripts(
-        meta.get("cdp_init_scripts"), f"{request}: meta['cdp_init_scripts']"
-    )
     return RenderSpec(
         url=request.url,
         method=request.method.upper(),
         headers=tuple(headers),
         body=request.body,
         cookies=_cookie_pairs(request),
-        actions=actions,
-        wait_until=wait_until,
-        navigation_timeout_s=float(navigation_timeout),
+        actions=values.actions,
+        wait_until=values.wait_until,
+        navigation_timeout_s=values.navigation_timeout_s,
         action_timeout_s=config.action_timeout_s,
         block_resources=config.block_resources,
         block_urls=config.block_urls,
-        maxsize=int(meta.get("download_maxsize", config.download_maxsize)),
-        warnsize=int(meta.get("download_warnsize", config.download_warnsize)),
+        maxsize=values.maxsize,
+        warnsize=values.warnsize,
         max_self_navigations=config.redirect_max_times,
         context=context,
         user_agent=_user_agent(request),
-        dialogs=dialogs,
+        dialogs=values.dialogs,
         signed_out=signed_out,
-        capture=capture,
-        init_scripts=init_scripts,
-        console=console,
-        include_page=include_page,
+        capture=values.capture,
+        init_scripts=values.init_scripts,
+        console=values.console,
+        include_page=values.include_page,
     )
 
 

@@ -28,8 +28,8 @@ import logging
 import re
 from typing import Any
 
-from scrapy_cdp_pool.backends import Capability
-from scrapy_cdp_pool.pool.capabilities import ServerInfo
+from scrapy_cdp_pool.browser.backends import Capability
+from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo
 from scrapy_cdp_pool.render.spec import RenderSpec
 
 logger = logging.getLogger(__name__)

@@ -1,16 +1,16 @@
 """The actions that wait for the page or move it: ``wait_for_function``,
 ``wait_for_url``, ``wait_for_response``, ``goto`` and ``scroll_until_stable``
-(issue 18 item 4). Names and arguments are Playwright's where it has them.
+(docs/page-control.md). Names and arguments are Playwright's where it has them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.cdp import CDPProtocolError
+from scrapy_cdp_pool.browser.cdp import CDPProtocolError
 from scrapy_cdp_pool.errors import NavigationFailed, PageScriptError
-from scrapy_cdp_pool.render.elements import in_page_ms, js_template, poll_in_page
-from scrapy_cdp_pool.render.url_patterns import matches_any
+from scrapy_cdp_pool.render.elements import deep, in_page_ms, js_template, poll_in_page
+from scrapy_cdp_pool.settings.url_patterns import matches_any
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.actions import Action
@@ -154,6 +154,7 @@ _SCROLL = """(async () => {
       + ' scrolls (' + count + ' elements, height ' + height + ' px): raise timeout or set max_ms');
   }
 })()"""
+_SCROLL = deep(_SCROLL)
 
 
 async def scroll_until_stable(page: Page, action: Action, timeout_s: float) -> dict[str, Any]:

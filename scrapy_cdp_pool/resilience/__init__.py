@@ -2,7 +2,6 @@
 per-host limits, failures recorded by reason, bad requests refused by name.
 The add-on installs all of them."""
 
-from scrapy_cdp_pool.errors import InvalidRequestMeta, UnserializableRequestError
 from scrapy_cdp_pool.resilience.failures import FailureRecorderMiddleware
 from scrapy_cdp_pool.resilience.host_limits import HostLimits
 from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
@@ -13,8 +12,6 @@ __all__ = [
     "FailureRecorderMiddleware",
     "HostLimits",
     "HostPauseMiddleware",
-    "InvalidRequestMeta",
     "RequestChecksMiddleware",
     "RetryPolicyMiddleware",
-    "UnserializableRequestError",
 ]

@@ -27,8 +27,9 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.response import response_status_message
 
+from scrapy_cdp_pool.core.paths import open_private_for_append
+from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.messages import cap_message
-from scrapy_cdp_pool.runtime import runtime_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -46,8 +47,11 @@ class FailureRecorderMiddleware:
         self._file: IO[str] | None = None
         if path is not None:
             try:
-                # Line-buffered: each failure is on disk when it is recorded.
-                self._file = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+                # Line-buffered: each failure is on disk when it is recorded;
+                # 0600: its lines name requests (URLs with their queries)
+                self._file = open_private_for_append(
+                    path, "CDP_POOL_FAILURES_FILE", line_buffered=True
+                )
             except OSError as e:
                 raise ValueError(f"CDP_POOL_FAILURES_FILE: cannot open {path!r}: {e}") from e
             crawler.signals.connect(self.close, signal=signals.spider_closed)

@@ -3,7 +3,7 @@ exactly where requests start: the scheduler queue.
 
 Scrapy's own per-domain concurrency is not enforced by its asyncio downloader
 when ``DOWNLOAD_DELAY`` is 0, so the limits are host gates of the queue
-(:class:`~scrapy_cdp_pool.scheduling.gates.RequestGates`). A request counts as
+(:class:`~scrapy_cdp_pool.core.gates.RequestGates`). A request counts as
 in flight from the moment the queue hands it out to the end of its download,
 whatever the outcome; starts of one host are spaced at least
 ``1 / CDP_POOL_HOST_RATE`` seconds apart. Every request goes through the queue,
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.exceptions import NotConfigured
 
-from scrapy_cdp_pool.runtime import runtime_of
-from scrapy_cdp_pool.scheduling.gates import RequestGates, host_of
+from scrapy_cdp_pool.core.gates import RequestGates, host_of
+from scrapy_cdp_pool.core.runtime import runtime_of
 
 if TYPE_CHECKING:
     from typing import Self

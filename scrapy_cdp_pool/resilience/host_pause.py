@@ -2,12 +2,12 @@
 host, so that no request to it starts until the time the server asked for.
 
 The pause is a host gate of the scheduler queue
-(:meth:`~scrapy_cdp_pool.scheduling.gates.RequestGates.add_host_check`): every
+(:meth:`~scrapy_cdp_pool.core.gates.RequestGates.add_host_check`): every
 request to the host waits in the queue, whichever callback produced it, and
 nothing else waits. Requests already past the queue when the pause starts
 (waiting for a browser slot, or for one of Scrapy's downloader slots) are held
 by the download handler, which finds this middleware as the crawler's
-:attr:`~scrapy_cdp_pool.scheduling.gates.RequestGates.host_pauses`: it reports
+:attr:`~scrapy_cdp_pool.core.gates.RequestGates.host_pauses`: it reports
 each response as soon as its status and headers arrive (:meth:`observe`),
 before the request's browser slot is released; it checks the host when a
 request gets its slot and right before it navigates, giving the slot back while
@@ -37,10 +37,10 @@ from typing import TYPE_CHECKING
 from scrapy import Request
 from scrapy.http import Response
 
-from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.core.gates import RequestGates, url_host
+from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.resilience.backoff import parse_retry_after, pause_delay
-from scrapy_cdp_pool.runtime import runtime_of
-from scrapy_cdp_pool.scheduling.gates import RequestGates, url_host
+from scrapy_cdp_pool.settings.config import PoolConfig
 
 if TYPE_CHECKING:
     from typing import Self

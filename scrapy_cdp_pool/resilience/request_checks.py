@@ -3,12 +3,12 @@ name, alone, before it is downloaded; the crawl goes on.
 
 - With ``JOBDIR``, Scrapy keeps a request its disk queue cannot serialize in
   memory, silently, so it is lost on a restart. The scheduler queue marks such
-  a request (:data:`~scrapy_cdp_pool.scheduling.queue.UNSERIALIZABLE_META_KEY`)
+  a request (:data:`~scrapy_cdp_pool.core.queue.UNSERIALIZABLE_META_KEY`)
   and it fails here with :class:`UnserializableRequestError`, naming the meta
   keys (or the callback) that cannot be stored.
 - ``meta["cdp_not_before"]`` must be epoch seconds: a finite number, not
   negative, at most ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS`` from now
-  (:func:`~scrapy_cdp_pool.scheduling.gates.not_before_problem`). The
+  (:func:`~scrapy_cdp_pool.core.gates.not_before_problem`). The
   scheduler queue marks a request with an invalid value and hands it out at
   once instead of holding it (for ever, or failing the enqueue); it fails here
   with :class:`InvalidRequestMeta`, through its errback, counted in
@@ -19,6 +19,12 @@ name, alone, before it is downloaded; the crawl goes on.
   as a profile named ``"0"``.
 - ``meta["cdp"]`` must be ``True``, ``False`` or ``None``: ``"false"`` would
   have been rendered (a non-empty string is true).
+- Every other meta value the plugin reads (a rendered request's ``cdp_*`` keys,
+  ``download_timeout``, ``download_maxsize``, ``download_warnsize``,
+  ``cdp_expect``) is checked here too, by
+  :func:`~scrapy_cdp_pool.core.request_meta.check_request_meta`: the one
+  module that holds the checks, with one exception type and one stat. A
+  ``cdp*`` key the plugin does not read is warned about once.
 """
 
 from __future__ import annotations
@@ -28,15 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
 
+from scrapy_cdp_pool.core.gates import INVALID_META_KEY, NOT_BEFORE_META_KEY
+from scrapy_cdp_pool.core.queue import UNSERIALIZABLE_META_KEY
+from scrapy_cdp_pool.core.request_meta import UnknownMetaKeys, check_request_meta
+from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import InvalidRequestMeta, UnserializableRequestError
-from scrapy_cdp_pool.runtime import runtime_of
-from scrapy_cdp_pool.scheduling.gates import (
-    INVALID_META_KEY,
-    NOT_BEFORE_META_KEY,
-    PROFILE_META_KEY,
-    not_before_problem,
-)
-from scrapy_cdp_pool.scheduling.queue import UNSERIALIZABLE_META_KEY
+from scrapy_cdp_pool.render.spec import is_rendered
 
 if TYPE_CHECKING:
     from typing import Self
@@ -65,7 +68,10 @@ def unserializable_parts(request: Request, spider: Any) -> list[str]:
 class RequestChecksMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.gates = runtime_of(crawler).gates
+        runtime = runtime_of(crawler)
+        self.gates = runtime.gates
+        self.config = runtime.config
+        self.unknown_keys = UnknownMetaKeys(extra={"crawler": crawler})
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -80,24 +86,16 @@ class RequestChecksMiddleware:
                 f"restart: {'; '.join(parts)}"
             )
         not_before = request.meta.get(NOT_BEFORE_META_KEY)
-        # Marked by the queue, or checked now (a request that did not go
-        # through the queue, or a queue stored before values were checked).
-        problem = request.meta.pop(INVALID_META_KEY, None) or not_before_problem(
-            not_before, self.gates.max_wait_s
-        )
+        # Marked by the queue (a request whose value was invalid when queued)
+        problem = request.meta.pop(INVALID_META_KEY, None)
         if problem is not None:
             raise InvalidRequestMeta(
                 f"{request}: meta[{NOT_BEFORE_META_KEY!r}] = {not_before!r}: {problem}"
             )
-        flag = request.meta.get("cdp")
-        if flag is not None and not isinstance(flag, bool):
-            raise InvalidRequestMeta(
-                f"{request}: meta['cdp'] = {flag!r}: expected True (render it), False (never "
-                "render it) or None"
-            )
-        profile = request.meta.get(PROFILE_META_KEY)
-        if profile is not None and (not isinstance(profile, str) or not profile.strip()):
-            raise InvalidRequestMeta(
-                f"{request}: meta[{PROFILE_META_KEY!r}] = {profile!r}: expected a profile's "
-                "name (a non-empty string), or None for no profile"
-            )
+        self.unknown_keys.check(request.meta)
+        check_request_meta(
+            request,
+            self.config,
+            self.gates.max_wait_s,
+            rendered=is_rendered(request, self.config.render_all),
+        )

@@ -31,9 +31,9 @@ from scrapy.http import Response
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.response import response_status_message
 
+from scrapy_cdp_pool.core.gates import NOT_BEFORE_META_KEY
+from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.resilience.backoff import backoff_delay, parse_retry_after
-from scrapy_cdp_pool.runtime import runtime_of
-from scrapy_cdp_pool.scheduling.gates import NOT_BEFORE_META_KEY
 
 if TYPE_CHECKING:
     from typing import Self

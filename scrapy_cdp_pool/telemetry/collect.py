@@ -13,28 +13,33 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.messages import redact_url
-from scrapy_cdp_pool.pool.connection import ConnectionState
-from scrapy_cdp_pool.pool.pool import ConnectionPool, PoolState
-from scrapy_cdp_pool.scrapy_internals import scheduler_queues
-from scrapy_cdp_pool.telemetry.process_memory import (
+from scrapy_cdp_pool.browser.pool.connection import ConnectionState
+from scrapy_cdp_pool.browser.pool.pool import ConnectionPool, PoolState
+from scrapy_cdp_pool.core.process_memory import (
     MB,
     TreeMemory,
     added,
     process_rss_bytes,
     trees_memory,
 )
+from scrapy_cdp_pool.messages import redact_url
+from scrapy_cdp_pool.scrapy_internals import (
+    active_download_count,
+    running_scheduler,
+    scheduler_queues,
+    scraper_load,
+)
 from scrapy_cdp_pool.telemetry.sample import ConnectionStatus, EndpointStatus, StatusSample
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-    from scrapy_cdp_pool.runtime import CrawlerRuntime
+    from scrapy_cdp_pool.core.runtime import CrawlerRuntime
 
 #: Attribute a scheduler queue exposes to report requests it holds back because
 #: their gate is closed (identity busy, host paused):
 #: :attr:`IdentityAwarePriorityQueue.waiting
-#: <scrapy_cdp_pool.scheduling.queue.IdentityAwarePriorityQueue.waiting>`;
+#: <scrapy_cdp_pool.core.queue.IdentityAwarePriorityQueue.waiting>`;
 #: 0 for any other queue.
 IDENTITY_WAITING_ATTRIBUTE = "waiting"
 
@@ -149,10 +154,9 @@ class StatusCollector:
         per_minute = 60.0 / window_s if window_s > 0 else 0.0
         self._previous = (now, responses, items)
 
-        engine = crawler.engine
-        active_downloads = len(engine.downloader.active) if engine is not None else 0
-        scheduler = engine.scheduler if engine is not None else None
-        slot = engine.scraper.slot if engine is not None else None
+        active_downloads = active_download_count(crawler)
+        scheduler = running_scheduler(crawler)
+        load = scraper_load(crawler)
         memory_queue, disk_queue = scheduler_queues(scheduler)
         pool = self.runtime.pool
         if server is None:
@@ -170,11 +174,11 @@ class StatusCollector:
             scheduler_memory_requests=_length(memory_queue),
             scheduler_disk_requests=_length(disk_queue),
             identity_waiting_requests=identity_waiting(scheduler),
-            scraper_active_size_bytes=slot.active_size if slot is not None else None,
+            scraper_active_size_bytes=load.active_size if load is not None else None,
             scraper_max_active_size_bytes=(
-                slot.max_active_size if slot is not None else self.max_active_size
+                load.max_active_size if load is not None else self.max_active_size
             ),
-            scraper_needs_backout=slot.needs_backout() if slot is not None else None,
+            scraper_needs_backout=load.needs_backout if load is not None else None,
             responses=responses,
             items=items,
             responses_per_minute=round((responses - responses_before) * per_minute, 1),

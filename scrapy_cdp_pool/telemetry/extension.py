@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING, Self
 from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
-from scrapy_cdp_pool.pool.pool import PoolState
-from scrapy_cdp_pool.runtime import CrawlerRuntime, runtime_of
+from scrapy_cdp_pool.browser.pool.pool import PoolState
+from scrapy_cdp_pool.core.process_memory import MB, process_rss_bytes
+from scrapy_cdp_pool.core.runtime import CrawlerRuntime, runtime_of
+from scrapy_cdp_pool.scrapy_internals import active_download_count, running_scheduler, scraper_load
 from scrapy_cdp_pool.telemetry.collect import (
     ServerReading,
     StatusCollector,
@@ -26,7 +28,6 @@ from scrapy_cdp_pool.telemetry.collect import (
     with_other_servers,
 )
 from scrapy_cdp_pool.telemetry.memory_guard import MemoryGuard
-from scrapy_cdp_pool.telemetry.process_memory import MB, process_rss_bytes
 from scrapy_cdp_pool.telemetry.sample import StatusSample
 from scrapy_cdp_pool.telemetry.signals import status_sampled
 from scrapy_cdp_pool.telemetry.status_file import StatusFile
@@ -180,20 +181,18 @@ class EngineStatusExtension:
             self.maxima.memory(reading, None)
 
     def _track_engine(self) -> None:
-        engine = self.crawler.engine
-        if engine is None:
-            return
+        crawler = self.crawler
         maxima = self.maxima
-        maxima.active_downloads = max(maxima.active_downloads, len(engine.downloader.active))
-        slot = engine.scraper.slot
-        if slot is not None:
+        maxima.active_downloads = max(maxima.active_downloads, active_download_count(crawler))
+        load = scraper_load(crawler)
+        if load is not None:
             maxima.scraper_active_size_bytes = max(
-                maxima.scraper_active_size_bytes, slot.active_size
+                maxima.scraper_active_size_bytes, load.active_size
             )
-        scheduler = engine.scheduler
+        scheduler = running_scheduler(crawler)
         if scheduler is not None:
             try:
-                queued = len(scheduler)  # type: ignore[arg-type]
+                queued = len(scheduler)
             except TypeError:  # a scheduler without __len__
                 return
             maxima.scheduler_requests = max(maxima.scheduler_requests, queued)

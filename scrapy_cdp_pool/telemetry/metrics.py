@@ -54,7 +54,7 @@ from prometheus_client.metrics_core import Metric
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
-from scrapy_cdp_pool.runtime import runtime_of
+from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.telemetry.cluster_figures import ClusterFigures
 from scrapy_cdp_pool.telemetry.sample import StatusSample
 from scrapy_cdp_pool.telemetry.signals import cluster_figures_updated, status_sampled

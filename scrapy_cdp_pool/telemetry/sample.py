@@ -111,7 +111,7 @@ class StatusSample:
     budget_min: int | None = None
     budget_max: int | None = None
     budget_overloaded: tuple[str, ...] | None = None
-    #: dedicated Lightpanda servers running (a profile's proxy or time zone);
+    #: dedicated Lightpanda servers running (a profile's time zone, a sign-in's proxy);
     #: their memory is in the ``server_*`` figures
     dedicated_servers: int = 0
     #: of the pages in flight, those handed to a callback

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import stat
 from pathlib import Path
 from typing import Any, TextIO
 
+from scrapy_cdp_pool.core.paths import open_private_for_append
 from scrapy_cdp_pool.telemetry.sample import StatusSample
 
 logger = logging.getLogger(__name__)
-
-FILE_MODE = 0o600
 
 
 class StatusFile:
@@ -33,20 +30,7 @@ class StatusFile:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-        try:
-            info = os.fstat(fd)
-            if info.st_mode & 0o077 and info.st_uid == os.geteuid():
-                os.fchmod(fd, FILE_MODE)
-                logger.info(
-                    "CDP_POOL_STATUS_FILE %s was readable by other users (mode %s): made 0600",
-                    self.path,
-                    oct(stat.S_IMODE(info.st_mode)),
-                )
-            self._file: TextIO | None = os.fdopen(fd, "a", encoding="utf-8")
-        except BaseException:
-            os.close(fd)
-            raise
+        self._file: TextIO | None = open_private_for_append(self.path, "CDP_POOL_STATUS_FILE")
 
     def write(self, sample: StatusSample) -> None:
         """Append ``sample`` as one line and flush it to the OS."""

@@ -22,6 +22,8 @@ Routes live in small modules grouped by purpose:
 - ``livepage``: /live/* (pages driven through a live page)
 - ``actions``: /act/* (page actions: what each one made the page see)
 - ``oversize``: /oversize/* (bodies streamed past DOWNLOAD_MAXSIZE)
+- ``history``: /hist/* (URL changes without a new document: pushState, fragments)
+- ``shadow``: /shadow/* (content in open shadow roots)
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from . import (
     faults,
     fidelity,
     fidelity2,
+    history,
     jobsite,
     ladder,
     livepage,
@@ -49,6 +52,7 @@ from . import (
     pagecontrol,
     protocol,
     sessions,
+    shadow,
     shop,
     stats,
     throws,
@@ -85,6 +89,8 @@ def make_app() -> web.Application:
     app.router.add_routes(livepage.routes)
     app.router.add_routes(actions.routes)
     app.router.add_routes(oversize.routes)
+    app.router.add_routes(history.routes)
+    app.router.add_routes(shadow.routes)
     return app
 
 

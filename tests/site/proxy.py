@@ -8,10 +8,12 @@ name does not resolve anywhere else. Each forwarded request gets an
 ``X-Via-Proxy: NAME`` header, which the site's echo pages show. With
 ``--auth`` a request without those Basic credentials gets ``407 Proxy
 Authentication Required``. One request per client connection (``Connection:
-close``); ``CONNECT`` is refused with 405.
+close``); ``CONNECT host:port`` (HTTPS) opens a byte tunnel to
+``127.0.0.1:port``, after the same credentials check.
 
 The first line on stdout is ``LISTENING http://127.0.0.1:<port>``; every
-later line is ``FORWARDED <url>`` or ``DENIED <url>``. SIGTERM stops it.
+later line is ``FORWARDED <url>``, ``TUNNELLED <host:port>`` or ``DENIED
+<url or host:port>``. SIGTERM stops it.
 """
 
 from __future__ import annotations
@@ -48,9 +50,6 @@ class Proxy:
         method, target, _version = request_line.split(" ", 2)
         headers = [tuple(part.strip() for part in line.split(":", 1)) for line in lines if line]
         found = {name.lower(): value for name, value in headers}
-        if method == "CONNECT":
-            writer.write(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n")
-            return
         if self.expected and found.get("proxy-authorization") != self.expected:
             print("DENIED", target, flush=True)
             writer.write(
@@ -58,6 +57,9 @@ class Proxy:
                 b'Proxy-Authenticate: Basic realm="tests"\r\n'
                 b"Content-Length: 0\r\nConnection: close\r\n\r\n"
             )
+            return
+        if method == "CONNECT":
+            await self._tunnel(target, reader, writer)
             return
         body = await reader.readexactly(int(found.get("content-length", "0")))
         url = urlsplit(target)
@@ -73,6 +75,26 @@ class Proxy:
         while chunk := await upstream_reader.read(65536):
             writer.write(chunk)
             await writer.drain()
+        upstream_writer.close()
+
+    async def _tunnel(
+        self, target: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """``CONNECT host:port``: a byte tunnel to ``127.0.0.1:port``."""
+        port = int(target.rsplit(":", 1)[1])
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        print("TUNNELLED", target, flush=True)
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(OSError):
+                while chunk := await source.read(65536):
+                    sink.write(chunk)
+                    await sink.drain()
+            with contextlib.suppress(OSError):
+                sink.write_eof()
+
+        await asyncio.gather(pipe(reader, upstream_writer), pipe(upstream_reader, writer))
         upstream_writer.close()
 
 

@@ -1,4 +1,4 @@
-"""CDP messages through orjson (scrapy_cdp_pool/cdp/codec.py): what orjson
+"""CDP messages through orjson (scrapy_cdp_pool/browser/cdp/codec.py): what orjson
 refuses and the standard library accepts gives the same value as before."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from scrapy_cdp_pool.cdp import codec
+from scrapy_cdp_pool.browser.cdp import codec
 
 
 @pytest.mark.parametrize(

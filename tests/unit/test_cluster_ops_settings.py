@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from scrapy.settings import Settings
 
-from scrapy_cdp_pool.config import PoolConfig
+from scrapy_cdp_pool.settings.config import PoolConfig
 from scrapy_cdp_pool.telemetry.metrics import endpoint_label
 
 

@@ -10,8 +10,8 @@ from scrapy.settings import Settings
 from scrapy_cdp_pool.cluster.frontier import PRIORITY_LIMIT, score_base
 from scrapy_cdp_pool.cluster.install import check_redis
 from scrapy_cdp_pool.cluster.keys import gate_of, key_prefix, split_gate
-from scrapy_cdp_pool.config import PoolConfig
 from scrapy_cdp_pool.messages import redact_url
+from scrapy_cdp_pool.settings.config import PoolConfig
 
 
 @pytest.mark.parametrize("value", ["http://:pw@redis:6379/0", "redis.internal:6379", 6379])

@@ -11,15 +11,15 @@ import scrapy
 from scrapy.utils.test import get_crawler
 
 from scrapy_cdp_pool import Addon
-from scrapy_cdp_pool.resilience.host_limits import HostLimits
-from scrapy_cdp_pool.runtime import runtime_of
-from scrapy_cdp_pool.scheduling.gates import (
+from scrapy_cdp_pool.core.gates import (
     gate_key,
     not_before_of,
     not_before_problem,
     not_before_suffix,
     split_key,
 )
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.resilience.host_limits import HostLimits
 
 
 def test_a_request_not_to_start_yet_has_a_gate_of_its_own() -> None:

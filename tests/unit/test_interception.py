@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest_twisted
 
-from scrapy_cdp_pool.backends import CHROMIUM, Backend
+from scrapy_cdp_pool.browser.backends import CHROMIUM, Backend
 from scrapy_cdp_pool.render.body_size import BodySizeGuard
 from scrapy_cdp_pool.render.document import DocumentTracker
 from scrapy_cdp_pool.render.interception import FetchInterceptor, is_raw_document, shareable

@@ -12,11 +12,11 @@ from scrapy.http import HtmlResponse, Response
 from scrapy.settings import Settings
 
 from scrapy_cdp_pool import Addon
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.expectation import parse_expectation
 from scrapy_cdp_pool.ladder.kind import generalize_path, page_kind
 from scrapy_cdp_pool.ladder.learner import KindState, Learner
 from scrapy_cdp_pool.ladder.store import JobdirLadderStore
+from scrapy_cdp_pool.settings.config import PoolConfig
+from scrapy_cdp_pool.settings.expectation import parse_expectation
 
 RUNGS = ("http", "lightpanda", "chromium")
 

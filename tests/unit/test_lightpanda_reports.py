@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import pytest_twisted
 
-from scrapy_cdp_pool.pool import lightpanda_reports
-from scrapy_cdp_pool.pool.lightpanda_reports import HEAP_LIMIT, SCRIPT_STALL, Report
+from scrapy_cdp_pool.browser.pool.lightpanda_reports import (
+    HEAP_LIMIT,
+    SCRIPT_STALL,
+    LightpandaReports,
+    Report,
+)
 
 STALL = (
     b'$time=1796107743699 $scope=watchdog $level=warn $msg="watchdog stall script" $page=2 '
@@ -28,9 +32,10 @@ OTHER = b'$time=1 $scope=app $level=fatal $msg="server run error" err=Unexpected
 
 
 def test_each_report_is_read_with_its_unquoted_url() -> None:
+    reports = LightpandaReports()
     for line in (STALL, HEAP, HEAP_NO_URL, OTHER):
-        lightpanda_reports.note_stderr_line(line)
-    assert list(lightpanda_reports._reports)[-3:] == [
+        reports.note_stderr_line(line)
+    assert list(reports._reports) == [
         Report(SCRIPT_STALL, "http://127.0.0.1:34979/busy-loop?watchdog=dbfb828deb", 4968),
         Report(HEAP_LIMIT, "http://127.0.0.1:46399/hog"),
         Report(HEAP_LIMIT, ""),
@@ -39,10 +44,19 @@ def test_each_report_is_read_with_its_unquoted_url() -> None:
 
 @pytest_twisted.ensureDeferred
 async def test_a_render_is_told_about_its_own_page_only() -> None:
-    lightpanda_reports.note_stderr_line(STALL)
-    mine = await lightpanda_reports.reported(
+    reports = LightpandaReports()
+    reports.note_stderr_line(STALL)
+    mine = await reports.reported(
         {"http://127.0.0.1:34979/busy-loop?watchdog=dbfb828deb"}, wait_s=0
     )
     assert mine is not None
     assert mine.kind == SCRIPT_STALL
-    assert await lightpanda_reports.reported({"http://127.0.0.1:1/else"}, wait_s=0) is None
+    assert await reports.reported({"http://127.0.0.1:1/else"}, wait_s=0) is None
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_servers_reports_are_its_own() -> None:
+    mine, other = LightpandaReports(), LightpandaReports()
+    other.note_stderr_line(STALL)  # the same URL, on another server
+    url = "http://127.0.0.1:34979/busy-loop?watchdog=dbfb828deb"
+    assert await mine.reported({url}, wait_s=0) is None

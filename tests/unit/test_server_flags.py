@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scrapy_cdp_pool.pool.server_flags import merge_feature_lists
+from scrapy_cdp_pool.browser.pool.server_flags import merge_feature_lists
 
 
 def test_each_list_switch_is_given_once_with_every_value_at_its_first_place() -> None:

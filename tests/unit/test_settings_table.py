@@ -11,8 +11,8 @@ import pytest
 from scrapy.settings import Settings
 
 from scrapy_cdp_pool import Addon
-from scrapy_cdp_pool.config import PoolConfig
-from scrapy_cdp_pool.settings_table import BY_NAME, SETTINGS, SHARED_POOL_SETTINGS
+from scrapy_cdp_pool.settings.config import PoolConfig
+from scrapy_cdp_pool.settings.table import BY_NAME, SETTINGS, SHARED_POOL_SETTINGS
 
 #: the reference pages whose tables list every setting (docs/settings.md, and the
 #: sections of subsystems with settings of their own: cluster, ladder...)

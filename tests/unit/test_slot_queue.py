@@ -13,8 +13,8 @@ import pytest
 import pytest_twisted
 from twisted.internet.defer import Deferred
 
-from scrapy_cdp_pool.pool.connection import ConnectionState, PooledConnection
-from scrapy_cdp_pool.pool.slots import SlotQueue
+from scrapy_cdp_pool.browser.pool.connection import ConnectionState, PooledConnection
+from scrapy_cdp_pool.browser.pool.slots import SlotQueue
 
 
 def in_a_task(test: Callable[..., Coroutine[Any, Any, None]]) -> Any:

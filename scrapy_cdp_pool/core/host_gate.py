@@ -1,0 +1,87 @@
+"""HostGate: the one place the render path consults host pauses (a 429 or 503
+with ``Retry-After`` received for a host, :class:`~scrapy_cdp_pool.core.gates.HostPauses`,
+registered on the gates by the resilience feature).
+
+A rendered or plain request waits while its host is paused, before it takes
+a browser slot, again once it has one (the slot is given back,
+:class:`HostPaused`) and right before its navigation starts; a response whose
+headers ask for a pause starts it at once, as soon as they arrive.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy_cdp_pool.core.gates import HostPauses, RequestGates
+from scrapy_cdp_pool.errors import CDPPoolError
+from scrapy_cdp_pool.render.session import RenderHooks
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.http import Response
+    from scrapy.statscollectors import StatsCollector
+
+    from scrapy_cdp_pool.render.document import DocumentResponse
+
+
+class HostPaused(CDPPoolError):
+    """The request's host was paused while the request waited for its slot
+    or right before its navigation: the slot is given back and it waits."""
+
+
+class HostGate:
+    """Host pauses for one crawler's download handler; a no-op while no
+    pause feature is registered on ``gates``."""
+
+    def __init__(self, gates: RequestGates, stats: StatsCollector) -> None:
+        self._gates = gates
+        self._stats = stats
+
+    @property
+    def _pauses(self) -> HostPauses | None:
+        return self._gates.host_pauses  # read per call: set by a middleware's constructor
+
+    async def wait(self, host: str) -> None:
+        """Wait while ``host`` is paused (counted in ``cdp_pool/host_pause_waits``)."""
+        pauses = self._pauses
+        if pauses is not None and pauses.remaining(host) > 0:
+            self._stats.inc_value("cdp_pool/host_pause_waits")
+            await pauses.wait_open(host)
+
+    def check(self, host: str) -> None:
+        """:raises HostPaused: ``host`` is paused now."""
+        pauses = self._pauses
+        if pauses is not None and pauses.remaining(host) > 0:
+            raise HostPaused
+
+    def observe(self, request: Request, response: Response) -> None:
+        """A plain response: start the pause its headers ask for."""
+        pauses = self._pauses
+        if pauses is not None:
+            pauses.observe(
+                request, response.url, response.status, response.headers.get(b"Retry-After")
+            )
+
+    def hooks(self, request: Request, host: str) -> RenderHooks | None:
+        """The render's hooks: no navigation while ``host`` is paused, and a
+        main document's headers that ask for a pause start it at once (before
+        the page's slot is released); ``None`` without host pauses."""
+        pauses = self._pauses
+        if pauses is None:
+            return None
+
+        def before_navigate() -> None:
+            self.check(host)
+
+        def on_document(document: DocumentResponse) -> None:
+            pauses.observe(request, document.url, document.status, _retry_after(document.headers))
+
+        return RenderHooks(before_navigate=before_navigate, on_document=on_document)
+
+
+def _retry_after(headers: list[tuple[str, str]]) -> bytes | None:
+    """The ``Retry-After`` value among a render's response headers."""
+    for name, value in headers:
+        if name.lower() == "retry-after":
+            return value.encode("latin-1", "replace")
+    return None

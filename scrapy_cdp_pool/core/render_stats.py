@@ -1,0 +1,133 @@
+"""RenderStats: the one observer that counts what rendered requests did in the
+crawler's stats (``cdp_pool/*``, listed in docs/stats.md): pages per
+connection, outcomes, errors, blocked resources, captures, console messages,
+and the pool's totals at spider close."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from scrapy_cdp_pool.core.boundary import error_kind
+from scrapy_cdp_pool.render.interception import FAVICON
+from scrapy_cdp_pool.render.redirects import is_handed_back
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+    from scrapy_cdp_pool.browser.pool.lease import ContextLease
+    from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
+    from scrapy_cdp_pool.render.live_page import LivePages
+    from scrapy_cdp_pool.render.session import RenderResult
+
+logger = logging.getLogger(__name__)
+
+
+class RenderStats:
+    """Counts one crawler's renders; ``own_pool`` is the crawl's pool (pages
+    on another pool are the render ladder's Chromium's)."""
+
+    def __init__(self, crawler: Crawler, own_pool: ConnectionPool) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.own_pool = own_pool
+
+    def page(self, pool: ConnectionPool, lease: ContextLease) -> None:
+        """This crawler's pages per connection of the pool (or on dedicated
+        servers), counted in its own stats: exact on a shared pool too; the
+        render ladder's Chromium pool's under ``cdp_pool/ladder/chromium``."""
+        connection = lease.connection
+        if pool is not self.own_pool:
+            self.stats.inc_value(f"cdp_pool/ladder/chromium/connection/{connection.index}/pages")
+        elif pool.owns(connection):
+            self.stats.inc_value(f"cdp_pool/connection/{connection.index}/pages")
+        else:
+            self.stats.inc_value("cdp_pool/dedicated_servers/pages")
+
+    def error(self, error: BaseException) -> None:
+        """A failed render: ``cdp_pool/errors/<kind>``."""
+        self.stats.inc_value(f"cdp_pool/errors/{error_kind(error)}")
+
+    def result(
+        self,
+        request: Request,
+        result: RenderResult,
+        seconds: float,
+        pool: ConnectionPool,
+        warnsize: int,
+    ) -> None:
+        """A render that produced a response (``seconds``: from its slot)."""
+        self.stats.inc_value(_outcome_stat(result))
+        self.stats.max_value("cdp_pool/render_seconds_max", round(seconds, 3))
+        self.stats.max_value("cdp_pool/pages_in_flight_max", pool.pages_in_flight_max)
+        for resource_type, count in result.blocked.items():
+            if resource_type == FAVICON:  # the browser's own request, not the page's
+                self.stats.inc_value("cdp_pool/favicon_requests_blocked", count)
+                continue
+            self.stats.inc_value("cdp_pool/resources_blocked", count)
+            self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
+        if result.network is not None:
+            self.stats.inc_value("cdp_pool/network_captured", len(result.network))
+            skipped = sum(1 for entry in result.network if entry["body_skipped"])
+            if skipped:
+                self.stats.inc_value("cdp_pool/network_bodies_skipped", skipped)
+        if result.console is not None:
+            kinds = [entry["type"] for entry in result.console]
+            messages = sum(1 for kind in kinds if kind not in ("exception", "truncated"))
+            if messages:
+                self.stats.inc_value("cdp_pool/console_messages", messages)
+            if "exception" in kinds:
+                self.stats.inc_value("cdp_pool/page_errors", kinds.count("exception"))
+        announced = None if result.rendered else _content_length(result.headers)
+        size = announced if announced is not None else len(result.body)
+        if warnsize and size > warnsize:
+            # meta["download_warnsize"] or DOWNLOAD_WARNSIZE, in plain Scrapy's words
+            logger.warning(
+                "%s %d bytes which is larger than download warn size (%d) in request %s.",
+                "Received" if announced is None else "Expected to receive",
+                size,
+                warnsize,
+                request,
+                extra={"crawler": self.crawler},
+            )
+
+    async def closed(self, live: LivePages) -> None:
+        """At spider close (before the stats are dumped): the pool's contexts
+        opened and closed, reconnects and server restarts (the whole pool's,
+        shared or not); live pages still open are closed first."""
+        await live.close()
+        if live.opened:
+            self.stats.set_value("cdp_pool/live_pages_open_max", live.open_max)
+            self.stats.set_value("cdp_pool/live_pages_closed_at_deadline", live.closed_at_deadline)
+        pool = self.own_pool
+        await pool.wait_disposed()
+        rows = pool.snapshot()
+        if not rows:
+            return
+        for key in ("contexts_opened", "contexts_closed", "reconnects", "retired"):
+            self.stats.set_value(f"cdp_pool/{key}", sum(row[key] for row in rows))
+        if pool.server is not None:
+            self.stats.set_value("cdp_pool/server_restarts", pool.server.restarts)
+        dedicated = pool.dedicated
+        if dedicated is not None and dedicated.started:
+            self.stats.set_value("cdp_pool/dedicated_servers/started", dedicated.started)
+            self.stats.set_value("cdp_pool/dedicated_servers/stopped", dedicated.stopped)
+            self.stats.set_value("cdp_pool/dedicated_servers/running_max", dedicated.running_max)
+
+
+def _content_length(headers: list[tuple[str, str]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == "content-length" and value.strip().isdigit():
+            return int(value)
+    return None
+
+
+def _outcome_stat(result: RenderResult) -> str:
+    """The stat a render counts in: a page, a raw document, or a redirect
+    returned to Scrapy's ``RedirectMiddleware``."""
+    if result.rendered:
+        return "cdp_pool/pages"
+    if is_handed_back(result.status, result.headers):
+        return "cdp_pool/redirects_returned"
+    return "cdp_pool/documents_raw"

@@ -1,0 +1,257 @@
+"""Renderer: the render path's one entry point for the download handler. A
+request in, a Scrapy response out: the render's inputs read from the request
+(its profile's context, ``meta["proxy"]``, the :class:`~scrapy_cdp_pool.render.spec.RenderSpec`),
+a browser slot leased from the pool within ``download_timeout``, the render
+(:func:`~scrapy_cdp_pool.render.session.render`), what it gives back applied
+(cookies into Scrapy's jar, the profile's storage state) and counted
+(:class:`~scrapy_cdp_pool.core.render_stats.RenderStats`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy_cdp_pool.core.boundary import scrapy_errors
+from scrapy_cdp_pool.core.gates import host_of
+from scrapy_cdp_pool.core.host_gate import HostGate, HostPaused
+from scrapy_cdp_pool.core.request_meta import read_render_meta
+from scrapy_cdp_pool.errors import ActionError, CapabilityUnavailable, ProxyUnsupported
+from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
+from scrapy_cdp_pool.render.dialogs import RefusedAcceptWarning
+from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, LivePages
+from scrapy_cdp_pool.render.request_proxy import request_proxy, with_request_proxy
+from scrapy_cdp_pool.render.response import build_response
+from scrapy_cdp_pool.render.session import RenderHooks, RenderResult, render
+from scrapy_cdp_pool.render.snapshots import SnapshotWriter
+from scrapy_cdp_pool.render.spec import RenderSpec, build_spec, default_header_values
+from scrapy_cdp_pool.render.user_agent import RefusedUserAgentWarning
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+    from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
+    from scrapy.http import Response
+
+    from scrapy_cdp_pool.browser.pool.lease import ContextLease
+    from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
+    from scrapy_cdp_pool.core.parts import ProfileContexts
+    from scrapy_cdp_pool.core.render_stats import RenderStats
+    from scrapy_cdp_pool.render.context_options import ContextOptions
+    from scrapy_cdp_pool.settings.config import PoolConfig
+
+#: raised by the render as they are: an action's failure (counted), and what
+#: the renderer itself handles
+_PASSTHROUGH = (HostPaused, ActionError, CapabilityUnavailable)
+
+
+@dataclass
+class _Inputs:
+    """What one request asks of the browser, read once before its slot."""
+
+    spec: RenderSpec
+    context: ContextOptions | None
+    has_profile: bool
+    host: str
+    hooks: RenderHooks | None
+    jar: CookiesMiddleware | None
+    where: str  # the request (and its proxy) in error messages
+
+
+@dataclass
+class _Attempts:
+    """Time spent across a request's attempts at a slot."""
+
+    spent_s: float = 0.0  # under download_timeout: not the waits for a host pause
+    slot_at: float = 0.0  # when the page got its browser slot
+
+
+class Renderer:
+    """Renders one crawler's requests; ``on_failure(error)`` is told of each
+    failed render (the handler counts it and stops the crawl on a pool that
+    cannot work at all)."""
+
+    def __init__(
+        self,
+        crawler: Crawler,
+        config: PoolConfig,
+        profiles: ProfileContexts,
+        live_pages: LivePages,
+        gate: HostGate,
+        stats: RenderStats,
+        on_failure: Callable[[BaseException], None],
+    ) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.profiles = profiles
+        self.live_pages = live_pages
+        self.gate = gate
+        self.stats = stats
+        self._on_failure = on_failure
+        self._default_headers = default_header_values(
+            crawler.settings.getdict("DEFAULT_REQUEST_HEADERS")
+        )
+        self._refused_user_agent = RefusedUserAgentWarning()
+        self._refused_accept = RefusedAcceptWarning()
+        self.snapshots = (
+            SnapshotWriter(
+                config.snapshot_dir, config.snapshot_max_count, config.snapshot_max_bytes
+            )
+            if config.snapshot_dir
+            else None
+        )
+
+    async def render(self, request: Request, pool: ConnectionPool, timeout_s: float) -> Response:
+        """``request`` rendered on ``pool`` within ``timeout_s`` seconds.
+
+        :raises Exception: Scrapy's download exceptions (see
+            :func:`~scrapy_cdp_pool.core.boundary.scrapy_errors`), an action's
+            :class:`~scrapy_cdp_pool.errors.ActionError`, a profile or proxy
+            a backend cannot honour.
+        """
+        inputs = self._inputs(request)
+        request.meta.pop(LIVE_PAGE_META_KEY, None)  # a copy's (a retry's) stale page
+        attempts = _Attempts(slot_at=time.monotonic())
+        result, live_page = await self._in_slot(request, pool, inputs, timeout_s, attempts)
+        seconds = time.monotonic() - attempts.slot_at  # the render, not its wait for a slot
+        if result.cookies and inputs.jar is not None:
+            merge_into_jar(inputs.jar, request, result.cookies, inputs.spec.cookies)
+        if inputs.context is not None and result.storage_state is not None:
+            await self.profiles.save_state(request, result.storage_state)
+        self.stats.result(request, result, seconds, pool, inputs.spec.warnsize)
+        response = build_response(request, result)
+        if live_page is not None:
+            self.crawler.stats.inc_value("cdp_pool/live_pages")
+            response.meta[LIVE_PAGE_META_KEY] = live_page
+        return response
+
+    def _inputs(self, request: Request) -> _Inputs:
+        profile = self.profiles.context_for(request)  # a profile's, or None
+        try:
+            # meta["proxy"] in the context: egress as plain Scrapy's
+            context = with_request_proxy(request, profile, request_proxy(request))
+        except ProxyUnsupported as e:
+            self.stats.error(e)
+            raise
+        spec = build_spec(
+            request,
+            self.config,
+            self._default_headers,
+            read_render_meta(request, self.config),
+            context=context,
+            signed_out=self.profiles.signed_out_rule(request) if profile else None,
+        )
+        where = str(request)
+        if context is not None and context.proxy_server:
+            whose = "the profile's proxy" if profile is not None else "meta['proxy']"
+            where += f" (through {whose} {context.proxy_server})"
+        host = host_of(request)
+        return _Inputs(
+            spec=spec,
+            context=context,
+            has_profile=profile is not None,
+            host=host,
+            hooks=self.gate.hooks(request, host),
+            jar=self._cookie_jar_middleware(request),
+            where=where,
+        )
+
+    async def _in_slot(
+        self,
+        request: Request,
+        pool: ConnectionPool,
+        inputs: _Inputs,
+        timeout_s: float,
+        attempts: _Attempts,
+    ) -> tuple[RenderResult, Any]:
+        """The render in a slot of ``pool``: the slot is given back and taken
+        again while the host is paused (waits not counted in ``timeout_s``)."""
+        while True:
+            await self.gate.wait(inputs.host)
+            started = time.monotonic()
+            try:
+                return await self._attempt(request, pool, inputs, timeout_s, attempts)
+            except HostPaused:
+                continue  # paused while it waited for its slot: slot given back
+            except CapabilityUnavailable as e:  # this profile only, not the whole pool
+                if not inputs.has_profile:  # its meta["proxy"]
+                    raise ProxyUnsupported(f"{request}: meta['proxy']: {e}") from e
+                raise self.profiles.unsupported(request, e) from e
+            finally:
+                attempts.spent_s += time.monotonic() - started
+
+    async def _attempt(
+        self,
+        request: Request,
+        pool: ConnectionPool,
+        inputs: _Inputs,
+        timeout_s: float,
+        attempts: _Attempts,
+    ) -> tuple[RenderResult, Any]:
+        """One lease of a slot; download_timeout bounds the page, not a wait
+        for a slot or a dedicated server's turn (see ConnectionPool.lease)."""
+        spec = inputs.spec
+        requires = inputs.context.requirements() if inputs.context is not None else frozenset()
+        options = inputs.context.server_options() if inputs.context is not None else None
+        in_lease = self._in_lease(request, pool, inputs, attempts)
+        with scrapy_errors(inputs.where, timeout_s, self._failed, _PASSTHROUGH):
+            lease_cm = pool.lease(requires, options, timeout_s - attempts.spent_s)
+            if spec.include_page:  # the lease outlives this call (render/live_page.py)
+                return await self.live_pages.render(
+                    lease_cm, in_lease, request, timeout_s, self.config.max_message_bytes
+                )
+            async with lease_cm as lease:
+                return await in_lease(lease), None
+
+    def _in_lease(
+        self, request: Request, pool: ConnectionPool, inputs: _Inputs, attempts: _Attempts
+    ) -> Callable[[ContextLease], Awaitable[RenderResult]]:
+        async def in_lease(lease: ContextLease) -> RenderResult:
+            attempts.slot_at = time.monotonic()
+            self.gate.check(inputs.host)  # before a context is made
+            self.stats.page(pool, lease)
+            extra = {"crawler": self.crawler}
+            self._refused_user_agent.check(inputs.spec, lease.info, extra)
+            self._refused_accept.check(
+                inputs.spec.dialogs == "accept", lease.info.backend.answers_dialogs, extra
+            )
+            return await render(
+                lease,
+                inputs.spec,
+                inputs.hooks,
+                collect_cookies=inputs.jar is not None,
+                on_failure=self._snapshot_hook(request),
+            )
+
+        return in_lease
+
+    def _failed(self, error: BaseException) -> None:
+        if not isinstance(error, HostPaused):
+            self._on_failure(error)
+
+    def _snapshot_hook(self, request: Request) -> Any:
+        """The render's ``on_failure``: a failure snapshot named by the
+        request's fingerprint (``CDP_POOL_SNAPSHOT_DIR``), or ``None``."""
+        writer = self.snapshots
+        if writer is None:
+            return None
+        stats = self.crawler.stats
+
+        async def snapshot(page: Any, error: BaseException) -> None:
+            fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()
+            if await writer.take(page, fingerprint, error):
+                stats.inc_value("cdp_pool/snapshots_written")
+            else:
+                stats.inc_value("cdp_pool/snapshots_skipped")
+
+        return snapshot
+
+    def _cookie_jar_middleware(self, request: Request) -> CookiesMiddleware | None:
+        """Where the context's cookies go after the render: Scrapy's running
+        ``CookiesMiddleware``, for a request without a profile (its cookies
+        stay in the profile) and without ``meta["dont_merge_cookies"]``;
+        else ``None`` (nothing is read from the context)."""
+        if request.meta.get("dont_merge_cookies", False) or request.meta.get("cdp_profile"):
+            return None
+        return cookies_middleware(self.crawler)

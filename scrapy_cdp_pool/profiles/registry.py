@@ -1,0 +1,148 @@
+"""Identities: the crawl's stored profiles and their health, one object per
+crawler (:func:`identities_of`, kept on the crawler's runtime), shared by the
+download handlers (as :class:`~scrapy_cdp_pool.core.parts.ProfileContexts`)
+and :class:`ProfileMiddleware`.
+
+The handler asks :meth:`Identities.context_for` what browser context a request
+needs and gives back the context's storage state with :meth:`save_state`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from scrapy import Request
+
+from scrapy_cdp_pool.core.gates import identity_of
+from scrapy_cdp_pool.core.parts import PROFILE_CONTEXTS, PartKey
+from scrapy_cdp_pool.errors import (
+    ProfileError,
+    ProfileFileError,
+    ProfileRetired,
+    ProfileUnsupported,
+)
+from scrapy_cdp_pool.profiles.health import HealthBook
+from scrapy_cdp_pool.profiles.options import context_options
+from scrapy_cdp_pool.profiles.store import Profile, ProfileStore
+from scrapy_cdp_pool.render.context_options import ContextOptions
+from scrapy_cdp_pool.settings.config import PoolConfig
+from scrapy_cdp_pool.settings.signed_out import SignedOutRule
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+    from scrapy_cdp_pool.core.runtime import CrawlerRuntime
+
+logger = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=ProfileError)
+
+
+class Identities:
+    """Profiles of ``CDP_POOL_PROFILES_DIR`` for one crawl."""
+
+    def __init__(self, crawler: Crawler, config: PoolConfig) -> None:
+        self.crawler = crawler
+        self.config = config
+        self.store = ProfileStore(config.profiles_dir) if config.profiles_dir else None
+        self.health = HealthBook(crawler.stats, config.profile_max_failures)
+        self._reported: set[tuple[str, str]] = set()
+
+    def profile(self, name: str) -> Profile:
+        """Profile ``name``, if it may be used now.
+
+        :raises ProfileError: it is retired, its files are missing or invalid,
+            or no profile directory is set.
+        """
+        retired = self.health.retired(name)
+        if retired is not None:
+            raise self.fail_fast(ProfileRetired(name, retired))
+        if self.store is None:
+            raise self.fail_fast(ProfileError(name, "CDP_POOL_PROFILES_DIR is not set"))
+        try:
+            return self.store.load(name)
+        except ProfileFileError as e:
+            raise self.fail_fast(e) from None
+
+    def context_for(self, request: Request) -> ContextOptions | None:
+        """The browser context ``request`` needs: its profile's, or ``None``
+        when it names none. Counts a use of the profile.
+
+        :raises ProfileError: see :meth:`profile`.
+        """
+        name = identity_of(request)
+        if not name:
+            return None
+        profile = self.profile(name)
+        self.health.used(name)
+        return context_options(profile, save_state=self.config.profile_save_state)
+
+    def signed_out_rule(self, request: Request) -> SignedOutRule | None:
+        """The signed-out rule of ``request``'s profile (its own, else
+        ``CDP_POOL_SIGNED_OUT``), ``None`` without a profile or a rule."""
+        name = identity_of(request)
+        if not name:
+            return None
+        rule = None
+        if self.store is not None:
+            try:
+                rule = self.store.load(name).signed_out
+            except ProfileFileError:
+                rule = None
+        return rule or self.config.signed_out
+
+    async def save_state(self, request: Request, state: dict[str, Any]) -> None:
+        """Write ``state`` back to the request's profile (atomically). A
+        failure is logged (once per problem) and counted, not raised: the
+        response is good."""
+        name = identity_of(request)
+        if not name or self.store is None:
+            return
+        try:
+            await asyncio.to_thread(self.store.save_state, name, state)
+        except ProfileFileError as e:
+            self.health.inc(name, "save_errors")
+            self.report(e, "Cannot save the storage state of profile %r: %s")
+            return
+        self.health.inc(name, "state_saves")
+
+    def unsupported(self, request: Request, error: Exception) -> ProfileUnsupported:
+        """The error for a request whose profile no endpoint can honour
+        (``error``: the pool's ``CapabilityUnavailable``); the profile is
+        retired, so its other requests fail at once with the same reason."""
+        name = identity_of(request)
+        reason = self.health.retire(
+            name,
+            f"{error}; its requests fail (list an endpoint that honours it, e.g. "
+            "Chromium, in CDP_POOL_ENDPOINTS)",
+        )
+        return self.fail_fast(ProfileUnsupported(name, reason))
+
+    def fail_fast(self, error: E) -> E:
+        """Count a request failed without being sent, log its reason once."""
+        self.health.inc(error.name, "failed_fast")
+        self.report(error, "Failing the requests of profile %r: %s")
+        return error
+
+    def report(self, error: ProfileError, message: str) -> None:
+        key = (error.name, str(error))
+        if key not in self._reported:
+            self._reported.add(key)
+            logger.warning(message, error.name, error.reason, extra={"crawler": self.crawler})
+
+
+_IDENTITIES: PartKey[Identities] = PartKey("stored profiles")
+
+
+def identities_of(runtime: CrawlerRuntime) -> Identities:
+    """The crawl's :class:`Identities`, made on first use (they count in the
+    crawler's stats, which Scrapy makes after the add-ons)."""
+    return runtime.part(_IDENTITIES, lambda: Identities(runtime.crawler, runtime.config))
+
+
+def provide_profiles(runtime: CrawlerRuntime) -> None:
+    """Register the crawl's :class:`Identities` as the profile contexts the
+    download handler asks for (called by the add-on)."""
+    runtime.provide(PROFILE_CONTEXTS, lambda: identities_of(runtime))

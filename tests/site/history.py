@@ -1,0 +1,68 @@
+"""``/hist/*``: pages that change their URL without a new document (issue 27):
+``history.pushState``/``replaceState`` and fragment changes, at load or on a
+click, with relative links that resolve against the page's URL."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from .common import html_response
+
+routes = web.RouteTableDef()
+
+_LINKS = '<a class="item" href="item-1">one</a><a class="item" href="item-2">two</a>'
+
+
+@routes.get("/hist/app")
+async def pushed(request: web.Request) -> web.Response:
+    """pushState at load to /hist/catalog/list/ (what=replace: replaceState)."""
+    call = "replaceState" if request.query.get("what") == "replace" else "pushState"
+    body = f"""<div id="links">{_LINKS}</div>
+<script>history.{call}({{}}, "", "/hist/catalog/list/");</script>"""
+    return html_response("Pushed", body)
+
+
+@routes.get("/hist/hash")
+async def hashed(request: web.Request) -> web.Response:
+    """Sets location.hash at load (when=late: 200 ms after load), and has an
+    anchor to #done for a click."""
+    when = request.query.get("when", "now")
+    setter = (
+        'location.hash = "filter";'
+        if when == "now"
+        else 'addEventListener("load", () => setTimeout(() => { location.hash = "late"; }, 200));'
+    )
+    body = f"""<p id="ready">ready</p><a id="to-done" href="#done">done</a>
+<div id="target"></div><script>{setter}</script>"""
+    return html_response("Hash", body)
+
+
+@routes.get("/hist/catalog/list/item-{n}")
+async def item(request: web.Request) -> web.Response:
+    return html_response("Item", f'<p id="item">{request.match_info["n"]}</p>')
+
+
+@routes.get("/hist/item-{n}")
+async def wrong_item(request: web.Request) -> web.Response:
+    return html_response("Wrong", '<p id="wrong">resolved against the requested URL</p>')
+
+
+@routes.get("/hist/late")
+async def late(request: web.Request) -> web.Response:
+    """An element ``#late`` added ``ms`` milliseconds after load (for waits
+    that must use their whole timeout)."""
+    ms = int(request.query.get("ms", "1000"))
+    body = f"""<p id="ready">ready</p><script>addEventListener("load", () => setTimeout(() => {{
+  const p = document.createElement("p"); p.id = "late"; p.textContent = "late";
+  document.body.appendChild(p); }}, {ms}));</script>"""
+    return html_response("Late", body)
+
+
+@routes.get("/hist/refresh")
+async def refresh(request: web.Request) -> web.Response:
+    """Sends the browser on to /hist/catalog/list/item-3 at once: by
+    ``<meta http-equiv=refresh>`` (how=meta) or by script (how=script)."""
+    target = "/hist/catalog/list/item-3"
+    if request.query.get("how") == "script":
+        return html_response("Away", f'<script>location.replace("{target}");</script>')
+    return html_response("Away", f'<meta http-equiv="refresh" content="0; url={target}">')

@@ -1,0 +1,182 @@
+"""Issue 29, items 1 and 5: the built distributions, as a user gets them.
+
+``python -m build`` makes the sdist and, from it, the wheel. Then:
+
+- the wheel's dependencies resolve for Windows, macOS 11 and an older
+  manylinux (glibc 2.17), wheels only, with no ``lightpanda`` (an extra);
+  with ``[lightpanda]`` where it has a wheel, it is in;
+- the wheel and the sdist install into fresh venvs (not the checkout) and the
+  example crawl runs from a copy of ``example_project`` outside the checkout:
+  the wheel without the extra on Chromium (its default backend refused at
+  start, by name: a venv truly without ``lightpanda``), the sdist with
+  ``[lightpanda]`` on the default backend.
+
+Marked ``pypi``: building (setuptools in an isolated env) and installing
+need the public package index, which CI has.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from filelock import FileLock  # a dependency of Scrapy's (tldextract)
+
+from tests.scrapy_command import CrawlRun, run_crawl
+
+# building and two fresh installs take ~40 s with a warm pip cache; a cold one
+# downloads ~60 MB, so more than the suite's 180 s per test is allowed
+pytestmark = [pytest.mark.pypi, pytest.mark.timeout(600)]
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "scrapy_cdp_pool"
+PIP_DEADLINE_S = 600  # a hung index fails the test instead of holding its worker
+PRODUCTS = 20  # the demo shop's (example_project/shop/demo_site.py)
+
+
+def _run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        argv, capture_output=True, text=True, timeout=PIP_DEADLINE_S, check=False, **kwargs
+    )
+
+
+@pytest.fixture(scope="module")
+def dists(
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, testrun_uid: str
+) -> tuple[Path, Path]:
+    """(wheel, sdist) built from a copy of this checkout (two builds in one
+    tree collide on its ``.egg-info``), the wheel from the sdist; once per
+    test run, shared by the xdist workers (the first one builds)."""
+    if worker_id == "master":
+        shared = tmp_path_factory.mktemp("dist")
+    else:
+        shared = tmp_path_factory.getbasetemp().parent / f"dist-{testrun_uid}"
+    shared.mkdir(exist_ok=True)
+    with FileLock(f"{shared}.lock"):
+        if not (shared / "built").exists():
+            source = tmp_path_factory.mktemp("source") / "scrapy-cdp-pool"
+            ignored = (".*", "__pycache__", "*.egg-info", "_build", "build", "dist")
+            shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*ignored))
+            out = shared / "out"
+            built = _run([sys.executable, "-m", "build", "--outdir", str(out), str(source)])
+            assert built.returncode == 0, built.stdout + built.stderr
+            (shared / "built").touch()
+    [wheel] = (shared / "out").glob("scrapy_cdp_pool-*.whl")
+    [sdist] = (shared / "out").glob("scrapy_cdp_pool-*.tar.gz")
+    return wheel, sdist
+
+
+def _package_files() -> set[str]:
+    """The package's files in the checkout, as paths inside a wheel."""
+    return {
+        path.relative_to(ROOT).as_posix()
+        for path in PACKAGE.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+
+
+def test_the_wheel_and_the_sdist_hold_every_file_of_the_package(
+    dists: tuple[Path, Path],
+) -> None:
+    wheel, sdist = dists
+    listed = _run([sys.executable, "-m", "zipfile", "-l", str(wheel)])
+    in_wheel = {line.split()[0] for line in listed.stdout.splitlines()[1:]}
+    expected = _package_files()
+    assert "scrapy_cdp_pool/py.typed" in expected
+    assert expected <= in_wheel, sorted(expected - in_wheel)
+    tarred = _run(["tar", "tzf", str(sdist)])
+    prefix = sdist.name.removesuffix(".tar.gz") + "/"
+    in_sdist = {name.removeprefix(prefix) for name in tarred.stdout.split()}
+    assert expected <= in_sdist, sorted(expected - in_sdist)
+
+
+@pytest.mark.parametrize("platform", ["win_amd64", "macosx_11_0_arm64", "manylinux2014_x86_64"])
+def test_the_wheels_dependencies_resolve_without_lightpanda_on(
+    dists: tuple[Path, Path], tmp_path: Path, platform: str
+) -> None:
+    resolved = _resolve(dists[0], platform, tmp_path)
+    assert re.search(r"\bscrapy-2\.", resolved, re.IGNORECASE), resolved
+    assert "lightpanda" not in resolved.lower()
+
+
+def test_the_lightpanda_extra_resolves_where_lightpanda_has_a_wheel(
+    dists: tuple[Path, Path], tmp_path: Path
+) -> None:
+    # a glibc 2.35 system takes every older manylinux too (pip does not expand
+    # a --platform manylinux_2_35 tag by itself)
+    platforms = ["manylinux_2_35_x86_64", "manylinux_2_28_x86_64", "manylinux2014_x86_64"]
+    resolved = _resolve(Path(f"{dists[0]}[lightpanda]"), platforms, tmp_path)
+    assert re.search(r"\blightpanda-\d", resolved), resolved
+
+
+def _resolve(requirement: Path, platform: str | list[str], target: Path) -> str:
+    """pip's "Would install ..." line for ``requirement`` on ``platform``."""
+    platforms = [platform] if isinstance(platform, str) else platform
+    result = _run([
+        sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed",
+        "--only-binary", ":all:", *(f"--platform={name}" for name in platforms),
+        "--python-version", "3.11", "--target", str(target / "target"), str(requirement),
+    ])  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    [line] = [line for line in result.stdout.splitlines() if line.startswith("Would install ")]
+    return line
+
+
+def _fresh_venv(directory: Path, requirement: str) -> Path:
+    """A new venv in ``directory`` with ``requirement`` installed from the
+    index (the checkout is not on its path); returns its ``bin``."""
+    made = _run([sys.executable, "-m", "venv", str(directory)])
+    assert made.returncode == 0, made.stderr
+    bin_dir = directory / "bin"
+    installed = _run([str(bin_dir / "pip"), "install", "-q", requirement], cwd=directory)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    where = _run(
+        [str(bin_dir / "python"), "-c", "import scrapy_cdp_pool; print(scrapy_cdp_pool.__file__)"],
+        cwd=directory,
+    )  # fmt: skip
+    assert where.stdout.startswith(str(directory)), where.stdout + where.stderr
+    return bin_dir
+
+
+def _example_crawl(bin_dir: Path, project: Path, *args: str) -> CrawlRun:
+    if not project.exists():
+        shutil.copytree(ROOT / "example_project", project)
+    return run_crawl(project, list(args), spider="products", python=str(bin_dir / "python"))
+
+
+def _products(run: CrawlRun) -> set[int]:
+    assert run.returncode == 0, run.log
+    assert run.error_records() == [], run.log
+    return {item["id"] for item in run.items}
+
+
+def test_the_built_wheel_installs_and_crawls_without_lightpanda(
+    dists: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bin_dir = _fresh_venv(tmp_path / "venv", str(dists[0]))
+    absent = _run([str(bin_dir / "python"), "-c", "import lightpanda"])
+    assert "No module named 'lightpanda'" in absent.stderr  # not installed: an extra
+    project = tmp_path / "example"
+    run = _example_crawl(bin_dir, project, "-s", "CDP_POOL_BROWSER=chromium")
+    assert _products(run) == set(range(1, PRODUCTS + 1))
+
+    refused = _example_crawl(bin_dir, project)  # the default backend: Lightpanda
+    assert refused.returncode == 1, refused.log
+    assert len(refused.error_records()) == 1, refused.log
+    assert "CDP_POOL_BROWSER = 'lightpanda' (the default) cannot start" in refused.log
+    assert "pip install 'scrapy-cdp-pool[lightpanda]'" in refused.log
+    assert "ModuleNotFoundError" not in refused.log
+    assert refused.items == []
+
+
+def test_the_built_sdist_installs_with_lightpanda_and_crawls_on_the_default_backend(
+    dists: tuple[Path, Path], tmp_path: Path
+) -> None:
+    bin_dir = _fresh_venv(tmp_path / "venv", f"{dists[1]}[lightpanda]")
+    run = _example_crawl(bin_dir, tmp_path / "example")
+    assert "CDP pool ready: lightpanda" in run.log
+    assert _products(run) == set(range(1, PRODUCTS + 1))
