@@ -93,13 +93,16 @@ class HostGate:
         while True:
             await self.wait(host)
             turn = await spacing.reserve(request)
-            if turn is not None:
-                await spacing.wait(turn)
             try:
+                if turn is not None:
+                    await spacing.wait(turn)
                 self.check(host)
             except HostPaused:
                 spacing.end(turn)
                 continue
+            except BaseException:  # cancelled: its batons go back
+                spacing.end(turn)
+                raise
             if turn is not None:
                 spacing.claim(turn)
             return turn
