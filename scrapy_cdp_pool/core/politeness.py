@@ -8,22 +8,24 @@ Why here and not only in Scrapy's downloader: Scrapy spaces the *dispatch*
 of a slot's requests (its ``Slot.lastseen``); a rendered request then waits
 for the pool to start, for a browser slot, for its context, before its
 navigation reaches the site. Those waits differ from request to request, so
-requests dispatched a delay apart could navigate back to back (measured:
-0.0 to 0.1 s apart with a 1 s delay). So each request of a spaced slot also
-waits in the download handler, right before its navigation (or, for a plain
-request, its download) starts:
+requests dispatched a delay apart could navigate back to back (measured with
+a 1 s delay and no jitter: 0.0 to 0.85 s apart). So each request of a spaced
+slot also waits in the download handler:
 
 1. :meth:`RequestSpacing.reserve`, before it takes a browser slot (holding
-   none, outside its ``download_timeout``): a turn at least one delay after
-   the turn reserved before it, so that requests queued behind one another
-   do not all take browser slots and then wait in them;
-2. :meth:`RequestSpacing.wait`, once its page is open, right before the
-   navigation: until one delay after the last navigation of each of its
-   slots actually started, or after that navigation's document arrived if
-   it arrived first (the site saw that request before its answer came, so
-   the gap it sees is never shorter than the delay), then
-   :meth:`RequestSpacing.claim`, in the same event-loop step as the
-   navigation command is queued.
+   none, outside its ``download_timeout``): for its slots' batons (one
+   request of a slot at a time from here to its start, so that none waits
+   holding a browser slot), for the answer to the slot's last start (its
+   document's status and headers, or its end without one: the site has
+   seen that request by then), and for one delay after that answer;
+2. right before the navigation (a plain request: its download), the same
+   condition checked again (:meth:`RequestSpacing.wait`), the host's pause
+   checked, and :meth:`RequestSpacing.claim`, in the same event-loop step
+   as the navigation command is queued.
+
+The gap the site sees between two requests of one slot is so never below
+the delay drawn for the later one; a slot's requests do not overlap (plain
+Scrapy's would, at a site slower to answer than the delay).
 
 A delay is drawn for each request as Scrapy's slot draws it
 (``Slot.download_delay()``, read when the request reserves its turn: the
