@@ -195,6 +195,23 @@ def wake_engine(crawler: Crawler) -> None:
         slot.nextcall.schedule()
 
 
+def downloader_slot(crawler: Crawler, request: Request) -> tuple[str, Any] | None:
+    """Scrapy's downloader slot of ``request`` (its key and the ``Slot``:
+    ``download_delay()`` draws the delay Scrapy uses), ``None`` outside a
+    running crawl or before the downloader made it. The downloader's
+    ``get_slot_key`` and ``slots`` are public, if undocumented."""
+    try:
+        engine: Any = crawler.engine
+    except RuntimeError:  # Scrapy 2.19 raises before the crawl starts
+        return None
+    downloader = getattr(engine, "downloader", None)
+    if downloader is None:
+        return None
+    key = downloader.get_slot_key(request)
+    slot = downloader.slots.get(key)
+    return (key, slot) if slot is not None else None
+
+
 def running_downloader_middleware(crawler: Crawler, cls: type[M]) -> M | None:
     """The crawler's running downloader middleware that is a ``cls`` (or a
     subclass), ``None`` when none is enabled or the engine is not running.

@@ -136,9 +136,15 @@ class CDPDownloadHandler:
         """``request`` through the fallback handler of its scheme. Scrapy's
         downloader may hold it past a host pause that started after the
         scheduler handed it out: it waits here, holding that downloader slot
-        (no browser slot), outside its download_timeout."""
-        await self.gate.wait(host_of(request))
-        response: Response = await self._fallback(request).download_request(request)
+        (no browser slot), outside its download_timeout; and for a place in
+        its downloader slot and its turn in its spaced slots
+        (``DOWNLOAD_DELAY``, see :mod:`~scrapy_cdp_pool.core.politeness`)."""
+        async with self.gate.slot_place(request):  # CONCURRENT_REQUESTS_PER_DOMAIN
+            turn = await self.gate.start_plain(request, host_of(request))
+            try:
+                response: Response = await self._fallback(request).download_request(request)
+            finally:
+                self.gate.end(turn)
         self.gate.observe(request, response)
         return response
 

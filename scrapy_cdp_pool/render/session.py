@@ -85,14 +85,15 @@ class RenderResult:
 class RenderHooks:
     """What the caller of :func:`render` is told, or asked, along the way.
 
-    ``before_navigate()`` is called right before the navigation starts; an
-    exception it raises is raised by :func:`render` at once (the page is
+    ``before_navigate()`` is awaited right before the navigation starts (the
+    navigation command is queued in the same event-loop step as it returns);
+    an exception it raises is raised by :func:`render` at once (the page is
     disposed with the lease, never navigated). ``on_document(document)`` is
     called as soon as a main-document response's status and headers arrive,
     before its body is read or the page loads.
     """
 
-    before_navigate: Callable[[], None] | None = None
+    before_navigate: Callable[[], Awaitable[None]] | None = None
     on_document: Callable[[DocumentResponse], None] | None = None
     #: asked about each navigation of the main frame the page starts itself
     #: (a script, a meta refresh, an action's click): ``False`` refuses it
@@ -263,7 +264,7 @@ async def _render_page(
 ) -> RenderResult:
     options = spec.context
     if hooks is not None and hooks.before_navigate is not None:
-        hooks.before_navigate()
+        await hooks.before_navigate()
     await page.navigate(spec.navigation_timeout_s)
     results = await _run_actions(page, spec)
     tracker = page.tracker
