@@ -11,6 +11,7 @@ from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.browser.pool.servers import embedded_server
+from scrapy_cdp_pool.cluster.feed import feed_key_for
 from scrapy_cdp_pool.cluster.install import (
     HOST_PAUSE_MIDDLEWARE,
     LOCAL_HOST_PAUSE_MIDDLEWARE,
@@ -132,7 +133,7 @@ class Addon(RuntimeOwner):
         _set_priority_queue(settings, self.crawler)
         _warn_if_starved(settings, config, self.crawler)
         _wrap_cache_storage(settings)
-        _install_scheduler(settings, config)
+        _install_scheduler(settings, config, self.crawler)
         _install_components(
             settings,
             cluster=config.cluster_redis_url is not None,
@@ -185,13 +186,18 @@ def _install_handler(settings: BaseSettings, extra: dict[str, Any] | None) -> No
         )
 
 
-def _install_scheduler(settings: BaseSettings, config: PoolConfig) -> None:
+def _install_scheduler(
+    settings: BaseSettings, config: PoolConfig, crawler: Crawler | None = None
+) -> None:
     """The cluster's scheduler (one crawl over many workers), or the durable
     JOBDIR's (survives SIGKILL), as the settings ask."""
     if config.cluster_redis_url is not None:
         for name, value, priority in cluster_settings(settings):
             settings.set(name, value, priority)
-        check_redis(config.cluster_redis_url)
+        feed_key = None
+        if crawler is not None:
+            feed_key = feed_key_for(crawler.spidercls, settings, config.cluster_feed_key)
+        check_redis(config.cluster_redis_url, feed_key)
     elif settings.get("JOBDIR") and config.jobdir_durable:
         changes = durable_settings(settings)
         for name, value, priority in changes:

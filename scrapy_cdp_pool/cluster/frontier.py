@@ -77,6 +77,9 @@ class Taken:
     queued: int
     leased: int
     wait_s: float | None
+    feed_type: str = ""
+    """The feed key's type when the take could not read it (not a list, set or
+    sorted set); empty otherwise."""
 
 
 class Frontier:
@@ -117,20 +120,23 @@ class Frontier:
         return bool(self._run(self._push, seen, fp, gate, base, data))
 
     def take(self, acks: Iterable[str] = (), feed_key: str = "") -> Taken:
-        """Acknowledge ``acks`` (lease ids), move URLs from the list
-        ``feed_key`` (if any) into the frontier when it runs low, then take a
-        request. A feed entry's ``data`` starts with
+        """Acknowledge ``acks`` (lease ids), move items from the feed
+        ``feed_key`` (if any: a list, set or sorted set) into the frontier when
+        it runs low, then take a request. A feed entry's ``data`` starts with
         :data:`~scrapy_cdp_pool.cluster.scripts.FEED_MARK`."""
         ops = [f"a:{lease}" for lease in acks]
-        raw = self._run(
-            self._take,
-            self.worker,
-            self.lease_ms,
-            self.host_concurrency,
-            self.host_interval_ms,
-            SCAN_GATES,
-            feed_key,
-            *ops,
+        self.calls += 1
+        raw = self._take(
+            keys=[feed_key] if feed_key else [],
+            args=[
+                self.prefix,
+                self.worker,
+                self.lease_ms,
+                self.host_concurrency,
+                self.host_interval_ms,
+                SCAN_GATES,
+                *ops,
+            ],
         )
         lease = raw[0].decode() if raw[0] else None
         wait_ms = int(raw[7])
@@ -143,6 +149,7 @@ class Frontier:
             queued=int(raw[5]),
             leased=int(raw[6]),
             wait_s=wait_ms / 1000 if wait_ms >= 0 else None,
+            feed_type=raw[8].decode() if raw[8] else "",
         )
 
     def settle(self, ops: Iterable[str]) -> int:

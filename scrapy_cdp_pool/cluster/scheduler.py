@@ -56,7 +56,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
-from scrapy_cdp_pool.cluster.feed import request_from_feed
+from scrapy_cdp_pool.cluster.feed import adopt_redis_spider, requests_from_feed
 from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
 from scrapy_cdp_pool.cluster.keys import gate_of
@@ -117,6 +117,7 @@ class ClusterScheduler(BaseScheduler):
         self._local: deque[Request] = deque()  # unserializable: fail by name here
         self._pending: tuple[float, bool] = (0.0, False)
         self._poll_s = POLL_S[0]
+        self._feed_type = ""  # the feed key's type when the last take could not read it
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -138,6 +139,7 @@ class ClusterScheduler(BaseScheduler):
         from scrapy_cdp_pool.cluster.locks import ClusterIdentityLocks
 
         self.gates.locks = ClusterIdentityLocks(self.link)
+        adopt_redis_spider(self.crawler, spider, self.link.feed_key)
         self.link.remember_crawl()
         self.held.start_renewal()
         logger.info(
@@ -268,6 +270,15 @@ class ClusterScheduler(BaseScheduler):
             self.gates.wake(self.link.retry_in_s)
             return None
         self.held.forget(done)
+        if taken.feed_type != self._feed_type:
+            self._feed_type = taken.feed_type
+            if taken.feed_type:
+                logger.error(
+                    "Cluster crawl %r: the feed key %r is a Redis %s: only a list, a set or a "
+                    "sorted set is read; its items are left where they are",
+                    self.link.name, self.link.feed_key, taken.feed_type,
+                    extra={"crawler": self.crawler},
+                )  # fmt: skip
         if taken.settled:
             self.stats.inc_value("cdp_pool/cluster/acked", taken.settled)
         if taken.requeued:
@@ -313,24 +324,32 @@ class ClusterScheduler(BaseScheduler):
         return request
 
     def _feed(self, lease: str, data: bytes) -> None:
-        """An item of the feed list: store the spider's request for it, then
+        """An item of the feed: store the spider's requests for it
+        (:func:`~scrapy_cdp_pool.cluster.feed.requests_from_feed`), then
         acknowledge the item (a worker killed in between leaves the item to
-        be fed again: its request is then refused by the dupefilter, unless
-        it has ``dont_filter``). The engine is asked to pull again."""
+        be fed again: its requests are then refused by the dupefilter, unless
+        they have ``dont_filter``). The engine is asked to pull again."""
         try:
-            request = request_from_feed(self.spider, data)
-        except Exception:
-            logger.exception(
-                "Cluster crawl %r: feed item %r of %s gives no request; kept in the "
+            requests = requests_from_feed(self.spider, data)
+        except Exception as e:
+            logger.error(
+                "Cluster crawl %r: feed item %r of %s gives no request (%s: %s); kept in the "
                 "'unloadable' hash", self.link.name, data[:200], self.link.feed_key,
+                type(e).__name__, e, exc_info=not isinstance(e, ValueError),
                 extra={"crawler": self.crawler},
             )  # fmt: skip
             self.stats.inc_value("cdp_pool/cluster/unloadable")
             with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
                 self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
             return
-        if self.enqueue_request(request) and self._unstored:
-            return  # not stored yet: the item's lease expires and it is fed again
+        if not requests:
+            logger.warning(
+                "Cluster crawl %r: feed item %r of %s: make_request_from_data made no request",
+                self.link.name, data[:200], self.link.feed_key, extra={"crawler": self.crawler},
+            )  # fmt: skip
+        for request in requests:
+            if self.enqueue_request(request) and self._unstored:
+                return  # not stored yet: the item's lease expires and it is fed again
         with suppress(RedisUnavailable):
             self.link.call("feed", lambda: self.frontier.settle([f"a:{lease}"]))
             self.stats.inc_value("cdp_pool/cluster/fed")

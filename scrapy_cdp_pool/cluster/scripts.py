@@ -20,9 +20,9 @@ identity: its cost is O(log n) in Redis plus the gates it parks on the way.
 from __future__ import annotations
 
 FEED_MARK = b"\x00feed:"
-"""Starts a frontier entry that is an item of the feed list, not a request."""
+"""Starts a frontier entry that is an item of the feed, not a request."""
 FEED_BATCH = 16
-"""URLs moved from the feed list per take, when fewer requests than this are queued."""
+"""Items moved from the feed per take, when fewer requests than this are queued."""
 FEED_GATE = "||"
 """The gate of feed entries (no host, no identity)."""
 
@@ -129,19 +129,34 @@ or 0 when the fingerprint was seen already."""
 TAKE = (
     _PRELUDE
     + r"""
--- ARGV: prefix, worker, lease ms, host concurrency (0: none), host interval ms
--- (0: none), most gates to look at, feed list key ('' none), then settle ops
--- ('a:<id>' acks)
+-- KEYS: the feed key, if any; ARGV: prefix, worker, lease ms, host concurrency
+-- (0: none), host interval ms (0: none), most gates to look at, then settle
+-- ops ('a:<id>' acks)
 local worker = ARGV[2]
 local lease_ms = tonumber(ARGV[3])
 local conc = tonumber(ARGV[4])
 local interval = tonumber(ARGV[5])
 local now = now_ms()
-local settled = settle_all(worker, 8)
-if ARGV[7] ~= '' and tonumber(redis.call('GET', P .. 'queued') or '0') < FEED_BATCH then
-  -- URLs pushed to the feed list become frontier entries, converted into
-  -- requests by the worker that takes them
-  for _, data in ipairs(redis.call('LPOP', ARGV[7], FEED_BATCH) or {}) do
+local settled = settle_all(worker, 7)
+local feed_type = ''
+if #KEYS > 0 and tonumber(redis.call('GET', P .. 'queued') or '0') < FEED_BATCH then
+  -- items pushed to the feed (a list, set or sorted set, read as scrapy-redis
+  -- reads each) become frontier entries, converted into requests by the
+  -- worker that takes them
+  feed_type = redis.call('TYPE', KEYS[1])['ok']
+  local items = {}
+  if feed_type == 'list' then
+    items = redis.call('LPOP', KEYS[1], FEED_BATCH) or {}
+  elseif feed_type == 'set' then
+    items = redis.call('SPOP', KEYS[1], FEED_BATCH)
+  elseif feed_type == 'zset' then
+    local popped = redis.call('ZPOPMAX', KEYS[1], FEED_BATCH)
+    for i = 1, #popped, 2 do table.insert(items, popped[i]) end
+  end
+  if feed_type == 'list' or feed_type == 'set' or feed_type == 'zset' or feed_type == 'none' then
+    feed_type = ''
+  end
+  for _, data in ipairs(items) do
     local id = redis.call('INCR', P .. 'seq')
     redis.call('HSET', P .. 'req', id, FEED_MARK .. data)
     redis.call('ZADD', P .. 'q:' .. FEED_GATE, id, id)
@@ -165,7 +180,8 @@ local function result(id, data, token)
   local wait = -1
   if #nxt > 0 then wait = math.max(0, tonumber(nxt[2]) - now) end
   local queued = tonumber(redis.call('GET', P .. 'queued') or '0')
-  return {id, data, token, requeued, settled, queued, redis.call('ZCARD', P .. 'leases'), wait}
+  return {id, data, token, requeued, settled, queued, redis.call('ZCARD', P .. 'leases'), wait,
+    feed_type}
 end
 if redis.call('EXISTS', P .. 'paused') == 1 then return result('', '', '') end
 for _ = 1, tonumber(ARGV[6]) do
@@ -223,9 +239,11 @@ end
 return result('', '', '')
 """
 )
-"""Acknowledge, reclaim expired leases, then take the best request whose gate
-is open: ``[id, data, fencing token, requeued, settled, queued, leased, ms to
-the next parked gate (-1: none)]``; ``id`` is empty when none may start."""
+"""Acknowledge, move feed items in, reclaim expired leases, then take the best
+request whose gate is open: ``[id, data, fencing token, requeued, settled,
+queued, leased, ms to the next parked gate (-1: none), the feed key's type
+when the take could not read it ('' otherwise)]``; ``id`` is empty when none
+may start. The feed key is the script's one declared key (``KEYS[1]``)."""
 
 SETTLE = (
     _PRELUDE
