@@ -45,12 +45,14 @@ BUDGET_EXTENSION = "scrapy_cdp_pool.budget.extension.BudgetExtension"
 # Operations (docs/cluster.md, docs/telemetry.md): each only with its setting.
 SHARED_PROFILES_MIDDLEWARE = "scrapy_cdp_pool.cluster.profile_hook.SharedProfilesMiddleware"
 FLEET_BUDGET_EXTENSION = "scrapy_cdp_pool.cluster.budget_extension.FleetBudgetExtension"
+POISON_MIDDLEWARE = "scrapy_cdp_pool.cluster.poison.PoisonedRequestMiddleware"
 METRICS_EXTENSION = "scrapy_cdp_pool.telemetry.metrics.MetricsExtension"
 SCRAPY_RETRY_MIDDLEWARE = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
 RETRY_POLICY_MIDDLEWARE = "scrapy_cdp_pool.resilience.RetryPolicyMiddleware"
 #: (setting, component, order) the add-on adds unless the project set the
 #: component itself (to an order, or to None to disable it)
 COMPONENTS = (
+    ("DOWNLOADER_MIDDLEWARES", POISON_MIDDLEWARE, 510),
     ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.RequestChecksMiddleware", 530),
     ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.FailureRecorderMiddleware", 540),
     ("DOWNLOADER_MIDDLEWARES", RETRY_POLICY_MIDDLEWARE, 550),
@@ -265,7 +267,7 @@ def _check_paths(config: PoolConfig, jobdir: Any) -> None:
 #: components added only with their feature on (CDP_POOL_CLUSTER_REDIS_URL,
 #: CDP_POOL_METRICS_PORT): a crawl without them never imports redis-py or
 #: prometheus_client, not even to find the component's class
-_CLUSTER_ONLY = (SHARED_PROFILES_MIDDLEWARE, FLEET_BUDGET_EXTENSION)
+_CLUSTER_ONLY = (SHARED_PROFILES_MIDDLEWARE, FLEET_BUDGET_EXTENSION, POISON_MIDDLEWARE)
 
 
 def _install_components(

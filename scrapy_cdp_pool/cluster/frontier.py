@@ -80,6 +80,9 @@ class Taken:
     feed_type: str = ""
     """The feed key's type when the take could not read it (not a list, set or
     sorted set); empty otherwise."""
+    poisoned: int = 0
+    """How many leases of the request taken ran out, when that reached
+    ``max_deliveries`` (it fails as poisoned); 0 otherwise."""
 
 
 class Frontier:
@@ -92,6 +95,7 @@ class Frontier:
         lease_s: float,
         host_concurrency: int | None = None,
         host_rate: float | None = None,
+        max_deliveries: int = 3,
     ) -> None:
         self.client = client
         self.prefix = key_prefix(name)
@@ -99,6 +103,8 @@ class Frontier:
         self.lease_ms = max(1, round(lease_s * 1000))
         self.host_concurrency = host_concurrency or 0
         self.host_interval_ms = round(1000 / host_rate) if host_rate else 0
+        #: leases of one request that may run out before it is poisoned
+        self.max_deliveries = max_deliveries
         #: round trips made (each call below is one)
         self.calls = 0
         self._push = client.register_script(scripts.PUSH)
@@ -135,6 +141,7 @@ class Frontier:
                 self.host_concurrency,
                 self.host_interval_ms,
                 SCAN_GATES,
+                self.max_deliveries,
                 *ops,
             ],
         )
@@ -150,6 +157,7 @@ class Frontier:
             leased=int(raw[6]),
             wait_s=wait_ms / 1000 if wait_ms >= 0 else None,
             feed_type=raw[8].decode() if raw[8] else "",
+            poisoned=int(raw[9]),
         )
 
     def settle(self, ops: Iterable[str]) -> int:

@@ -68,6 +68,7 @@ class ClusterLink:
             lease_s=config.cluster_lease_s,
             host_concurrency=config.host_concurrency,
             host_rate=config.host_rate,
+            max_deliveries=config.cluster_max_deliveries,
         )
         self.lease_s = config.cluster_lease_s
         #: stay open when the frontier is empty (``CDP_POOL_CLUSTER_KEEP_OPEN``)

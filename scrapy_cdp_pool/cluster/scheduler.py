@@ -61,6 +61,7 @@ from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
+from scrapy_cdp_pool.cluster.poison import POISONED_META_KEY
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
 from scrapy_cdp_pool.core.gates import (
     _TOKEN_META_KEY,
@@ -89,7 +90,7 @@ FENCE_META_KEY = "_cdp_cluster_fence"
 """The fencing token of the request's identity lock (an int, from ``INCR
 <prefix>fence``): a profile saved back under a token that is no longer the
 identity's current one is stale."""
-_PRIVATE_META_KEYS = (LEASE_META_KEY, FENCE_META_KEY, _TOKEN_META_KEY)
+_PRIVATE_META_KEYS = (LEASE_META_KEY, FENCE_META_KEY, _TOKEN_META_KEY, POISONED_META_KEY)
 POLL_S = (0.05, 1.0)
 """How soon to ask Redis again when nothing may start but the crawl is not
 over (others hold requests, or new ones may come): doubling from the first to
@@ -295,9 +296,21 @@ class ClusterScheduler(BaseScheduler):
                 self.gates.wake(max(0.001, wait))
             return None
         self._poll_s = POLL_S[0]
-        return self._hand_out(taken.lease, taken.data, taken.token)
+        return self._hand_out(taken.lease, taken.data, taken.token, taken.poisoned)
 
-    def _hand_out(self, lease: str, data: bytes, token: int | None) -> Request | None:
+    def _hand_out(
+        self, lease: str, data: bytes, token: int | None, poisoned: int = 0
+    ) -> Request | None:
+        if poisoned and data.startswith(FEED_MARK):  # its conversion stopped each worker
+            logger.error(
+                "Cluster crawl %r: feed item %r: its lease ran out %d times; kept in the "
+                "'unloadable' hash", self.link.name, data[len(FEED_MARK) :][:200], poisoned,
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
+            self.stats.inc_value("cdp_pool/cluster/poisoned")
+            with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
+                self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
+            return None
         if data.startswith(FEED_MARK):
             self._feed(lease, data[len(FEED_MARK) :])
             return None
@@ -318,6 +331,9 @@ class ClusterScheduler(BaseScheduler):
             request.meta[_TOKEN_META_KEY] = f"cluster:{lease}"
         self.held.add(lease, request)
         self.stats.inc_value("cdp_pool/cluster/taken")
+        if poisoned:  # fails by name before any download (cluster/poison.py)
+            request.meta[POISONED_META_KEY] = poisoned
+            return request
         # budgets (local and fleet-wide) count a page from its hand-out, as
         # with the local queue (the identity lock was taken in Redis)
         self.gates.run_dequeue_hooks(request)
