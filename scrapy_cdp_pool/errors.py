@@ -165,6 +165,14 @@ class ActionTimeout(CDPPoolError, TimeoutError):
     render what was waited for)."""
 
 
+class NavigationForbidden(RenderError, IgnoreRequest):
+    """A navigation the page started itself (a script, a meta refresh, an
+    action's click) into a path its host's robots.txt disallows, with
+    ``ROBOTSTXT_OBEY``: refused before it left the browser. An
+    ``IgnoreRequest``, as plain Scrapy drops a request (and a redirect) that
+    robots.txt forbids; not retried."""
+
+
 class ActionUnsupported(RenderError):
     """An action or option of ``meta["cdp_actions"]`` the request's backend
     cannot perform (e.g. a JPEG screenshot or scrolling on Lightpanda, which
@@ -215,9 +223,11 @@ class SlotWaitTimeout(CDPPoolError, DownloadTimeoutError):
 
 
 class PoolStartTimeout(CDPPoolError, DownloadTimeoutError):
-    """``download_timeout`` passed while the pool was still starting (its
-    embedded server starting, or its endpoints answering ``/json/version``),
-    or while a dedicated server started for the request: no page was opened.
+    """``download_timeout`` passed while the pool's remote endpoints
+    (``CDP_POOL_ENDPOINTS``) were still answering ``/json/version``: no page
+    was opened. A browser the plugin starts itself (the embedded server, a
+    dedicated server) does not fail a request by its ``download_timeout``:
+    its start is bounded by ``CDP_POOL_SERVER_START_TIMEOUT_SECONDS``.
     Retried like any download timeout; raised where the wait happens
     (:meth:`~scrapy_cdp_pool.browser.pool.pool.ConnectionPool.lease`)."""
 

@@ -41,6 +41,7 @@ from scrapy.core import engine as scrapy_engine
 from scrapy.core import scraper as scrapy_scraper
 from scrapy.core.downloader import Downloader
 from scrapy.core.scheduler import Scheduler
+from scrapy.downloadermiddlewares.robotstxt import RobotsTxtMiddleware
 from scrapy.middleware import MiddlewareManager
 
 from scrapy_cdp_pool.errors import CDPPoolError
@@ -61,6 +62,11 @@ ASSIGNED_ATTRIBUTES: tuple[tuple[type, tuple[str, ...], str], ...] = (
     (MiddlewareManager, ("middlewares",), "engine.downloader.middleware.{}"),
     (scrapy_scraper.Scraper, ("slot",), "engine.scraper.{}"),
     (Scheduler, ("dqdir", "dqclass", "df"), "Scheduler.{}"),
+    (
+        RobotsTxtMiddleware,
+        ("_parsers", "_robotstxt_useragent", "_default_useragent"),
+        "RobotsTxtMiddleware.{}",
+    ),
 )
 
 
@@ -189,6 +195,23 @@ def wake_engine(crawler: Crawler) -> None:
         slot.nextcall.schedule()
 
 
+def downloader_slot(crawler: Crawler, request: Request) -> tuple[str, Any] | None:
+    """Scrapy's downloader slot of ``request`` (its key and the ``Slot``:
+    ``download_delay()`` draws the delay Scrapy uses), ``None`` outside a
+    running crawl or before the downloader made it. The downloader's
+    ``get_slot_key`` and ``slots`` are public, if undocumented."""
+    try:
+        engine: Any = crawler.engine
+    except RuntimeError:  # Scrapy 2.19 raises before the crawl starts
+        return None
+    downloader = getattr(engine, "downloader", None)
+    if downloader is None:
+        return None
+    key = downloader.get_slot_key(request)
+    slot = downloader.slots.get(key)
+    return (key, slot) if slot is not None else None
+
+
 def running_downloader_middleware(crawler: Crawler, cls: type[M]) -> M | None:
     """The crawler's running downloader middleware that is a ``cls`` (or a
     subclass), ``None`` when none is enabled or the engine is not running.
@@ -235,3 +258,17 @@ def cache_fingerprinter(storage: Any) -> Any:
 def set_cache_fingerprinter(storage: Any, fingerprinter: Any) -> None:
     """Replace the fingerprinter :func:`cache_fingerprinter` returned."""
     storage._fingerprinter = fingerprinter
+
+
+def loaded_robots_parser(middleware: RobotsTxtMiddleware, netloc: str) -> Any:
+    """The robots.txt parser Scrapy's ``RobotsTxtMiddleware`` has loaded for
+    ``netloc`` (``host:port``), ``None`` while it is loading, if it could not
+    be loaded, or if the host was never asked about."""
+    parser = middleware._parsers.get(netloc)
+    return parser if parser is not None and hasattr(parser, "allowed") else None
+
+
+def robots_user_agent(middleware: RobotsTxtMiddleware) -> str | bytes:
+    """The user agent ``RobotsTxtMiddleware`` checks robots.txt rules for
+    (``ROBOTSTXT_USER_AGENT``, else ``USER_AGENT``)."""
+    return middleware._robotstxt_useragent or middleware._default_useragent

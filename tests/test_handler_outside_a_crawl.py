@@ -51,3 +51,32 @@ async def test_a_handler_outside_a_crawl_renders_and_sends_every_header_value(
     headers = {k.lower(): v for k, v in response.json()["headers"].items()}
     assert headers["x-custom-header"] == "foo, bar"
     assert headers["x-one"] == "1"
+
+
+@pytest_twisted.ensureDeferred
+async def test_scrapy_client_settings_a_browser_ignores_are_named_once_per_crawler(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    crawler = get_crawler(
+        DefaultSpider,
+        {
+            "ADDONS": {"scrapy_cdp_pool.Addon": 0},
+            "DOWNLOAD_BIND_ADDRESS": "127.0.0.2",
+            "DOWNLOADER_CLIENT_TLS_CIPHERS": "CAMELLIA256-SHA",
+        },
+    )
+    crawler.spider = crawler._create_spider()
+    handlers = [build_from_crawler(CDPDownloadHandler, crawler) for _ in ("http", "https")]
+    for handler in handlers:
+        await deferred_from_coro(handler.close())
+    [warning] = [r.getMessage() for r in caplog.records if "not applied" in r.getMessage()]
+    assert warning.startswith("DOWNLOAD_BIND_ADDRESS, DOWNLOADER_CLIENT_TLS_CIPHERS are not")
+
+
+def test_an_unknown_tls_version_is_refused_as_scrapy_refuses_it() -> None:
+    crawler = get_crawler(
+        DefaultSpider,
+        {"ADDONS": {"scrapy_cdp_pool.Addon": 0}, "DOWNLOAD_TLS_MIN_VERSION": "TLSv9"},
+    )
+    with pytest.raises(ValueError, match="Unknown DOWNLOAD_TLS_MIN_VERSION value: TLSv9"):
+        build_from_crawler(CDPDownloadHandler, crawler)

@@ -54,7 +54,9 @@ async def test_a_failed_action_leaves_html_screenshot_and_error_line(
     (line,) = _lines(directory)
     assert line["fingerprint"] == fingerprint
     assert line["url"] == site.url("/pc/init?fail=1")
-    assert line["error"].startswith("TimeoutError: ")
+    # the action's own timeout: ActionTimeout, a TimeoutError naming what it waited for
+    assert line["error"].startswith("ActionTimeout: ")
+    assert "no element matches #never" in line["error"]
     assert "action #0 wait_for_selector['#never'] timed out" in line["error"]
     assert line["files"] == [f"{fingerprint}.html", f"{fingerprint}.png"]
     assert line["skipped"] == {}

@@ -52,7 +52,7 @@ from scrapy_cdp_pool.errors import (
 )
 from scrapy_cdp_pool.messages import cap_message
 
-_TIMEOUT_TEXT = ("ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT")
+_TIMEOUT_TEXT = ("ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT", "OperationTimedout")
 # Chromium's net::ERR_*, then Lightpanda's libcurl error names.
 # (A connection reset once connected is a failed download, as in Scrapy.)
 _REFUSED_TEXT = ("ERR_CONNECTION_REFUSED", "ERR_ADDRESS_UNREACHABLE", "CouldntConnect")

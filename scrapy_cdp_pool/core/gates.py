@@ -36,6 +36,7 @@ from scrapy import Request
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 
+from scrapy_cdp_pool.core.politeness import RequestSpacing, SlotConcurrency
 from scrapy_cdp_pool.core.profile_locks import IdentityLocks, LocalIdentityLocks
 from scrapy_cdp_pool.scrapy_internals import wake_engine
 
@@ -192,6 +193,11 @@ class RequestGates:
         #: the crawler's host pauses, set by ``HostPauseMiddleware`` (``None``
         #: when it is not installed)
         self.host_pauses: HostPauses | None = None
+        #: the delays between requests of one slot, as the site sees them
+        #: (Scrapy's slot delay, and the spacings features add)
+        self.spacing = RequestSpacing(crawler)
+        #: a downloader slot's concurrency, held in the download handler
+        self.concurrency = SlotConcurrency(crawler)
 
     def add_host_check(self, check: HostCheck) -> None:
         self._host_checks.append(check)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import weakref
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -59,6 +60,7 @@ class CDPDownloadHandler:
     lazy = False
 
     def __init__(self, crawler: Crawler, runtime: CrawlerRuntime) -> None:
+        _check_unapplied_settings(crawler)  # before the pool is held
         self.crawler = crawler
         self.runtime = runtime
         self.config = runtime.config
@@ -87,7 +89,6 @@ class CDPDownloadHandler:
         crawler.signals.connect(self._record_stats, signal=signals.spider_closed)
         self._bindaddress_warned = False
         self._dataloss_warned = False
-        _check_unapplied_settings(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -135,9 +136,15 @@ class CDPDownloadHandler:
         """``request`` through the fallback handler of its scheme. Scrapy's
         downloader may hold it past a host pause that started after the
         scheduler handed it out: it waits here, holding that downloader slot
-        (no browser slot), outside its download_timeout."""
-        await self.gate.wait(host_of(request))
-        response: Response = await self._fallback(request).download_request(request)
+        (no browser slot), outside its download_timeout; and for a place in
+        its downloader slot and its turn in its spaced slots
+        (``DOWNLOAD_DELAY``, see :mod:`~scrapy_cdp_pool.core.politeness`)."""
+        async with self.gate.slot_place(request):  # CONCURRENT_REQUESTS_PER_DOMAIN
+            turn = await self.gate.start_plain(request, host_of(request))
+            try:
+                response: Response = await self._fallback(request).download_request(request)
+            finally:
+                self.gate.end(turn)
         self.gate.observe(request, response)
         return response
 
@@ -208,9 +215,14 @@ _UNAPPLIED_SETTINGS = (
 )
 
 
+#: crawlers already warned about Scrapy settings a browser does not apply (one
+#: handler per scheme is built: the warning is said once per crawler)
+_WARNED_UNAPPLIED: weakref.WeakSet[Crawler] = weakref.WeakSet()
+
+
 def _check_unapplied_settings(crawler: Crawler) -> None:
     """Refuse a TLS version Scrapy would refuse (its own message), and warn
-    once per handler about Scrapy's client settings a browser does not apply
+    once per crawler about Scrapy's client settings a browser does not apply
     to rendered requests (plain requests, through the fallback handler, keep
     them)."""
     settings = crawler.settings
@@ -223,7 +235,8 @@ def _check_unapplied_settings(crawler: Crawler) -> None:
         for name in _UNAPPLIED_SETTINGS
         if settings.getpriority(name) != SETTINGS_PRIORITIES["default"]
     ]
-    if changed:
+    if changed and crawler not in _WARNED_UNAPPLIED:
+        _WARNED_UNAPPLIED.add(crawler)
         logger.warning(
             "%s are not applied to rendered requests (the browser makes its own connections "
             "and TLS handshakes); plain requests keep them",

@@ -1,18 +1,25 @@
 """HostGate: the one place the render path consults host pauses (a 429 or 503
 with ``Retry-After`` received for a host, :class:`~scrapy_cdp_pool.core.gates.HostPauses`,
-registered on the gates by the resilience feature).
+registered on the gates by the resilience feature) and the spacing of a
+slot's requests (:class:`~scrapy_cdp_pool.core.politeness.RequestSpacing`:
+``DOWNLOAD_DELAY``, ``CDP_POOL_HOST_RATE``).
 
 A rendered or plain request waits while its host is paused, before it takes
 a browser slot, again once it has one (the slot is given back,
 :class:`HostPaused`) and right before its navigation starts; a response whose
-headers ask for a pause starts it at once, as soon as they arrive.
+headers ask for a pause starts it at once, as soon as they arrive. Right
+before the navigation (or a plain request's download), in this order: the
+wait for the slot's delay, the host's pause checked, the start claimed, and
+the navigation command queued, with no await between the last three.
 """
 
 from __future__ import annotations
 
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.core.gates import HostPauses, RequestGates
+from scrapy_cdp_pool.core.politeness import Turn
 from scrapy_cdp_pool.errors import CDPPoolError
 from scrapy_cdp_pool.render.session import RenderHooks
 
@@ -62,19 +69,68 @@ class HostGate:
                 request, response.url, response.status, response.headers.get(b"Retry-After")
             )
 
-    def hooks(self, request: Request, host: str) -> RenderHooks | None:
-        """The render's hooks: no navigation while ``host`` is paused, and a
-        main document's headers that ask for a pause start it at once (before
-        the page's slot is released); ``None`` without host pauses."""
-        pauses = self._pauses
-        if pauses is None:
-            return None
+    def slot_place(self, request: Request) -> AbstractAsyncContextManager[None]:
+        """One of the places of ``request``'s downloader slot, held for the
+        block (``CONCURRENT_REQUESTS_PER_DOMAIN``, see
+        :class:`~scrapy_cdp_pool.core.politeness.SlotConcurrency`)."""
+        return self._gates.concurrency.held(request)
 
-        def before_navigate() -> None:
+    async def reserve(self, request: Request) -> Turn | None:
+        """Wait for ``request``'s turn in its spaced slots (holding no
+        browser slot); ``None`` when no delay applies to it. A turn must be
+        :meth:`end`-ed, whatever happens."""
+        return await self._gates.spacing.reserve(request)
+
+    def end(self, turn: Turn | None) -> None:
+        """The request of ``turn`` is over (see ``RequestSpacing.end``)."""
+        self._gates.spacing.end(turn)
+
+    async def start_plain(self, request: Request, host: str) -> Turn | None:
+        """Before a plain request's download: wait while ``host`` is paused
+        and for its turn, then claim the start (see the module's order). The
+        turn must be :meth:`end`-ed once the download is over."""
+        spacing = self._gates.spacing
+        while True:
+            await self.wait(host)
+            turn = await spacing.reserve(request)
+            try:
+                if turn is not None:
+                    await spacing.wait(turn)
+                self.check(host)
+            except HostPaused:
+                spacing.end(turn)
+                continue
+            except BaseException:  # cancelled: its batons go back
+                spacing.end(turn)
+                raise
+            if turn is not None:
+                spacing.claim(turn)
+            return turn
+
+    def hooks(self, request: Request, host: str, turn: Turn | None) -> RenderHooks | None:
+        """The render's hooks: the navigation waits for ``turn`` (the slot's
+        delay), none starts while ``host`` is paused, and a main document's
+        headers that ask for a pause start it at once (before the page's slot
+        is released); ``None`` without host pauses or a turn."""
+        pauses = self._pauses
+        if pauses is None and turn is None:
+            return None
+        spacing = self._gates.spacing
+
+        async def before_navigate() -> None:
+            if turn is not None:
+                await spacing.wait(turn)
             self.check(host)
+            if turn is not None:
+                spacing.claim(turn)
 
         def on_document(document: DocumentResponse) -> None:
-            pauses.observe(request, document.url, document.status, _retry_after(document.headers))
+            if turn is not None:
+                spacing.arrived(turn)
+            if pauses is not None:
+                pauses.observe(
+                    request, document.url, document.status, _retry_after(document.headers)
+                )
 
         return RenderHooks(before_navigate=before_navigate, on_document=on_document)
 

@@ -8,6 +8,7 @@ a browser slot leased from the pool within ``download_timeout``, the render
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from scrapy_cdp_pool.core.boundary import scrapy_errors
 from scrapy_cdp_pool.core.gates import host_of
 from scrapy_cdp_pool.core.host_gate import HostGate, HostPaused
 from scrapy_cdp_pool.core.request_meta import read_render_meta
+from scrapy_cdp_pool.core.robots import RobotsGate
 from scrapy_cdp_pool.errors import ActionError, CapabilityUnavailable, ProxyUnsupported
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
 from scrapy_cdp_pool.render.dialogs import RefusedAcceptWarning
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from scrapy_cdp_pool.browser.pool.lease import ContextLease
     from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
     from scrapy_cdp_pool.core.parts import ProfileContexts
+    from scrapy_cdp_pool.core.politeness import Turn
     from scrapy_cdp_pool.core.render_stats import RenderStats
     from scrapy_cdp_pool.render.context_options import ContextOptions
     from scrapy_cdp_pool.settings.config import PoolConfig
@@ -54,7 +57,7 @@ class _Inputs:
     context: ContextOptions | None
     has_profile: bool
     host: str
-    hooks: RenderHooks | None
+    robots: bool  # robots.txt asked about the navigations the page starts
     jar: CookiesMiddleware | None
     where: str  # the request (and its proxy) in error messages
 
@@ -65,6 +68,8 @@ class _Attempts:
 
     spent_s: float = 0.0  # under download_timeout: not the waits for a host pause
     slot_at: float = 0.0  # when the page got its browser slot
+    #: the attempt's render hooks: its turn in its spaced slots, host pauses
+    hooks: RenderHooks | None = None
 
 
 class Renderer:
@@ -94,6 +99,7 @@ class Renderer:
         )
         self._refused_user_agent = RefusedUserAgentWarning()
         self._refused_accept = RefusedAcceptWarning()
+        self.robots = RobotsGate(crawler)
         self.snapshots = (
             SnapshotWriter(
                 config.snapshot_dir, config.snapshot_max_count, config.snapshot_max_bytes
@@ -113,7 +119,8 @@ class Renderer:
         inputs = self._inputs(request)
         request.meta.pop(LIVE_PAGE_META_KEY, None)  # a copy's (a retry's) stale page
         attempts = _Attempts(slot_at=time.monotonic())
-        result, live_page = await self._in_slot(request, pool, inputs, timeout_s, attempts)
+        async with self.gate.slot_place(request):  # CONCURRENT_REQUESTS_PER_DOMAIN
+            result, live_page = await self._in_slot(request, pool, inputs, timeout_s, attempts)
         seconds = time.monotonic() - attempts.slot_at  # the render, not its wait for a slot
         if result.cookies and inputs.jar is not None:
             merge_into_jar(inputs.jar, request, result.cookies, inputs.spec.cookies)
@@ -147,12 +154,15 @@ class Renderer:
             whose = "the profile's proxy" if profile is not None else "meta['proxy']"
             where += f" (through {whose} {context.proxy_server})"
         host = host_of(request)
+        robots = self.robots.enabled and not request.meta.get("dont_obey_robotstxt")
+        if robots:
+            spec = dataclasses.replace(spec, pause_navigations=True)
         return _Inputs(
             spec=spec,
             context=context,
             has_profile=profile is not None,
             host=host,
-            hooks=self.gate.hooks(request, host),
+            robots=robots,
             jar=self._cookie_jar_middleware(request),
             where=where,
         )
@@ -166,9 +176,14 @@ class Renderer:
         attempts: _Attempts,
     ) -> tuple[RenderResult, Any]:
         """The render in a slot of ``pool``: the slot is given back and taken
-        again while the host is paused (waits not counted in ``timeout_s``)."""
+        again while the host is paused; before it takes a slot, it waits for
+        its turn in its spaced slots (``DOWNLOAD_DELAY``, see
+        :mod:`~scrapy_cdp_pool.core.politeness`). Those waits are not counted in
+        ``timeout_s``."""
         while True:
             await self.gate.wait(inputs.host)
+            turn = await self.gate.reserve(request)
+            attempts.hooks = self._hooks(request, inputs, turn)
             started = time.monotonic()
             try:
                 return await self._attempt(request, pool, inputs, timeout_s, attempts)
@@ -179,6 +194,7 @@ class Renderer:
                     raise ProxyUnsupported(f"{request}: meta['proxy']: {e}") from e
                 raise self.profiles.unsupported(request, e) from e
             finally:
+                self.gate.end(turn)
                 attempts.spent_s += time.monotonic() - started
 
     async def _attempt(
@@ -219,12 +235,21 @@ class Renderer:
             return await render(
                 lease,
                 inputs.spec,
-                inputs.hooks,
+                attempts.hooks,
                 collect_cookies=inputs.jar is not None,
                 on_failure=self._snapshot_hook(request),
             )
 
         return in_lease
+
+    def _hooks(self, request: Request, inputs: _Inputs, turn: Turn | None) -> RenderHooks | None:
+        """One attempt's render hooks: its turn and the host's pauses
+        (:class:`HostGate`), robots.txt for the navigations the page starts."""
+        hooks = self.gate.hooks(request, inputs.host, turn)
+        if inputs.robots:
+            allows = self.robots.allows
+            hooks = dataclasses.replace(hooks or RenderHooks(), allows_navigation=allows)
+        return hooks
 
     def _failed(self, error: BaseException) -> None:
         if not isinstance(error, HostPaused):

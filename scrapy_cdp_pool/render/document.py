@@ -38,6 +38,12 @@ class DocumentResponse:
     network_id: str | None
     body: bytes | None = None
     received_at: float = 0.0
+    #: where it came from, when the browser says (Chromium's
+    #: ``Network.responseReceived``): the server's IP address, the protocol
+    #: (``"http/1.1"``, ``"h2"``...), and for HTTPS Chromium's security details
+    remote_ip: str | None = None
+    protocol: str | None = None
+    security: dict[str, Any] | None = None
 
 
 #: the browser's reason for a main-frame navigation (``Page.frameRequestedNavigation``)
@@ -79,6 +85,9 @@ class DocumentTracker:
     #: ``replaceState``, a fragment), as Playwright's ``page.url``; ``None``:
     #: the document's own URL
     page_url: str | None = None
+    #: remote addresses, protocols and TLS details of main-frame documents
+    #: not yet matched to their response (by network request id)
+    _connections: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: client-side navigations are recorded as hops until the first action
     hops_recorded: bool = True
     #: why the main frame's next navigation was requested, if the browser said
@@ -130,6 +139,9 @@ class DocumentTracker:
             self.navigation_pending = False
             if method == "Page.navigatedWithinDocument" and params.get("url"):
                 self.page_url = str(params["url"])
+        elif method == "Network.responseReceived":
+            self._note_connection(params)
+            return
         elif method == "Network.responseReceivedExtraInfo":
             raw = _header(params.get("headers", {}), "set-cookie")
             if raw:
@@ -158,6 +170,23 @@ class DocumentTracker:
             return
         self.changed.set()
 
+    def _note_connection(self, params: dict[str, Any]) -> None:
+        """The document's remote address, protocol and TLS details, from its
+        ``Network.responseReceived`` (it may come before or after the Fetch
+        pause that made the document)."""
+        if params.get("type") != "Document" or params.get("frameId") != self.main_frame_id:
+            return
+        response = params.get("response") or {}
+        connection = {
+            "remote_ip": response.get("remoteIPAddress") or None,
+            "protocol": response.get("protocol") or None,
+            "security": response.get("securityDetails") or None,
+        }
+        self._connections[str(params.get("requestId", ""))] = connection
+        document = self.document
+        if document is not None and document.network_id == params.get("requestId"):
+            _apply_connection(document, connection)
+
     def _keep_set_cookies(self, request_id: str, values: list[str]) -> None:
         """Remember one response's ``Set-Cookie`` values, at most
         :data:`MAX_SET_COOKIE_RESPONSES` responses (the oldest other than the
@@ -180,6 +209,10 @@ class DocumentTracker:
         """A new main-frame document response arrived: it replaces the last one
         and its load events are awaited again. One that replaces a document
         before any action is a client-side redirect (a hop)."""
+        connection = self._connections.pop(str(document.network_id or ""), None)
+        if connection is not None:
+            _apply_connection(document, connection)
+        self._connections.clear()
         previous = self.document
         if previous is not None and self.hops_recorded:
             reason = self.next_hop_reason or "client-side navigation"
@@ -234,3 +267,9 @@ def _header(headers: dict[str, Any], name: str) -> str | None:
         if key.lower() == name:
             return str(value)
     return None
+
+
+def _apply_connection(document: DocumentResponse, connection: dict[str, Any]) -> None:
+    document.remote_ip = connection["remote_ip"]
+    document.protocol = connection["protocol"]
+    document.security = connection["security"]

@@ -16,13 +16,14 @@ import asyncio
 import base64
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from scrapy.http import HtmlResponse
 from scrapy.responsetypes import responsetypes
 
 from scrapy_cdp_pool.browser.cdp import CDPError, CDPRequestTooLarge
-from scrapy_cdp_pool.errors import ResponseTooLarge
+from scrapy_cdp_pool.errors import NavigationForbidden, ResponseTooLarge
 from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
 from scrapy_cdp_pool.settings.url_patterns import matches_any
@@ -122,6 +123,8 @@ class FetchInterceptor:
         self.page = page
         self.override_pending = page.spec.overrides_request
         self._credentials_given: set[str] = set()  # URLs answered with credentials
+        #: see RenderHooks.allows_navigation
+        self.allows_navigation: Callable[[str], bool] | None = None
 
     async def on_paused(self, params: dict[str, Any]) -> None:
         request_id = params["requestId"]
@@ -135,6 +138,9 @@ class FetchInterceptor:
                 await self._block(request_id, FAVICON)
             elif self._blocks_url(params):
                 await self._block(request_id, "url")
+            elif self._refuses_navigation(params, resource_type):
+                url = str(params.get("request", {}).get("url", ""))
+                await self._refuse_navigation(request_id, url)
             elif (
                 self.override_pending
                 and resource_type == "document"
@@ -161,6 +167,34 @@ class FetchInterceptor:
         blocked[reason] = blocked.get(reason, 0) + 1
         await self.page.command(
             "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
+        )
+
+    async def _refuse_navigation(self, request_id: str, url: str) -> None:
+        """End the render: the page's own navigation to ``url`` is forbidden
+        by robots.txt (the request is dropped, as plain Scrapy drops one
+        robots.txt forbids; the browser's error page would be no page)."""
+        blocked = self.page.tracker.blocked
+        blocked["robots"] = blocked.get("robots", 0) + 1
+        self.page.fail(
+            NavigationForbidden(
+                f"{self.page.spec.url}: Forbidden by robots.txt: the page's own navigation to "
+                f"{url} (ROBOTSTXT_OBEY)"
+            )
+        )
+        await self.page.command(
+            "Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"}
+        )
+
+    def _refuses_navigation(self, params: dict[str, Any], resource_type: str) -> bool:
+        """Whether a navigation of the main frame that the page started
+        itself (after its first document) is refused (robots.txt)."""
+        allows = self.allows_navigation
+        return (
+            allows is not None
+            and resource_type == "document"
+            and params.get("frameId") == self.page.target_id
+            and self.page.tracker.document is not None
+            and not allows(str(params.get("request", {}).get("url", "")))
         )
 
     def _blocks_url(self, params: dict[str, Any]) -> bool:

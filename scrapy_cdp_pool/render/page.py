@@ -33,7 +33,7 @@ from scrapy_cdp_pool.errors import (
     NavigationToOtherScheme,
     PageCrashed,
     PageScriptError,
-    ResponseTooLarge,
+    RenderError,
 )
 from scrapy_cdp_pool.render.body_size import BodySizeGuard, navigation_too_large
 from scrapy_cdp_pool.render.capture import NetworkCapture
@@ -111,7 +111,9 @@ class Page:
         self.stopped_loading = asyncio.Event()
         #: an error that ends the render as soon as it is seen (the response or
         #: the rewritten request too large)
-        self.too_large: ResponseTooLarge | CDPRequestTooLarge | None = None
+        #: why the render ends early (a body past maxsize, a request too large,
+        #: a navigation robots.txt forbids), raised where the render waits
+        self.too_large: RenderError | CDPRequestTooLarge | None = None
         self.capture = NetworkCapture(self, spec.capture) if spec.capture is not None else None
         #: the main document's body counted as it arrives (``DOWNLOAD_MAXSIZE``)
         self.body_size = BodySizeGuard(spec.url, spec.maxsize)
@@ -136,7 +138,7 @@ class Page:
         that waits for its answer (see :meth:`CDPConnection.post`)."""
         return self.cdp.post(method, params, self.session_id, timeout_s)
 
-    def fail(self, error: ResponseTooLarge | CDPRequestTooLarge) -> None:
+    def fail(self, error: RenderError | CDPRequestTooLarge) -> None:
         """End the render with ``error`` (raised by :meth:`wait_settled`)."""
         self.too_large = error
         self.tracker.on_failure(str(error))

@@ -174,7 +174,7 @@ def fetch_params(
         and "proxy" not in unsupported
         and not proxy_credentials_in_url
     )
-    if spec.overrides_request or proxy_auth:
+    if spec.overrides_request or proxy_auth or spec.pause_navigations:
         # Lightpanda raises Fetch.authRequired only for a request paused at
         # the request stage; otherwise the proxy's 407 is the response.
         patterns.append({"resourceType": "Document", "requestStage": "Request"})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from ipaddress import IPv4Address, IPv6Address, ip_address
+from typing import Any
+
 from scrapy import Request
 from scrapy.http import Headers, HtmlResponse, Response
 from scrapy.responsetypes import responsetypes
@@ -46,6 +49,7 @@ def build_response(request: Request, result: RenderResult) -> Response:
         request.meta["cdp_network"] = result.network
     if result.console is not None:
         request.meta["cdp_console_messages"] = result.console
+    connection = _connection(result)
     if result.rendered:
         headers[b"Content-Type"] = b"text/html; charset=utf-8"
         return HtmlResponse(
@@ -55,8 +59,33 @@ def build_response(request: Request, result: RenderResult) -> Response:
             body=result.body,
             encoding="utf-8",
             request=request,
+            **connection,
         )
     response_class = responsetypes.from_args(headers=headers, url=result.url, body=result.body)
     return response_class(
-        url=result.url, status=result.status, headers=headers, body=result.body, request=request
+        url=result.url,
+        status=result.status,
+        headers=headers,
+        body=result.body,
+        request=request,
+        **connection,
     )
+
+
+#: the browser's protocol names as Scrapy's handlers name them
+_PROTOCOLS = {"http/1.1": "HTTP/1.1", "http/1.0": "HTTP/1.0", "http/0.9": "HTTP/0.9"}
+
+
+def _connection(result: RenderResult) -> dict[str, Any]:
+    """``ip_address`` and ``protocol`` for the response, as Scrapy's HTTP
+    handler fills them, from what the browser said (Chromium); ``None`` where
+    it did not (Lightpanda), and ``certificate`` always (no browser here hands
+    over the server's certificate: docs/response.md)."""
+    ip: IPv4Address | IPv6Address | None = None
+    if result.remote_ip:
+        try:
+            ip = ip_address(result.remote_ip.strip("[]"))
+        except ValueError:
+            ip = None
+    protocol = _PROTOCOLS.get(result.protocol, result.protocol) if result.protocol else None
+    return {"ip_address": ip, "protocol": protocol}

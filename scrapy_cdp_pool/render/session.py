@@ -73,6 +73,10 @@ class RenderResult:
     meta: dict[str, Any] = field(default_factory=dict)
     #: the captured responses (``meta["cdp_capture"]``, see render/capture.py)
     network: list[dict[str, Any]] | None = None
+    #: where the document came from, when the browser says (Chromium): the
+    #: server's IP address, the protocol as Chromium names it
+    remote_ip: str | None = None
+    protocol: str | None = None
     #: console messages and page errors (``meta["cdp_console"]``, see render/console.py)
     console: list[dict[str, Any]] | None = None
 
@@ -81,15 +85,20 @@ class RenderResult:
 class RenderHooks:
     """What the caller of :func:`render` is told, or asked, along the way.
 
-    ``before_navigate()`` is called right before the navigation starts; an
-    exception it raises is raised by :func:`render` at once (the page is
+    ``before_navigate()`` is awaited right before the navigation starts (the
+    navigation command is queued in the same event-loop step as it returns);
+    an exception it raises is raised by :func:`render` at once (the page is
     disposed with the lease, never navigated). ``on_document(document)`` is
     called as soon as a main-document response's status and headers arrive,
     before its body is read or the page loads.
     """
 
-    before_navigate: Callable[[], None] | None = None
+    before_navigate: Callable[[], Awaitable[None]] | None = None
     on_document: Callable[[DocumentResponse], None] | None = None
+    #: asked about each navigation of the main frame the page starts itself
+    #: (a script, a meta refresh, an action's click): ``False`` refuses it
+    #: before it leaves the browser (robots.txt)
+    allows_navigation: Callable[[str], bool] | None = None
 
 
 async def render(
@@ -187,6 +196,7 @@ async def render(
     )
     if hooks is not None:
         page.tracker.on_response = hooks.on_document
+        page.interceptor.allows_navigation = hooks.allows_navigation
     try:
         try:
             return await _render_page(lease, page, spec, collect_cookies, hooks)
@@ -254,7 +264,7 @@ async def _render_page(
 ) -> RenderResult:
     options = spec.context
     if hooks is not None and hooks.before_navigate is not None:
-        hooks.before_navigate()
+        await hooks.before_navigate()
     await page.navigate(spec.navigation_timeout_s)
     results = await _run_actions(page, spec)
     tracker = page.tracker
@@ -291,6 +301,8 @@ async def _render_page(
     if page.schemes.ignored:
         meta["cdp_ignored_navigations"] = list(page.schemes.ignored)
     result = RenderResult(
+        remote_ip=document.remote_ip,
+        protocol=document.protocol,
         url=tracker.page_url or document.url,
         status=document.status,
         headers=headers,

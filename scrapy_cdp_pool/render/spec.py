@@ -103,6 +103,10 @@ class RenderSpec:
     #: ``meta["cdp_include_page"]``: hand the live page to the callback
     #: (render/live_page.py)
     include_page: bool = False
+    #: pause the main frame's document requests at the request stage, so that
+    #: each navigation the page starts itself is asked about
+    #: (``RenderHooks.allows_navigation``: robots.txt)
+    pause_navigations: bool = False
 
     @property
     def overrides_request(self) -> bool:

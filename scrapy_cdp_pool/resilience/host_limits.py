@@ -6,8 +6,11 @@ when ``DOWNLOAD_DELAY`` is 0, so the limits are host gates of the queue
 (:class:`~scrapy_cdp_pool.core.gates.RequestGates`). A request counts as
 in flight from the moment the queue hands it out to the end of its download,
 whatever the outcome; starts of one host are spaced at least
-``1 / CDP_POOL_HOST_RATE`` seconds apart. Every request goes through the queue,
-rendered or not, so the limits hold for both.
+``1 / CDP_POOL_HOST_RATE`` seconds apart: where the queue hands them out, and
+again where they reach the site (the navigation, or a plain request's
+download: a spacing rule of :class:`~scrapy_cdp_pool.core.politeness.RequestSpacing`),
+as a browser's waits for its start or a slot would bunch them. Every request
+goes through the queue, rendered or not, so the limits hold for both.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ class HostLimits:
         gates.add_host_check(self.is_open)
         gates.add_dequeue_hook(self.on_dequeued)
         gates.add_finish_hook(self.on_finished)
+        if self.interval_s:
+            gates.spacing.add_rule(self.spacing)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -81,6 +86,10 @@ class HostLimits:
                     return False
                 del self._last_start[host]
         return True
+
+    def spacing(self, request: Request) -> tuple[str, float]:
+        """The spacing rule: starts of one host ``1 / CDP_POOL_HOST_RATE`` s apart."""
+        return f"host:{host_of(request)}", self.interval_s
 
     def on_dequeued(self, request: Request, now: float) -> None:
         stale = self._slots.pop(request.meta.get(_SLOT_META_KEY, ""), None)

@@ -8,7 +8,8 @@ Routes live in small modules grouped by purpose:
   /latin1, /slow, /busy-loop
 - ``shop``: /products, /product/<id>
 - ``stats``: /inflight, /stats, /stats/reset (and hit counting for all)
-- ``faults``: /flaky, /rate-limited, /storm, /fault-records
+- ``faults``: /flaky, /rate-limited, /storm, /polite-redirect, /held,
+  /truncated, /dropped, /reset, /fault-records
 - ``sessions``: /login, /account, /refresh, /whoami, /local-storage, /session-inflight
 - ``jobsite``: /jobsite/<n>, /jobsite/fetches (pause-and-resume crawls)
 - ``fidelity``: /fid/* (rendered vs plain Scrapy: encodings, redirects, cookies, auth)

@@ -10,8 +10,16 @@
   key ``K`` (the ``E``-th, ``2E``-th, ...) with 429 and ``Retry-After``, the
   ``S`` values taken in turn; the others with 200. Each 429 announces a window,
   from its arrival to ``S`` seconds later.
+- ``/polite-redirect?key=K&i=N``: a 302 to ``/flaky?key=K&fail=0&i=Nr`` (both
+  hops recorded under key ``K``), for the politeness tests.
+- ``/held?key=K&ms=M&i=N``: answers 200 after ``M`` ms; counts the requests of
+  key ``K`` being answered at once (``in_flight_max`` in the records).
+- ``/truncated?length=L&sent=S``: a 200 HTML page announcing ``Content-Length: L``
+  whose connection is closed after ``S`` bytes of body (data loss).
+- ``/dropped``: the connection is closed as soon as the request arrives, with no
+  answer at all; ``/reset``: the same with a TCP reset.
 - ``/fault-records?key=K``: JSON ``{"arrivals": [...], "window_end": t,
-  "windows": [[start, end], ...], "labels": [...]}``: the site's
+  "windows": [[start, end], ...], "labels": [...], "in_flight_max": n}``: the site's
   ``time.monotonic()`` at each arrival of key ``K``, the end of its
   ``/rate-limited`` 429 window (``null`` if none), the windows ``/storm``
   announced, and the ``i`` query value of each arrival (``""`` if none). A test
@@ -23,13 +31,17 @@ Keys are per test (a random token), so records never mix.
 
 from __future__ import annotations
 
+import asyncio
 import math
+import socket
+import struct
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from html import escape
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -44,6 +56,8 @@ class KeyRecord:
     window_end: float | None = None
     windows: list[tuple[float, float]] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    in_flight: int = 0
+    in_flight_max: int = 0
 
 
 RECORDS: defaultdict[str, KeyRecord] = defaultdict(KeyRecord)
@@ -114,6 +128,65 @@ async def storm(request: web.Request) -> web.Response:
     )
 
 
+@routes.get("/polite-redirect")
+async def polite_redirect(request: web.Request) -> web.Response:
+    """A redirect whose hop is recorded: its target is recorded under the same key."""
+    key, _ = _arrive(request)
+    label = request.query.get("i", "")
+    target = f"/flaky?key={quote(key)}&fail=0&i={quote(label)}r"
+    raise web.HTTPFound(target)
+
+
+@routes.get("/held")
+async def held(request: web.Request) -> web.Response:
+    """A page answered after ``ms`` milliseconds, counted while it is held."""
+    key, record = _arrive(request)
+    record.in_flight += 1
+    record.in_flight_max = max(record.in_flight_max, record.in_flight)
+    try:
+        await asyncio.sleep(int_query(request, "ms", 300, 0, 60_000) / 1000)
+    finally:
+        record.in_flight -= 1
+    return html_response("Held", f'<p class="item">{escape(key)}</p>')
+
+
+@routes.get("/truncated")
+async def truncated(request: web.Request) -> web.StreamResponse:
+    """A body cut short of its ``Content-Length``: the connection closes."""
+    length = int_query(request, "length", 4096, 1, 1 << 20)
+    sent = int_query(request, "sent", 100, 0, length - 1)
+    response = web.StreamResponse(headers={"Content-Type": "text/html; charset=utf-8"})
+    response.content_length = length
+    await response.prepare(request)
+    body = (b"<html><body><p>" + b"x" * length)[:sent]
+    await response.write(body)
+    transport = request.transport
+    if transport is not None:
+        transport.close()
+    return response
+
+
+@routes.get("/dropped")
+async def dropped(request: web.Request) -> web.StreamResponse:
+    """No answer: the connection is closed at once."""
+    transport = request.transport
+    if transport is not None:
+        transport.close()
+    return web.StreamResponse()
+
+
+@routes.get("/reset")
+async def reset(request: web.Request) -> web.StreamResponse:
+    """No answer: the connection is reset (``SO_LINGER`` 0, then closed)."""
+    transport = request.transport
+    if transport is not None:
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        transport.close()
+    return web.StreamResponse()
+
+
 @routes.get("/fault-records")
 async def fault_records(request: web.Request) -> web.Response:
     record = RECORDS[request.query.get("key", "default")]
@@ -123,5 +196,6 @@ async def fault_records(request: web.Request) -> web.Response:
             "window_end": record.window_end,
             "windows": record.windows,
             "labels": record.labels,
+            "in_flight_max": record.in_flight_max,
         }
     )

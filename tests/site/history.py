@@ -66,3 +66,23 @@ async def refresh(request: web.Request) -> web.Response:
     if request.query.get("how") == "script":
         return html_response("Away", f'<script>location.replace("{target}");</script>')
     return html_response("Away", f'<meta http-equiv="refresh" content="0; url={target}">')
+
+
+@routes.get("/robots.txt")
+async def robots(request: web.Request) -> web.Response:
+    """Disallows /hist/private/ only (the robots tests' own path)."""
+    return web.Response(text="User-agent: *\nDisallow: /hist/private/\n")
+
+
+@routes.get("/hist/leave")
+async def leave(request: web.Request) -> web.Response:
+    """A page whose script sends the browser to ``to`` at load."""
+    target = request.query.get("to", "/hist/private/secret")
+    return html_response(
+        "Leave", f'<p id="here">here</p><script>location.href = "{target}";</script>'
+    )
+
+
+@routes.get("/hist/private/{name}")
+async def private(request: web.Request) -> web.Response:
+    return html_response("Private", f'<p id="private">{request.match_info["name"]}</p>')

@@ -148,7 +148,10 @@ class EmbeddedServer(ABC):
                 await self._cleanup()
             self._stopping = False
             sweep_once()
-            self.private_dir = make_private_dir(self.kind)
+            try:
+                self.private_dir = make_private_dir(self.kind)
+            except OSError as e:  # TMPDIR too long and no short place, or not writable
+                raise ServerStartError(f"the embedded {self.kind} server: {e}") from e
             try:
                 async with asyncio.timeout(self.config.server_start_timeout_s):
                     self.endpoint = await self._start()

@@ -305,8 +305,14 @@ class ConnectionPool:
         ``server_options`` would (:meth:`dedicated_requires`), the slot is on
         that server, once it is this request's turn to use one.
 
-        ``timeout_s`` (seconds; ``None``: none) bounds the start and, from
-        the moment it has its slot, the caller's block (the render). A wait
+        ``timeout_s`` (seconds; ``None``: none) bounds the start of a pool of
+        remote endpoints (``CDP_POOL_ENDPOINTS``: their ``/json/version``
+        answers) and, from the moment it has its slot, the caller's block
+        (the render). A browser the plugin starts itself (the embedded
+        server, a dedicated server) is the handler's set-up, as plain
+        Scrapy's first request does not pay for its handler's: its start is
+        bounded by ``CDP_POOL_SERVER_START_TIMEOUT_SECONDS`` (failing as
+        :class:`PoolUnavailable`), not by ``timeout_s``. A wait
         for a slot or for a dedicated server's turn is like a request waiting
         for one of Scrapy's downloader slots: its page is not started yet, and
         the wait is bounded by the pages ahead of it, each by its own
@@ -314,8 +320,8 @@ class ConnectionPool:
         ready, or slots held) ends after ``timeout_s``
         (:meth:`~scrapy_cdp_pool.browser.pool.slots.SlotQueue.acquire_within`).
 
-        :raises PoolStartTimeout: ``timeout_s`` passed while the pool (or the
-            dedicated server) was starting.
+        :raises PoolStartTimeout: ``timeout_s`` passed while the remote
+            endpoints were answering ``/json/version``.
         :raises SlotWaitTimeout: ``timeout_s`` passed while waiting for a slot
             and the pool could not serve it.
         :raises TimeoutError: ``timeout_s`` passed in the caller's block.
@@ -323,19 +329,21 @@ class ConnectionPool:
         :raises DedicatedServerFailed: the dedicated server did not start.
         :raises PoolUnavailable: the pool could not start or is closing.
         """
+        # A browser the plugin starts is its own set-up, not the request's:
+        # bounded by CDP_POOL_SERVER_START_TIMEOUT_SECONDS, not by timeout_s.
+        # Remote endpoints answering /json/version within it are the
+        # request's connection, as plain Scrapy's is.
         try:
-            async with asyncio.timeout(timeout_s):
+            async with asyncio.timeout(timeout_s if self.config.endpoints else None):
                 await self.start()
         except TimeoutError as e:
             raise PoolStartTimeout(_start_timeout_text(timeout_s)) from e
         left = self.dedicated_requires(requires, server_options)
-        phase = "start"  # which wait a timeout ends: start, slot or the caller's block
+        phase = "slot"  # which wait a timeout ends: the slot or the caller's block
         try:
             if left is not None and server_options is not None and self.dedicated is not None:
                 async with self.dedicated.turn(server_options) as pool:
-                    async with asyncio.timeout(timeout_s):
-                        await self.dedicated.start(pool, server_options)
-                    phase = "slot"
+                    await self.dedicated.start(pool, server_options)  # embedded, as above
                     # its slot waited for, and its page bounded, as on this pool
                     async with pool.lease(left, timeout_s=timeout_s) as lease:
                         phase = "leased"
@@ -364,10 +372,6 @@ class ConnectionPool:
                 self._disposals.add(task)
                 task.add_done_callback(self._disposals.discard)
         except TimeoutError as e:
-            if phase == "start":  # a dedicated server's
-                raise PoolStartTimeout(
-                    f"the dedicated server did not start within download_timeout = {timeout_s:g} s"
-                ) from e
             if phase == "slot":
                 raise SlotWaitTimeout(self._slot_wait_text(timeout_s)) from e
             raise

@@ -2,9 +2,11 @@
 its ``TMPDIR``, Chromium's profile and crash directories.
 
 Made with :func:`tempfile.mkdtemp` (mode 0700, in the system's temporary
-directory) as ``cdp-pool-*``, with a marker file naming the process that made
-it (PID and start time). Removed when the server stops; what a killed crawl
-left behind is removed by the next start (:func:`remove_stale_dirs`): only
+directory, or in a shorter one when ``TMPDIR`` is too long for the sockets the
+browsers make inside it: :func:`private_base`) as ``cdp-pool-*``, with a
+marker file naming the process that made it (PID and start time). Removed
+when the server stops; what a killed crawl left behind is removed by the next
+start (:func:`remove_stale_dirs`): only
 directories with the marker, owned by this user, whose maker is no longer
 running.
 """
@@ -27,6 +29,38 @@ MARKER = ".cdp-pool-owner"
 
 _swept = False
 
+#: the longest base directory whose private directories keep the browsers'
+#: Unix socket paths under the 107 bytes a sockaddr_un holds: Chromium's
+#: singleton socket is ``<base>/cdp-pool-chromium-XXXXXXXX/tmp/
+#: .org.chromium.Chromium.XXXXXX/SingletonSocket``, 77 bytes past the base
+#: (measured: Chromium did not start with a 29-character TMPDIR)
+MAX_BASE_LENGTH = 24
+#: shorter places for them, tried in order when TMPDIR is longer
+#: (mkdtemp makes a 0700 directory there, as it does in TMPDIR)
+_SHORT_BASES = ("/tmp", "/var/tmp", "/dev/shm")  # noqa: S108
+
+
+def private_base() -> str:
+    """Where private directories are made: the system's temporary directory
+    (``TMPDIR``), or the first of /tmp, /var/tmp, /dev/shm that this user
+    can write when ``TMPDIR`` is longer than :data:`MAX_BASE_LENGTH`.
+
+    :raises OSError: ``TMPDIR`` is too long and none of those can be used
+        (the message says to set a shorter ``TMPDIR``).
+    """
+    base = tempfile.gettempdir()
+    if len(base.encode()) <= MAX_BASE_LENGTH:
+        return base
+    for candidate in _SHORT_BASES:
+        if os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK):
+            return candidate
+    raise OSError(
+        f"TMPDIR {base!r} is {len(base.encode())} bytes long: the browsers' Unix sockets "
+        f"inside it would pass the 107 bytes a socket path holds, and none of "
+        f"{', '.join(_SHORT_BASES)} can be used instead: set TMPDIR to a directory of at "
+        f"most {MAX_BASE_LENGTH} bytes"
+    )
+
 
 def _start_time(pid: int) -> float | None:
     try:
@@ -37,7 +71,7 @@ def _start_time(pid: int) -> float | None:
 
 def make_private_dir(kind: str) -> Path:
     """A new ``cdp-pool-<kind>-*`` directory, mode 0700, with the marker."""
-    path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-"))
+    path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-", dir=private_base()))
     owner = {"pid": os.getpid(), "start_time": _start_time(os.getpid())}
     marker = path / MARKER
     fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -100,3 +134,9 @@ def sweep_once() -> None:
     if not _swept:
         _swept = True
         remove_stale_dirs()
+        try:
+            base = private_base()
+        except OSError:
+            return
+        if base != tempfile.gettempdir():
+            remove_stale_dirs(base)

@@ -1,0 +1,112 @@
+"""A rendered request fails with the exception class plain Scrapy raises for
+the same fault, on both backends, its message keeping the browser's own
+words: the same URL is crawled with and without ``meta["cdp"]`` in one crawl
+and the classes compared (a refused connection, a host that does not
+resolve, a download timeout, a body cut short of its ``Content-Length``, a
+connection closed with no answer). A browser slower to start than a
+request's ``download_timeout`` does not fail that request."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+import scrapy
+from lightpanda.client import find_binary
+
+from tests.crawl import crawl
+from tests.servers import SiteServer
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _faults(site: SiteServer) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Fault name -> (URL, extra meta)."""
+    return {
+        "refused": (f"http://127.0.0.1:{_closed_port()}/refused", {}),
+        "dns": ("http://no-such-host.invalid/dns", {}),
+        "timeout": (site.url("/never?fault=timeout"), {"download_timeout": 3}),
+        "dataloss": (site.url("/truncated?length=5000&sent=200"), {}),
+        "dropped": (site.url("/dropped"), {}),
+        "reset": (site.url("/reset"), {}),
+    }
+
+
+BROWSER_WORDS = {
+    "lightpanda": {
+        "refused": "CouldntConnect",
+        "dns": "CouldntResolveHost",
+        "dataloss": "PartialFile",
+    },
+    "chromium": {
+        "refused": "net::ERR_CONNECTION_REFUSED",
+        "dns": "net::ERR_NAME_NOT_RESOLVED",
+        "dataloss": "net::ERR_CONTENT_LENGTH_MISMATCH",
+        "reset": "net::ERR_CONNECTION_RESET",
+    },
+}
+
+
+def _classes(spider: Any) -> dict[tuple[str, bool], BaseException]:
+    found: dict[tuple[str, bool], BaseException] = {}
+    for failure in spider.failures:
+        request = failure.request
+        found[(request.meta["fault"], bool(request.meta.get("cdp")))] = failure.value
+    return found
+
+
+@pytest.mark.parametrize("backend", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_a_rendered_fault_fails_as_plain_scrapy_fails(site: SiteServer, backend: str) -> None:
+    faults = _faults(site)
+    requests = [
+        scrapy.Request(url, meta={"fault": name, "cdp": cdp, **meta}, dont_filter=True)
+        for name, (url, meta) in faults.items()
+        for cdp in (False, True)
+    ]
+    settings = {"CDP_POOL_BROWSER": backend, "DOWNLOAD_TIMEOUT": 60}
+    spider, _ = await crawl(requests, settings)
+    outcomes: dict[tuple[str, bool], Any] = {
+        (r.meta["fault"], bool(r.meta.get("cdp"))): f"a {r.status} response"
+        for r in spider.responses
+    }
+    outcomes.update(_classes(spider))
+    mismatches = {}
+    for name in faults:
+        plain, rendered = outcomes.get((name, False)), outcomes.get((name, True))
+        print(f"{backend} {name}: plain {plain!r} | rendered {rendered!r}")
+        if not isinstance(plain, BaseException) or not isinstance(rendered, type(plain)):
+            mismatches[name] = (plain, rendered)
+    assert not mismatches, mismatches
+    for name, words in BROWSER_WORDS[backend].items():  # the browser's own text is kept
+        assert words in str(outcomes[(name, True)]), (name, outcomes[(name, True)])
+
+
+def _slow_starting(tmp_path: Path, binary: str, seconds: int) -> str:
+    """A launcher that starts ``binary`` ``seconds`` late (a slow browser start)."""
+    launcher = tmp_path / "slow-browser"
+    launcher.write_text(f'#!/bin/sh\nsleep {seconds}\nexec "{binary}" "$@"\n')
+    launcher.chmod(0o755)
+    return str(launcher)
+
+
+@pytest.mark.parametrize("backend", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_a_slow_browser_start_does_not_fail_the_first_request(
+    site: SiteServer, tmp_path: Path, backend: str
+) -> None:
+    # The browser starts 8 s late; the first request's download_timeout is 5 s.
+    setting = "CDP_POOL_CHROMIUM_PATH" if backend == "chromium" else "CDP_POOL_LIGHTPANDA_PATH"
+    real = "/usr/bin/chromium" if backend == "chromium" else str(find_binary())
+    settings = {"CDP_POOL_BROWSER": backend, setting: _slow_starting(tmp_path, real, 8)}
+    request = scrapy.Request(site.url("/products"), meta={"cdp": True, "download_timeout": 5})
+    spider, _ = await crawl([request], settings)
+    assert not spider.failures, [repr(f.value) for f in spider.failures]
+    assert [r.status for r in spider.responses] == [200]

@@ -1,0 +1,57 @@
+"""robots.txt for what the page does (issue 26): with ROBOTSTXT_OBEY, a
+navigation the page's own script starts into a path robots.txt disallows is
+refused before it leaves the browser (the site never sees it), counted and
+logged once per host, and the request is dropped with IgnoreRequest
+("Forbidden by robots.txt"), as plain Scrapy drops a request or a redirect
+robots.txt forbids."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import pytest_twisted
+import scrapy
+from scrapy.exceptions import IgnoreRequest
+
+from scrapy_cdp_pool.errors import NavigationForbidden
+from tests.crawl import crawl
+from tests.servers import SiteServer
+
+BACKENDS = {"lightpanda": {}, "chromium": {"CDP_POOL_BROWSER": "chromium"}}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_a_scripts_navigation_into_a_disallowed_path_is_refused(
+    site: SiteServer, backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = f"robots-{backend}"
+    start = site.url(f"/hist/leave?to=/hist/private/{key}")
+    caplog.set_level(logging.INFO)
+    spider, crawler = await crawl(
+        [
+            scrapy.Request(start, meta={"cdp": True}),
+            scrapy.Request(site.url(f"/hist/private/{key}-plain")),
+        ],
+        {**BACKENDS[backend], "ROBOTSTXT_OBEY": True},
+    )
+    assert spider.responses == []
+    [failure] = [f for f in spider.failures if f.request.url == start]
+    assert isinstance(failure.value, IgnoreRequest)
+    assert isinstance(failure.value, NavigationForbidden)
+    assert "Forbidden by robots.txt" in str(failure.value)
+    hits = site.stats()["hits_by_url"]
+    assert not any(key in url for url in hits if url.startswith("/hist/private/"))
+    stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/robots_navigations_blocked"] >= 1
+    assert stats["robotstxt/forbidden"] == 1  # plain Scrapy refused the plain request
+    assert caplog.text.count("forbidden by robots.txt: refused") == 1
+
+
+@pytest_twisted.ensureDeferred
+async def test_without_robotstxt_obey_the_navigation_goes_on(site: SiteServer) -> None:
+    start = site.url("/hist/leave?to=/hist/private/free")
+    spider, _ = await crawl([scrapy.Request(start, meta={"cdp": True})])
+    [response] = spider.responses
+    assert response.css("#private::text").get() == "free"
