@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from scrapy_redis.spiders import RedisCrawlSpider, RedisSpider
 from scrapy_cdp_pool.cluster.frontier import Frontier, connect
 from scrapy_cdp_pool.cluster.keys import key_prefix
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
-from tests.cluster_harness import RedisServer
+from tests.cluster_harness import RedisServer, Worker, all_items, kill_left
 from tests.crawl import BASE_SETTINGS, crawl
 from tests.profiles import token
 from tests.servers import SiteServer
@@ -118,9 +119,9 @@ def test_scrapy_redis_scheduler_is_refused_at_start_by_name(redis_server: RedisS
         runner.create_crawler(Spider)._apply_settings()
 
 
-@pytest.mark.parametrize("kind", ["set", "zset"])
+@pytest.mark.parametrize("kind", ["list", "set", "zset"])
 @pytest_twisted.ensureDeferred
-async def test_urls_and_json_items_of_a_set_or_sorted_set_are_crawled(
+async def test_urls_and_json_items_of_each_form_are_crawled(
     site: SiteServer, redis_server: RedisServer, kind: str
 ) -> None:
     """Plain URLs and scrapy-redis's JSON items (``url``, ``meta``,
@@ -229,3 +230,40 @@ async def test_a_redis_crawl_spider_follows_its_rules_and_ends(
     assert len(FeedCrawlSpider.seen) == len(set(FeedCrawlSpider.seen))
     assert crawler.stats.get_value("finish_reason") == "finished"
     assert crawler.stats.get_value("cdp_pool/cluster/fed") == 1
+
+
+@pytest.mark.timeout(600)
+def test_three_redis_spider_workers_share_one_set_feed(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """``scrapy crawl`` of a ``RedisSpider`` on three machines (processes),
+    its key a set of plain URLs and JSON items: each page once across the
+    workers, every item read by the cluster's feed, each worker ending by
+    itself (scrapy-redis's idle handler would keep them open for ever)."""
+    tag = token()
+    key = f"feed:{tag}"
+    pages = 30
+    urls = [site.url(f"/jobsite/{n}?tag={tag}&total={pages}&hubs=1") for n in range(pages)]
+    items = [url if n % 2 else json.dumps({"url": url, "meta": {"cdp": True}})
+             for n, url in enumerate(urls)]  # fmt: skip
+    with redis_server.client() as client:
+        client.sadd(key, *items)
+    settings = {
+        "CDP_POOL_CLUSTER_NAME": f"redisfeed-{tag}", "REDIS_START_URLS_KEY": key,
+        "REDIS_URL": redis_server.url, "REDIS_START_URLS_AS_SET": "True",
+        "CDP_POOL_RENDER_ALL": "True", "CONCURRENT_REQUESTS": "2", "CDP_POOL_CONNECTIONS": "1",
+    }  # fmt: skip
+    workers = [
+        Worker(tmp_path, i, redis_server.url, settings, spider="redisfeed") for i in range(3)
+    ]
+    try:
+        for worker in workers:
+            worker.finish()
+    finally:
+        kill_left()
+    assert all_items(workers) == {n: 1 for n in range(pages)}
+    assert sum(worker.stat("cdp_pool/cluster/fed") for worker in workers) == pages
+    for worker in workers:
+        assert "'finish_reason': 'finished'" in worker.log_file.read_text(encoding="utf-8")
+    with redis_server.client() as client:
+        assert not client.exists(key)
