@@ -18,6 +18,7 @@ import pytest
 
 from scrapy_cdp_pool.cluster.frontier import Frontier, connect
 from scrapy_cdp_pool.cluster.keys import gate_of
+from scrapy_cdp_pool.tools.cluster_cli import status
 from tests.cluster_harness import RedisServer, Worker, kill_left
 from tests.jobdir_project.harness import EXIT_DEADLINE_S
 from tests.profiles import token
@@ -54,6 +55,7 @@ def test_the_leases_that_ran_out_are_counted_and_the_last_is_poisoned(
     assert (second.data, second.requeued, second.poisoned) == (b"bad", 1, 0)
     expire(two, second.lease or "")
     client.delete(f"{one.prefix}identity:id-a")
+    assert status(client, one.prefix, 30, 0)["expired"] == 1
     third = one.take()
     # handed out at the open gate (no identity lock, no host slot), marked
     assert (third.data, third.requeued, third.poisoned, third.token) == (b"bad", 1, 2, None)
