@@ -11,6 +11,7 @@ from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.browser.pool.servers import embedded_server
+from scrapy_cdp_pool.cluster.feed import feed_key_for
 from scrapy_cdp_pool.cluster.install import (
     HOST_PAUSE_MIDDLEWARE,
     LOCAL_HOST_PAUSE_MIDDLEWARE,
@@ -44,12 +45,14 @@ BUDGET_EXTENSION = "scrapy_cdp_pool.budget.extension.BudgetExtension"
 # Operations (docs/cluster.md, docs/telemetry.md): each only with its setting.
 SHARED_PROFILES_MIDDLEWARE = "scrapy_cdp_pool.cluster.profile_hook.SharedProfilesMiddleware"
 FLEET_BUDGET_EXTENSION = "scrapy_cdp_pool.cluster.budget_extension.FleetBudgetExtension"
+POISON_MIDDLEWARE = "scrapy_cdp_pool.cluster.poison.PoisonedRequestMiddleware"
 METRICS_EXTENSION = "scrapy_cdp_pool.telemetry.metrics.MetricsExtension"
 SCRAPY_RETRY_MIDDLEWARE = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
 RETRY_POLICY_MIDDLEWARE = "scrapy_cdp_pool.resilience.RetryPolicyMiddleware"
 #: (setting, component, order) the add-on adds unless the project set the
 #: component itself (to an order, or to None to disable it)
 COMPONENTS = (
+    ("DOWNLOADER_MIDDLEWARES", POISON_MIDDLEWARE, 510),
     ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.RequestChecksMiddleware", 530),
     ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.FailureRecorderMiddleware", 540),
     ("DOWNLOADER_MIDDLEWARES", RETRY_POLICY_MIDDLEWARE, 550),
@@ -132,7 +135,7 @@ class Addon(RuntimeOwner):
         _set_priority_queue(settings, self.crawler)
         _warn_if_starved(settings, config, self.crawler)
         _wrap_cache_storage(settings)
-        _install_scheduler(settings, config)
+        _install_scheduler(settings, config, self.crawler)
         _install_components(
             settings,
             cluster=config.cluster_redis_url is not None,
@@ -185,13 +188,18 @@ def _install_handler(settings: BaseSettings, extra: dict[str, Any] | None) -> No
         )
 
 
-def _install_scheduler(settings: BaseSettings, config: PoolConfig) -> None:
+def _install_scheduler(
+    settings: BaseSettings, config: PoolConfig, crawler: Crawler | None = None
+) -> None:
     """The cluster's scheduler (one crawl over many workers), or the durable
     JOBDIR's (survives SIGKILL), as the settings ask."""
     if config.cluster_redis_url is not None:
         for name, value, priority in cluster_settings(settings):
             settings.set(name, value, priority)
-        check_redis(config.cluster_redis_url)
+        feed_key = None
+        if crawler is not None:
+            feed_key = feed_key_for(crawler.spidercls, settings, config.cluster_feed_key)
+        check_redis(config.cluster_redis_url, feed_key)
     elif settings.get("JOBDIR") and config.jobdir_durable:
         changes = durable_settings(settings)
         for name, value, priority in changes:
@@ -259,7 +267,7 @@ def _check_paths(config: PoolConfig, jobdir: Any) -> None:
 #: components added only with their feature on (CDP_POOL_CLUSTER_REDIS_URL,
 #: CDP_POOL_METRICS_PORT): a crawl without them never imports redis-py or
 #: prometheus_client, not even to find the component's class
-_CLUSTER_ONLY = (SHARED_PROFILES_MIDDLEWARE, FLEET_BUDGET_EXTENSION)
+_CLUSTER_ONLY = (SHARED_PROFILES_MIDDLEWARE, FLEET_BUDGET_EXTENSION, POISON_MIDDLEWARE)
 
 
 def _install_components(

@@ -407,6 +407,18 @@ class RedisUnavailable(CDPPoolError, RuntimeError):
     its callers keep what they could not send and try again later."""
 
 
+class RequestPoisoned(CDPPoolError):
+    """The request's lease ran out ``CDP_POOL_CLUSTER_MAX_DELIVERIES`` times in a
+    cluster crawl: every worker that took it stopped before finishing it
+    (killed, out of memory, cut off), so it fails through its errback instead
+    of being handed to the next worker. Not retried; ``deliveries`` is the
+    count of leases that ran out."""
+
+    def __init__(self, message: str, deliveries: int) -> None:
+        super().__init__(message)
+        self.deliveries = deliveries
+
+
 # Render ladder ----------------------------------------------------------
 
 

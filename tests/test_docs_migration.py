@@ -73,3 +73,21 @@ async def test_a_crawl_with_scrapy_playwright_habits_is_told_once_what_to_use(
     assert "CDP_POOL_BROWSER" in messages[0]
     assert "meta['playwright']" in messages[1]
     assert 'meta["cdp"]' in messages[1]
+
+
+def test_the_scrapy_redis_guide_names_every_setting_scrapy_redis_reads() -> None:
+    """Every setting name in scrapy-redis's own source (the installed
+    version's), and every spider attribute it reads, is in the guide."""
+    import re
+
+    import scrapy_redis
+
+    source = "\n".join(
+        path.read_text(encoding="utf-8") for path in Path(scrapy_redis.__file__).parent.glob("*.py")
+    )
+    read = set(re.findall(r"\"((?:REDIS|SCHEDULER|MAX_IDLE)_[A-Z_]+|STATS_KEY)\"", source))
+    assert {"REDIS_URL", "SCHEDULER_PERSIST", "REDIS_START_URLS_KEY"} <= read
+    guide = (ROOT / "docs" / "migrating-from-scrapy-redis.md").read_text(encoding="utf-8")
+    attributes = {"redis_key", "redis_batch_size", "redis_encoding", "max_idle_time"}
+    missing = sorted(name for name in read | attributes if f"`{name}`" not in guide)
+    assert not missing

@@ -44,6 +44,8 @@ key                      type    holds
 ``P paused``             string  set by ``scrapy-cdp-pool cluster pause``: nothing
                                  is taken while it exists
 ``P unloadable``         hash    request id -> stored request no worker could rebuild
+``P expired``            hash    request id -> its leases that ran out (poisoned
+                                 at ``CDP_POOL_CLUSTER_MAX_DELIVERIES``)
 =======================  ======  ===================================================
 
 A gate is ``<host>|<not before ms or "">|<identity>``

@@ -77,6 +77,12 @@ class Taken:
     queued: int
     leased: int
     wait_s: float | None
+    feed_type: str = ""
+    """The feed key's type when the take could not read it (not a list, set or
+    sorted set); empty otherwise."""
+    poisoned: int = 0
+    """How many leases of the request taken ran out, when that reached
+    ``max_deliveries`` (it fails as poisoned); 0 otherwise."""
 
 
 class Frontier:
@@ -89,6 +95,7 @@ class Frontier:
         lease_s: float,
         host_concurrency: int | None = None,
         host_rate: float | None = None,
+        max_deliveries: int = 3,
     ) -> None:
         self.client = client
         self.prefix = key_prefix(name)
@@ -96,6 +103,8 @@ class Frontier:
         self.lease_ms = max(1, round(lease_s * 1000))
         self.host_concurrency = host_concurrency or 0
         self.host_interval_ms = round(1000 / host_rate) if host_rate else 0
+        #: leases of one request that may run out before it is poisoned
+        self.max_deliveries = max_deliveries
         #: round trips made (each call below is one)
         self.calls = 0
         self._push = client.register_script(scripts.PUSH)
@@ -117,20 +126,24 @@ class Frontier:
         return bool(self._run(self._push, seen, fp, gate, base, data))
 
     def take(self, acks: Iterable[str] = (), feed_key: str = "") -> Taken:
-        """Acknowledge ``acks`` (lease ids), move URLs from the list
-        ``feed_key`` (if any) into the frontier when it runs low, then take a
-        request. A feed entry's ``data`` starts with
+        """Acknowledge ``acks`` (lease ids), move items from the feed
+        ``feed_key`` (if any: a list, set or sorted set) into the frontier when
+        it runs low, then take a request. A feed entry's ``data`` starts with
         :data:`~scrapy_cdp_pool.cluster.scripts.FEED_MARK`."""
         ops = [f"a:{lease}" for lease in acks]
-        raw = self._run(
-            self._take,
-            self.worker,
-            self.lease_ms,
-            self.host_concurrency,
-            self.host_interval_ms,
-            SCAN_GATES,
-            feed_key,
-            *ops,
+        self.calls += 1
+        raw = self._take(
+            keys=[feed_key] if feed_key else [],
+            args=[
+                self.prefix,
+                self.worker,
+                self.lease_ms,
+                self.host_concurrency,
+                self.host_interval_ms,
+                SCAN_GATES,
+                self.max_deliveries,
+                *ops,
+            ],
         )
         lease = raw[0].decode() if raw[0] else None
         wait_ms = int(raw[7])
@@ -143,6 +156,8 @@ class Frontier:
             queued=int(raw[5]),
             leased=int(raw[6]),
             wait_s=wait_ms / 1000 if wait_ms >= 0 else None,
+            feed_type=raw[8].decode() if raw[8] else "",
+            poisoned=int(raw[9]),
         )
 
     def settle(self, ops: Iterable[str]) -> int:

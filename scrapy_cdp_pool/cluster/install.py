@@ -13,6 +13,7 @@ from typing import Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
+from scrapy_cdp_pool.cluster.feed import READABLE_TYPES
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 
 SCHEDULER = "scrapy_cdp_pool.cluster.ClusterScheduler"
@@ -26,13 +27,22 @@ _SCRAPY_DUPEFILTERS = ("scrapy.dupefilters.RFPDupeFilter", DUPEFILTER)
 def cluster_settings(settings: BaseSettings) -> list[tuple[str, str, int]]:
     """``(name, value, priority)`` to set.
 
-    :raises ValueError: ``JOBDIR`` is set too, or ``SCHEDULER`` is not Scrapy's."""
+    :raises ValueError: ``JOBDIR`` is set too, ``SCHEDULER`` is not Scrapy's, or
+        ``SCHEDULER`` or ``DUPEFILTER_CLASS`` is scrapy-redis's."""
     if settings.get("JOBDIR"):
         raise ValueError(
             "JOBDIR and CDP_POOL_CLUSTER_REDIS_URL are both set: a cluster crawl keeps its "
             "requests in Redis (resumed by starting the workers again); unset JOBDIR"
         )
     scheduler = _path(settings.get("SCHEDULER"))
+    dupefilter = _path(settings.get("DUPEFILTER_CLASS"))
+    for name, path in (("SCHEDULER", scheduler), ("DUPEFILTER_CLASS", dupefilter)):
+        if path.startswith("scrapy_redis."):
+            raise ValueError(
+                f"CDP_POOL_CLUSTER_REDIS_URL is set and {name} is scrapy-redis's {path}: the "
+                f"cluster's own scheduler and dupefilter replace scrapy-redis's; remove {name} "
+                "(docs/migrating-from-scrapy-redis.md maps every scrapy-redis setting)"
+            )
     if scheduler not in _SCRAPY_SCHEDULERS:
         raise ValueError(
             f"CDP_POOL_CLUSTER_REDIS_URL is set but SCHEDULER is {scheduler}: each worker "
@@ -40,16 +50,19 @@ def cluster_settings(settings: BaseSettings) -> list[tuple[str, str, int]]:
         )
     addon = SETTINGS_PRIORITIES["addon"]
     changes = [("SCHEDULER", SCHEDULER, addon)]
-    if _path(settings.get("DUPEFILTER_CLASS")) in _SCRAPY_DUPEFILTERS:
+    if dupefilter in _SCRAPY_DUPEFILTERS:
         changes.append(("DUPEFILTER_CLASS", DUPEFILTER, addon))
     return changes
 
 
-def check_redis(url: str) -> None:
-    """Ask Redis at ``url`` once (``PING``) before the crawl starts.
+def check_redis(url: str, feed_key: str | None = None) -> None:
+    """Ask Redis at ``url`` once (``PING``) before the crawl starts, and the
+    type of ``feed_key`` (:func:`~scrapy_cdp_pool.cluster.feed.feed_key_for`).
 
     :raises ValueError: Redis does not answer (the message names the setting
-        and the URL without its password).
+        and the URL without its password), or the feed key holds what the
+        feed cannot read (not a list, a set or a sorted set: the message
+        names the key and its type).
     """
     # Imported here, with a cluster configured: without one, a crawl never
     # loads redis-py (the add-on imports this module in every crawl).
@@ -64,6 +77,7 @@ def check_redis(url: str) -> None:
         ) from None  # redis-py's own message, chained, would show the password
     try:
         client.ping()
+        answer = client.type(feed_key) if feed_key else b"none"
     except REDIS_ERRORS as e:
         raise ValueError(
             f"CDP_POOL_CLUSTER_REDIS_URL: Redis at {redact_url(url)} does not answer: "
@@ -71,6 +85,13 @@ def check_redis(url: str) -> None:
         ) from None
     finally:
         client.close()
+    kind = answer.decode() if isinstance(answer, bytes) else str(answer)
+    if kind != "none" and kind not in READABLE_TYPES:
+        raise ValueError(
+            f"the cluster's feed key {feed_key!r} is a Redis {kind}: the feed is read from a "
+            "list (LPUSH/RPUSH), a set (SADD) or a sorted set (ZADD), as scrapy-redis reads "
+            "start URLs; delete or rename that key, or set CDP_POOL_CLUSTER_FEED_KEY to another"
+        )
 
 
 def _path(value: Any) -> str:

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, cast
 
+from scrapy_cdp_pool.cluster.feed import feed_key_for
 from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, Frontier, connect, worker_id
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import RedisUnavailable
@@ -55,8 +56,9 @@ class ClusterLink:
         self.name = config.cluster_name or str(getattr(crawler.spidercls, "name", "") or "")
         if not self.name:
             raise ValueError("CDP_POOL_CLUSTER_NAME: not set, and the spider has no name")
-        #: the list whose items become requests (scrapy-redis's ``<spider>:start_urls``)
-        self.feed_key = config.cluster_feed_key or f"{crawler.spidercls.name}:start_urls"
+        #: the key whose items become requests (scrapy-redis's ``<spider>:start_urls``;
+        #: :func:`~scrapy_cdp_pool.cluster.feed.feed_key_for`)
+        self.feed_key = feed_key_for(crawler.spidercls, crawler.settings, config.cluster_feed_key)
         self.worker = worker_id()
         self.client = connect(self.url, CALL_TIMEOUT_S)
         self.frontier = Frontier(
@@ -66,6 +68,7 @@ class ClusterLink:
             lease_s=config.cluster_lease_s,
             host_concurrency=config.host_concurrency,
             host_rate=config.host_rate,
+            max_deliveries=config.cluster_max_deliveries,
         )
         self.lease_s = config.cluster_lease_s
         #: stay open when the frontier is empty (``CDP_POOL_CLUSTER_KEEP_OPEN``)

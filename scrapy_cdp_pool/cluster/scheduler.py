@@ -56,11 +56,12 @@ from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
-from scrapy_cdp_pool.cluster.feed import request_from_feed
+from scrapy_cdp_pool.cluster.feed import adopt_redis_spider, requests_from_feed
 from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
+from scrapy_cdp_pool.cluster.poison import POISONED_META_KEY
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
 from scrapy_cdp_pool.core.gates import (
     _TOKEN_META_KEY,
@@ -89,7 +90,7 @@ FENCE_META_KEY = "_cdp_cluster_fence"
 """The fencing token of the request's identity lock (an int, from ``INCR
 <prefix>fence``): a profile saved back under a token that is no longer the
 identity's current one is stale."""
-_PRIVATE_META_KEYS = (LEASE_META_KEY, FENCE_META_KEY, _TOKEN_META_KEY)
+_PRIVATE_META_KEYS = (LEASE_META_KEY, FENCE_META_KEY, _TOKEN_META_KEY, POISONED_META_KEY)
 POLL_S = (0.05, 1.0)
 """How soon to ask Redis again when nothing may start but the crawl is not
 over (others hold requests, or new ones may come): doubling from the first to
@@ -117,6 +118,7 @@ class ClusterScheduler(BaseScheduler):
         self._local: deque[Request] = deque()  # unserializable: fail by name here
         self._pending: tuple[float, bool] = (0.0, False)
         self._poll_s = POLL_S[0]
+        self._feed_type = ""  # the feed key's type when the last take could not read it
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -138,6 +140,7 @@ class ClusterScheduler(BaseScheduler):
         from scrapy_cdp_pool.cluster.locks import ClusterIdentityLocks
 
         self.gates.locks = ClusterIdentityLocks(self.link)
+        adopt_redis_spider(self.crawler, spider, self.link.feed_key)
         self.link.remember_crawl()
         self.held.start_renewal()
         logger.info(
@@ -268,6 +271,15 @@ class ClusterScheduler(BaseScheduler):
             self.gates.wake(self.link.retry_in_s)
             return None
         self.held.forget(done)
+        if taken.feed_type != self._feed_type:
+            self._feed_type = taken.feed_type
+            if taken.feed_type:
+                logger.error(
+                    "Cluster crawl %r: the feed key %r is a Redis %s: only a list, a set or a "
+                    "sorted set is read; its items are left where they are",
+                    self.link.name, self.link.feed_key, taken.feed_type,
+                    extra={"crawler": self.crawler},
+                )  # fmt: skip
         if taken.settled:
             self.stats.inc_value("cdp_pool/cluster/acked", taken.settled)
         if taken.requeued:
@@ -284,9 +296,21 @@ class ClusterScheduler(BaseScheduler):
                 self.gates.wake(max(0.001, wait))
             return None
         self._poll_s = POLL_S[0]
-        return self._hand_out(taken.lease, taken.data, taken.token)
+        return self._hand_out(taken.lease, taken.data, taken.token, taken.poisoned)
 
-    def _hand_out(self, lease: str, data: bytes, token: int | None) -> Request | None:
+    def _hand_out(
+        self, lease: str, data: bytes, token: int | None, poisoned: int = 0
+    ) -> Request | None:
+        if poisoned and data.startswith(FEED_MARK):  # its conversion stopped each worker
+            logger.error(
+                "Cluster crawl %r: feed item %r: its lease ran out %d times; kept in the "
+                "'unloadable' hash", self.link.name, data[len(FEED_MARK) :][:200], poisoned,
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
+            self.stats.inc_value("cdp_pool/cluster/poisoned")
+            with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
+                self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
+            return None
         if data.startswith(FEED_MARK):
             self._feed(lease, data[len(FEED_MARK) :])
             return None
@@ -307,30 +331,41 @@ class ClusterScheduler(BaseScheduler):
             request.meta[_TOKEN_META_KEY] = f"cluster:{lease}"
         self.held.add(lease, request)
         self.stats.inc_value("cdp_pool/cluster/taken")
+        if poisoned:  # fails by name before any download (cluster/poison.py)
+            request.meta[POISONED_META_KEY] = poisoned
+            return request
         # budgets (local and fleet-wide) count a page from its hand-out, as
         # with the local queue (the identity lock was taken in Redis)
         self.gates.run_dequeue_hooks(request)
         return request
 
     def _feed(self, lease: str, data: bytes) -> None:
-        """An item of the feed list: store the spider's request for it, then
+        """An item of the feed: store the spider's requests for it
+        (:func:`~scrapy_cdp_pool.cluster.feed.requests_from_feed`), then
         acknowledge the item (a worker killed in between leaves the item to
-        be fed again: its request is then refused by the dupefilter, unless
-        it has ``dont_filter``). The engine is asked to pull again."""
+        be fed again: its requests are then refused by the dupefilter, unless
+        they have ``dont_filter``). The engine is asked to pull again."""
         try:
-            request = request_from_feed(self.spider, data)
-        except Exception:
-            logger.exception(
-                "Cluster crawl %r: feed item %r of %s gives no request; kept in the "
+            requests = requests_from_feed(self.spider, data)
+        except Exception as e:
+            logger.error(
+                "Cluster crawl %r: feed item %r of %s gives no request (%s: %s); kept in the "
                 "'unloadable' hash", self.link.name, data[:200], self.link.feed_key,
+                type(e).__name__, e, exc_info=not isinstance(e, ValueError),
                 extra={"crawler": self.crawler},
             )  # fmt: skip
             self.stats.inc_value("cdp_pool/cluster/unloadable")
             with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
                 self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
             return
-        if self.enqueue_request(request) and self._unstored:
-            return  # not stored yet: the item's lease expires and it is fed again
+        if not requests:
+            logger.warning(
+                "Cluster crawl %r: feed item %r of %s: make_request_from_data made no request",
+                self.link.name, data[:200], self.link.feed_key, extra={"crawler": self.crawler},
+            )  # fmt: skip
+        for request in requests:
+            if self.enqueue_request(request) and self._unstored:
+                return  # not stored yet: the item's lease expires and it is fed again
         with suppress(RedisUnavailable):
             self.link.call("feed", lambda: self.frontier.settle([f"a:{lease}"]))
             self.stats.inc_value("cdp_pool/cluster/fed")

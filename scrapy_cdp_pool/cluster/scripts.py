@@ -20,9 +20,9 @@ identity: its cost is O(log n) in Redis plus the gates it parks on the way.
 from __future__ import annotations
 
 FEED_MARK = b"\x00feed:"
-"""Starts a frontier entry that is an item of the feed list, not a request."""
+"""Starts a frontier entry that is an item of the feed, not a request."""
 FEED_BATCH = 16
-"""URLs moved from the feed list per take, when fewer requests than this are queued."""
+"""Items moved from the feed per take, when fewer requests than this are queued."""
 FEED_GATE = "||"
 """The gate of feed entries (no host, no identity)."""
 
@@ -74,14 +74,15 @@ local function release(id, lease)
     unpark_set(P .. 'wait_host:' .. lease.host)
   end
 end
-local function requeue(id, lease)
+local function requeue(id, lease, gate)
+  gate = gate or lease.gate
   release(id, lease)
   redis.call('DEL', P .. 'lease:' .. id)
   redis.call('ZREM', P .. 'leases', id)
   if redis.call('HEXISTS', P .. 'req', id) == 1 then
-    redis.call('ZADD', P .. 'q:' .. lease.gate, lease.score, id)
+    redis.call('ZADD', P .. 'q:' .. gate, lease.score, id)
     redis.call('INCR', P .. 'queued')
-    if not redis.call('ZSCORE', P .. 'timed', lease.gate) then unpark(lease.gate) end
+    if not redis.call('ZSCORE', P .. 'timed', gate) then unpark(gate) end
   end
 end
 local function settle(op, id, worker)
@@ -94,6 +95,7 @@ local function settle(op, id, worker)
     redis.call('DEL', P .. 'lease:' .. id)
     redis.call('ZREM', P .. 'leases', id)
     redis.call('HDEL', P .. 'req', id)
+    redis.call('HDEL', P .. 'expired', id)
     redis.call('HINCRBY', P .. 'stats', 'acked', 1)
   elseif op == 'g' then
     requeue(id, lease)
@@ -129,19 +131,35 @@ or 0 when the fingerprint was seen already."""
 TAKE = (
     _PRELUDE
     + r"""
--- ARGV: prefix, worker, lease ms, host concurrency (0: none), host interval ms
--- (0: none), most gates to look at, feed list key ('' none), then settle ops
--- ('a:<id>' acks)
+-- KEYS: the feed key, if any; ARGV: prefix, worker, lease ms, host concurrency
+-- (0: none), host interval ms (0: none), most gates to look at, leases of a
+-- request that may run out before it is poisoned, then settle ops ('a:<id>' acks)
 local worker = ARGV[2]
 local lease_ms = tonumber(ARGV[3])
 local conc = tonumber(ARGV[4])
 local interval = tonumber(ARGV[5])
 local now = now_ms()
+local max_deliveries = tonumber(ARGV[7])
 local settled = settle_all(worker, 8)
-if ARGV[7] ~= '' and tonumber(redis.call('GET', P .. 'queued') or '0') < FEED_BATCH then
-  -- URLs pushed to the feed list become frontier entries, converted into
-  -- requests by the worker that takes them
-  for _, data in ipairs(redis.call('LPOP', ARGV[7], FEED_BATCH) or {}) do
+local feed_type = ''
+if #KEYS > 0 and tonumber(redis.call('GET', P .. 'queued') or '0') < FEED_BATCH then
+  -- items pushed to the feed (a list, set or sorted set, read as scrapy-redis
+  -- reads each) become frontier entries, converted into requests by the
+  -- worker that takes them
+  feed_type = redis.call('TYPE', KEYS[1])['ok']
+  local items = {}
+  if feed_type == 'list' then
+    items = redis.call('LPOP', KEYS[1], FEED_BATCH) or {}
+  elseif feed_type == 'set' then
+    items = redis.call('SPOP', KEYS[1], FEED_BATCH)
+  elseif feed_type == 'zset' then
+    local popped = redis.call('ZPOPMAX', KEYS[1], FEED_BATCH)
+    for i = 1, #popped, 2 do table.insert(items, popped[i]) end
+  end
+  if feed_type == 'list' or feed_type == 'set' or feed_type == 'zset' or feed_type == 'none' then
+    feed_type = ''
+  end
+  for _, data in ipairs(items) do
     local id = redis.call('INCR', P .. 'seq')
     redis.call('HSET', P .. 'req', id, FEED_MARK .. data)
     redis.call('ZADD', P .. 'q:' .. FEED_GATE, id, id)
@@ -153,19 +171,27 @@ redis.call('ZADD', P .. 'workers', now, worker)
 local requeued = 0
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', now, 'LIMIT', 0, 100)) do
   local lease = lease_of(id)
-  if lease then requeue(id, lease) else redis.call('ZREM', P .. 'leases', id) end
+  if lease then
+    -- a request whose leases ran out max_deliveries times is poisoned: queued
+    -- again at the open gate, handed out to fail by name, never downloaded
+    local expired = redis.call('HINCRBY', P .. 'expired', id, 1)
+    if expired >= max_deliveries then requeue(id, lease, FEED_GATE) else requeue(id, lease) end
+  else
+    redis.call('ZREM', P .. 'leases', id)
+  end
   requeued = requeued + 1
 end
 if requeued > 0 then redis.call('HINCRBY', P .. 'stats', 'requeued', requeued) end
 for _, g in ipairs(redis.call('ZRANGEBYSCORE', P .. 'timed', '-inf', now, 'LIMIT', 0, 100)) do
   unpark(g)
 end
-local function result(id, data, token)
+local function result(id, data, token, poisoned)
   local nxt = redis.call('ZRANGE', P .. 'timed', 0, 0, 'WITHSCORES')
   local wait = -1
   if #nxt > 0 then wait = math.max(0, tonumber(nxt[2]) - now) end
   local queued = tonumber(redis.call('GET', P .. 'queued') or '0')
-  return {id, data, token, requeued, settled, queued, redis.call('ZCARD', P .. 'leases'), wait}
+  return {id, data, token, requeued, settled, queued, redis.call('ZCARD', P .. 'leases'), wait,
+    feed_type, poisoned or 0}
 end
 if redis.call('EXISTS', P .. 'paused') == 1 then return result('', '', '') end
 for _ = 1, tonumber(ARGV[6]) do
@@ -217,15 +243,24 @@ for _ = 1, tonumber(ARGV[6]) do
     redis.call('HSET', P .. 'lease:' .. id, 'owner', worker, 'gate', g, 'score', top[2],
       'identity', ident, 'host', host, 'token', token, 'released', '0')
     redis.call('ZADD', P .. 'leases', now + lease_ms, id)
-    return result(id, redis.call('HGET', P .. 'req', id), token)
+    local poisoned = 0
+    if g == FEED_GATE then
+      poisoned = tonumber(redis.call('HGET', P .. 'expired', id) or '0')
+      if poisoned < max_deliveries then poisoned = 0 end
+    end
+    return result(id, redis.call('HGET', P .. 'req', id), token, poisoned)
   end
 end
 return result('', '', '')
 """
 )
-"""Acknowledge, reclaim expired leases, then take the best request whose gate
-is open: ``[id, data, fencing token, requeued, settled, queued, leased, ms to
-the next parked gate (-1: none)]``; ``id`` is empty when none may start."""
+"""Acknowledge, move feed items in, reclaim expired leases, then take the best
+request whose gate is open: ``[id, data, fencing token, requeued, settled,
+queued, leased, ms to the next parked gate (-1: none), the feed key's type
+when the take could not read it ('' otherwise)]``; ``id`` is empty when none
+may start; then how many leases of the request ran out when that reached
+the most allowed (it is poisoned: fail it, do not download it), else 0. The
+feed key is the script's one declared key (``KEYS[1]``)."""
 
 SETTLE = (
     _PRELUDE

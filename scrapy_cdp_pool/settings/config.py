@@ -115,6 +115,8 @@ class PoolConfig:
     cluster_lease_s: float = 30.0
     cluster_keep_open: bool = False
     cluster_feed_key: str | None = None
+    #: leases of one request that may run out before it fails as poisoned
+    cluster_max_deliveries: int = 3
     #: pages in flight across all workers of the cluster (None: no bound), and
     #: a worker's share's lease, seconds
     cluster_budget_max: int | None = None

@@ -156,6 +156,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_CLUSTER_NAME",                   "cluster_name",            k.NAME,               None,               "cluster", doc_default="the spider's name"),
     S("CDP_POOL_CLUSTER_LEASE_SECONDS",          "cluster_lease_s",         k.SECONDS,            30.0,               "cluster"),
     S("CDP_POOL_CLUSTER_KEEP_OPEN",              "cluster_keep_open",       k.BOOL,               False,              "cluster"),
+    S("CDP_POOL_CLUSTER_MAX_DELIVERIES",         "cluster_max_deliveries",  k.integer(1),         3,                  "cluster"),
     S("CDP_POOL_CLUSTER_FEED_KEY",               "cluster_feed_key",        k.NAME,               None,               "cluster", doc_default='`"<spider name>:start_urls"`'),
     S("CDP_POOL_CLUSTER_BUDGET_MAX",             "cluster_budget_max",      k.optional_limit(integer=True), None, "cluster"),
     S("CDP_POOL_CLUSTER_BUDGET_LEASE_SECONDS",   "cluster_budget_lease_s",  k.SECONDS,            30.0,               "cluster"),

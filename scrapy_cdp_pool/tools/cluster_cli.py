@@ -9,7 +9,9 @@ project's ``CDP_POOL_CLUSTER_NAME``.
 - ``status``: one JSON object on stdout: requests queued per priority, leases
   (owner, seconds left, identity, host), busy identities (owner, fencing token,
   seconds left), paused hosts (seconds left), workers by last heartbeat (live:
-  within ``--lease`` seconds), pages/s over ``--interval`` seconds. It reads
+  within ``--lease`` seconds), requests not done whose lease ran out at least
+  once (``expired``: poisoned at ``CDP_POOL_CLUSTER_MAX_DELIVERIES``), pages/s
+  over ``--interval`` seconds. It reads
   every queued request's score: O(queued) in Redis, for an operator, not a loop.
   ``leased`` and ``leases`` (the first 100) are read in one transaction; the
   other figures each at their own moment within the interval.
@@ -210,6 +212,7 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
         "paused": bool(client.exists(f"{prefix}paused")),
         "done": acked_after,
         "requeued": int(client.hget(f"{prefix}stats", "requeued") or 0),
+        "expired": int(client.hlen(f"{prefix}expired")),
         "pages_per_s": round((acked_after - acked_before) / elapsed, 2) if interval_s > 0 else None,
     }
 
