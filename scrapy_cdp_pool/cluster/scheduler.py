@@ -61,6 +61,7 @@ from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
+from scrapy_cdp_pool.cluster.locks import ClusterIdentityLocks
 from scrapy_cdp_pool.cluster.poison import POISONED_META_KEY
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
 from scrapy_cdp_pool.core.gates import (
@@ -137,8 +138,6 @@ class ClusterScheduler(BaseScheduler):
 
     def open(self, spider: Spider) -> Any:
         self.spider = spider
-        from scrapy_cdp_pool.cluster.locks import ClusterIdentityLocks
-
         self.gates.locks = ClusterIdentityLocks(self.link)
         adopt_redis_spider(self.crawler, spider, self.link.feed_key)
         self.link.remember_crawl()

@@ -27,6 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.browser.backends import CHROMIUM
 from scrapy_cdp_pool.browser.cdp.transport import UNIX_SCHEME
+from scrapy_cdp_pool.browser.pool.embedded_server import private_env
+from scrapy_cdp_pool.browser.pool.private_dir import make_private_dir
+from scrapy_cdp_pool.browser.pool.server_flags import CHROMIUM_FLAGS
 from scrapy_cdp_pool.errors import PoolUnavailable
 from scrapy_cdp_pool.profiles.relay import unix_socket_relay
 from scrapy_cdp_pool.settings.config import PoolConfig
@@ -56,10 +59,6 @@ async def playwright_page(
     closed at the end, the server left running. ``timeout_s`` is
     Playwright's default timeout for each step."""
     from playwright.async_api import async_playwright
-
-    from scrapy_cdp_pool.browser.pool.embedded_server import private_env
-    from scrapy_cdp_pool.browser.pool.private_dir import make_private_dir
-    from scrapy_cdp_pool.browser.pool.server_flags import CHROMIUM_FLAGS
 
     async with contextlib.AsyncExitStack() as stack:
         playwright = await stack.enter_async_context(async_playwright())

@@ -46,6 +46,20 @@ class DocumentResponse:
     security: dict[str, Any] | None = None
 
 
+#: what a script's error says when its document went away (navigated)
+_CONTEXT_GONE = (
+    "Execution context was destroyed",
+    "Cannot find context",
+    "context not found",
+    "Inspected target navigated or closed",
+)
+
+
+def is_context_gone(error: BaseException) -> bool:
+    """Whether a script's error says its document went away (navigated)."""
+    return any(marker in str(error) for marker in _CONTEXT_GONE)
+
+
 #: the browser's reason for a main-frame navigation (``Page.frameRequestedNavigation``)
 #: as Scrapy's MetaRefreshMiddleware names it
 _HOP_REASONS = {"metaTagRefresh": "meta refresh"}

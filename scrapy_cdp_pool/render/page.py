@@ -40,7 +40,7 @@ from scrapy_cdp_pool.render.capture import NetworkCapture
 from scrapy_cdp_pool.render.child_frames import ChildFrames
 from scrapy_cdp_pool.render.console import ConsoleLog
 from scrapy_cdp_pool.render.dialogs import DialogAnswerer
-from scrapy_cdp_pool.render.document import DocumentTracker
+from scrapy_cdp_pool.render.document import DocumentTracker, is_context_gone
 from scrapy_cdp_pool.render.interception import FetchInterceptor
 from scrapy_cdp_pool.render.navigation_schemes import SchemeFilter
 from scrapy_cdp_pool.render.network_idle import NetworkActivity
@@ -56,17 +56,6 @@ _READ_HTML = (
     " (document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '')"
     " + document.documentElement.outerHTML)"
 )
-_CONTEXT_GONE = (
-    "Execution context was destroyed",
-    "Cannot find context",
-    "context not found",
-    "Inspected target navigated or closed",
-)
-
-
-def is_context_gone(error: BaseException) -> bool:
-    """Whether a script's error says its document went away (navigated)."""
-    return any(marker in str(error) for marker in _CONTEXT_GONE)
 
 
 class Page:

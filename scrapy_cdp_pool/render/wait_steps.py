@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.browser.cdp import CDPProtocolError
 from scrapy_cdp_pool.errors import NavigationFailed, PageScriptError
+from scrapy_cdp_pool.render.document import is_context_gone
 from scrapy_cdp_pool.render.elements import deep, in_page_ms, js_template, poll_in_page
 from scrapy_cdp_pool.settings.url_patterns import matches_any
 
@@ -46,7 +47,6 @@ async def wait_for_function(page: Page, action: Action, timeout_s: float) -> Any
         MS=in_page_ms(timeout_s),
     ).replace("/*EXPRESSION*/", action.args[0], 1)
     # page.py imports the spec, which imports the actions: not at load time
-    from scrapy_cdp_pool.render.page import is_context_gone
 
     while True:
         generation = page.tracker.generation

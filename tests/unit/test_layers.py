@@ -4,6 +4,7 @@ README's test command), so none may import anything unchecked."""
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import tomllib
 from pathlib import Path
@@ -49,3 +50,31 @@ def test_the_browser_side_may_not_import_scrapy() -> None:
     [forbidden] = [c for c in _contracts() if c["type"] == "forbidden"]
     assert forbidden["source_modules"] == ["scrapy_cdp_pool.browser"]
     assert forbidden["forbidden_modules"] == ["scrapy"]
+
+
+#: function-level imports of the package's own modules, each for a reason that is
+#: not a cycle: the CLI loads each subcommand's modules when it runs; the cluster's
+#: Redis client (redis-py) is loaded only with a cluster configured
+LAZY_IMPORTS = {
+    ("tools/cli.py", "*"): "each subcommand's modules, loaded when it runs",
+    ("tools/profiles_cli.py", "*"): "each subcommand's modules, loaded when it runs",
+    ("cluster/install.py", "scrapy_cdp_pool.cluster.frontier"): "redis-py, with a cluster only",
+}
+
+
+def test_no_import_in_a_function_dodges_a_cycle() -> None:
+    package = ROOT / "scrapy_cdp_pool"
+    found = []
+    for path in package.rglob("*.py"):
+        name = path.relative_to(package).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.ImportFrom) and (inner.module or "").startswith(
+                    "scrapy_cdp_pool"
+                ):
+                    if (name, "*") in LAZY_IMPORTS or (name, inner.module) in LAZY_IMPORTS:
+                        continue
+                    found.append(f"{name}: {inner.module}")
+    assert found == []
