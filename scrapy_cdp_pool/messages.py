@@ -96,6 +96,18 @@ def redact_url(url: str) -> str:
     return f"{scheme}{separator}{netloc}{slash}{path}{question}{query}{hash_mark}{fragment}"
 
 
+def without_password(url: str) -> str:
+    """``url`` with the password of its user part replaced by ``***`` (and
+    nothing else changed): for records where the rest of the URL is what
+    tells one request from another (the failures file)."""
+    scheme, separator, rest = url.partition("://")
+    userinfo, rest = _split_userinfo(rest)
+    if userinfo is None:
+        return url
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}{separator}{user}:***@{rest}" if colon else f"{scheme}{separator}***@{rest}"
+
+
 def url_secrets(url: str) -> list[str]:
     """The parts of ``url`` that :func:`redact_url` hides (the password, the
     query's values, the fragment), longest first: what :func:`scrub_secrets`

@@ -61,3 +61,17 @@ async def test_a_wait_uses_its_whole_timeout(site: SiteServer) -> None:
     assert not spider.failures, spider.failures
     [response] = spider.responses
     assert response.css("#late::text").get() == "late"
+
+
+@pytest_twisted.ensureDeferred
+async def test_wait_for_timeout_waits_past_the_action_timeout(site: SiteServer) -> None:
+    """Playwright's wait_for_timeout(ms) waits ms, whatever its default
+    timeout; it failed as an action timeout past CDP_POOL_ACTION_TIMEOUT_SECONDS."""
+    request = scrapy.Request(
+        site.url("/hist/late?ms=1500"),
+        meta={"cdp": True, "cdp_actions": [["wait_for_timeout", 3000]]},
+    )
+    spider, _ = await crawl([request], {"CDP_POOL_ACTION_TIMEOUT_SECONDS": 1})
+    assert not spider.failures, spider.failures
+    [response] = spider.responses
+    assert response.css("#late::text").get() == "late"

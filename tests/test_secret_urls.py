@@ -171,3 +171,37 @@ def test_a_bad_endpoint_setting_is_refused_without_its_secrets() -> None:
     assert "is not a CDP endpoint" in str(raised.value)
     for secret in SECRETS:
         assert secret not in str(raised.value)
+
+
+@pytest.mark.parametrize("setting", ["CDP_POOL_STATUS_FILE", "CDP_POOL_FAILURES_FILE"])
+def test_a_status_or_failures_file_is_never_created_readable_or_through_a_link(
+    tmp_path: Path, setting: str
+) -> None:
+    """Found by a fresh-user trial: the start-up check created the file with the
+    umask (0644) and the crawl made it 0600 only later, so another user could
+    open it in between; a symbolic link was followed."""
+    from scrapy_cdp_pool.core.paths import check_writable_file
+
+    created = tmp_path / "created.jsonl"
+    check_writable_file(setting, str(created))
+    assert stat.S_IMODE(created.stat().st_mode) == 0o600
+    target = tmp_path / "target"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    with pytest.raises(ValueError, match=f"{setting}: .*symbolic link"):
+        check_writable_file(setting, str(link))
+    assert not target.exists()
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_failures_file_never_holds_a_urls_password(
+    site: SiteServer, tmp_path: Path
+) -> None:
+    failures = tmp_path / "failures.jsonl"
+    url = site.url("/js?n=1").replace("http://", "http://bob:hunter2@")
+    await crawl(
+        [scrapy.Request(url, meta={"cdp": True})], {"CDP_POOL_FAILURES_FILE": str(failures)}
+    )
+    text = failures.read_text()
+    assert "bob:***@" in text
+    assert "hunter2" not in text

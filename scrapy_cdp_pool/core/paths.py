@@ -29,8 +29,7 @@ def check_writable_file(name: str, path: str) -> None:
         as the file, a path under a regular file.
     """
     try:
-        with open(path, "a", encoding="utf-8"):
-            pass
+        open_private_for_append(path, name).close()  # created 0600, never readable by others
     except OSError as e:
         raise ValueError(f"{name}: {path!r} cannot be written ({_reason(e)})") from e
 
@@ -70,17 +69,29 @@ def _reason(error: OSError) -> str:
 def open_private_for_append(
     path: str | Path, setting: str, *, line_buffered: bool = False
 ) -> TextIO:
-    """``path`` opened for appending text, created 0600; an existing file of
-    the crawl's user that others could read is made 0600, with an INFO line
-    naming ``setting``.
+    """``path`` opened for appending text, created 0600 (never through a
+    symbolic link); an existing file of the crawl's user that others could
+    read is made 0600, with an INFO line naming ``setting``.
 
-    :raises OSError: it cannot be opened (missing folder, no permission).
+    :raises OSError: it cannot be opened (missing folder, no permission), it
+        is a symbolic link, or another user owns it (its lines would be theirs
+        to read).
     """
     path = Path(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags, PRIVATE_FILE_MODE)
+    except OSError as e:
+        if path.is_symlink():
+            raise OSError(e.errno, "it is a symbolic link; give the file itself") from None
+        raise
     try:
         info = os.fstat(fd)
-        if info.st_mode & 0o077 and info.st_uid == os.geteuid():
+        if info.st_uid != os.geteuid():
+            raise OSError(
+                f"it is owned by another user (uid {info.st_uid}): the crawl writes only its own"
+            )
+        if info.st_mode & 0o077:
             os.fchmod(fd, PRIVATE_FILE_MODE)
             logger.info(
                 "%s %s was readable by other users (mode %s): made 0600",

@@ -282,6 +282,8 @@ async def run_action(page: Page, action: Action, default_timeout_s: float) -> An
     :raises TimeoutError: the action did not finish in time.
     """
     timeout_s = float(action.kwargs.get("timeout", default_timeout_s))
+    if action.name == "wait_for_timeout":  # it waits what it is told, as Playwright's
+        timeout_s = max(timeout_s, float(action.args[0]) / 1000)
     if page.responses is not None:
         page.responses.mark()
     page.tracker.count_navigations_from_here()  # an action's navigation is no loop

@@ -29,7 +29,7 @@ from scrapy.utils.response import response_status_message
 
 from scrapy_cdp_pool.core.paths import open_private_for_append
 from scrapy_cdp_pool.core.runtime import runtime_of
-from scrapy_cdp_pool.messages import cap_message
+from scrapy_cdp_pool.messages import cap_message, without_password
 
 if TYPE_CHECKING:
     from typing import Self
@@ -83,7 +83,7 @@ class FailureRecorderMiddleware:
         line: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
             "spider": spider.name if spider is not None else None,
-            "url": request.url,
+            "url": without_password(request.url),  # a user part's password never written
             "method": request.method,
             "reason": reason,
             "status": status,
