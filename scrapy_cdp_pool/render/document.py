@@ -144,14 +144,14 @@ class DocumentTracker:
                 reason = params.get("reason")
                 if reason:
                     self.next_hop_reason = _HOP_REASONS.get(str(reason))
-        elif method in ("Page.navigatedWithinDocument", "Page.frameClearedScheduledNavigation"):
+        elif method == "Page.navigatedWithinDocument":
             # A fragment or History API change: no new document comes, so
             # a navigation announced without a navigationType (Chromium's
             # frameScheduledNavigation for a fragment) is over.
             if params.get("frameId") != self.main_frame_id:
                 return
             self.navigation_pending = False
-            if method == "Page.navigatedWithinDocument" and params.get("url"):
+            if params.get("url"):
                 self.page_url = str(params["url"])
         elif method == "Network.responseReceived":
             self._note_connection(params)
