@@ -297,6 +297,13 @@ class ClusterScheduler(BaseScheduler):
         self._poll_s = POLL_S[0]
         return self._hand_out(taken.lease, taken.data, taken.token, taken.poisoned)
 
+    def _park_unloadable(self, lease: str, data: bytes, stat: str) -> None:
+        """Count ``stat`` and keep ``data`` in the crawl's 'unloadable' hash
+        (on an outage its lease expires, and it is looked at again)."""
+        self.stats.inc_value(stat)
+        with suppress(RedisUnavailable):
+            self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
+
     def _hand_out(
         self, lease: str, data: bytes, token: int | None, poisoned: int = 0
     ) -> Request | None:
@@ -306,9 +313,7 @@ class ClusterScheduler(BaseScheduler):
                 "'unloadable' hash", self.link.name, data[len(FEED_MARK) :][:200], poisoned,
                 extra={"crawler": self.crawler},
             )  # fmt: skip
-            self.stats.inc_value("cdp_pool/cluster/poisoned")
-            with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
-                self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
+            self._park_unloadable(lease, data, "cdp_pool/cluster/poisoned")
             return None
         if data.startswith(FEED_MARK):
             self._feed(lease, data[len(FEED_MARK) :])
@@ -321,9 +326,7 @@ class ClusterScheduler(BaseScheduler):
                 "'unloadable' hash of the crawl's Redis keys", self.link.name, lease, e,
                 extra={"crawler": self.crawler},
             )  # fmt: skip
-            self.stats.inc_value("cdp_pool/cluster/unloadable")
-            with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
-                self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
+            self._park_unloadable(lease, data, "cdp_pool/cluster/unloadable")
             return None
         if token is not None:
             request.meta[FENCE_META_KEY] = token
