@@ -24,14 +24,13 @@ async def pushed(request: web.Request) -> web.Response:
 
 @routes.get("/hist/hash")
 async def hashed(request: web.Request) -> web.Response:
-    """Sets location.hash at load (when=late: 200 ms after load), and has an
-    anchor to #done for a click."""
+    """Sets location.hash at load (when=now) or not at all (when=never: only a click on the anchor to #done sets it)."""
     when = request.query.get("when", "now")
-    setter = (
-        'location.hash = "filter";'
-        if when == "now"
-        else 'addEventListener("load", () => setTimeout(() => { location.hash = "late"; }, 200));'
-    )
+    setters = {
+        "now": 'location.hash = "filter";',
+        "never": "",
+    }
+    setter = setters[when]
     body = f"""<p id="ready">ready</p><a id="to-done" href="#done">done</a>
 <div id="target"></div><script>{setter}</script>"""
     return html_response("Hash", body)
