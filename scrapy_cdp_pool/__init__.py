@@ -5,7 +5,7 @@ from scrapy_cdp_pool.addon import Addon
 from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
 from scrapy_cdp_pool.budget import ConcurrencyBudget
 from scrapy_cdp_pool.core.handler import CDPDownloadHandler
-from scrapy_cdp_pool.core.queue import IdentityAwarePriorityQueue
+from scrapy_cdp_pool.core.queue import IdentityAwarePriorityQueue, ProfileAwarePriorityQueue
 from scrapy_cdp_pool.profiles.middleware import ProfileMiddleware
 from scrapy_cdp_pool.settings.config import PoolConfig
 from scrapy_cdp_pool.telemetry import EngineStatusExtension
@@ -18,5 +18,6 @@ __all__ = [
     "EngineStatusExtension",
     "IdentityAwarePriorityQueue",
     "PoolConfig",
+    "ProfileAwarePriorityQueue",
     "ProfileMiddleware",
 ]

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 HANDLER = "scrapy_cdp_pool.core.handler.CDPDownloadHandler"
-PRIORITY_QUEUE = "scrapy_cdp_pool.core.queue.IdentityAwarePriorityQueue"
+PRIORITY_QUEUE = "scrapy_cdp_pool.core.queue.ProfileAwarePriorityQueue"
 GATE_RELEASE_MIDDLEWARE = "scrapy_cdp_pool.core.release.GateReleaseMiddleware"
 PROFILE_MIDDLEWARE = "scrapy_cdp_pool.profiles.middleware.ProfileMiddleware"
 EXTENSION = "scrapy_cdp_pool.telemetry.EngineStatusExtension"
@@ -312,7 +312,7 @@ def _set_priority_queue(settings: BaseSettings, crawler: Crawler | None) -> None
         return
     logger.warning(
         "SCHEDULER_PRIORITY_QUEUE = %r is kept (the project set it), in place of %s: "
-        "requests of one identity (meta['cdp_profile']) may be in flight at once, and "
+        "requests of one profile (meta['cdp_profile']) may be in flight at once, and "
         "retry backoff (meta['cdp_not_before']), host pauses after 429/Retry-After and "
         "CDP_POOL_HOST_CONCURRENCY / CDP_POOL_HOST_RATE no longer hold requests in the queue",
         _path(current),

@@ -210,8 +210,8 @@ class PageScriptStalled(PageCrashed):
 
 
 class DedicatedServerFailed(RenderError):
-    """A dedicated server (an identity's proxy or time zone, see
-    :mod:`scrapy_cdp_pool.browser.pool.dedicated`) did not start: that identity's
+    """A dedicated server (a profile's proxy or time zone, see
+    :mod:`scrapy_cdp_pool.browser.pool.dedicated`) did not start: that profile's
     request fails (and is retried), the rest of the pool goes on."""
 
 
@@ -294,7 +294,7 @@ class LivePageFailed(RenderError):
 
 
 class ProfileError(CDPPoolError, IgnoreRequest):
-    """A request of profile ``name`` cannot be sent as that identity."""
+    """A request of profile ``name`` cannot be sent as that profile."""
 
     def __init__(self, name: str, reason: str) -> None:
         reason = cap_message(reason)  # may carry a sign-in hook's error
@@ -315,15 +315,15 @@ class ProfileFileError(ProfileError):
 
 class StaleProfileWrite(ProfileFileError):
     """A save-back to the cluster's shared profiles refused by fencing: the
-    identity lock the request was taken with has expired (``current`` is
-    ``None``) or another worker holds the identity now (``current``: that
+    profile lock the request was taken with has expired (``current`` is
+    ``None``) or another worker holds the profile now (``current``: that
     lock's token). ``token`` is the write's own (``None``: the request
     carried none). The stored state is left as it was; the response is kept."""
 
     def __init__(self, name: str, key: str, token: int | None, current: int | None) -> None:
         held = "has expired" if current is None else f"is now held with token {current}"
         problem = (
-            f"save-back refused (fencing): the identity lock taken with token {token} {held}; "
+            f"save-back refused (fencing): the profile lock taken with token {token} {held}; "
             "the newer state stays"
             if token is not None
             else "save-back refused (fencing): the request carries no fencing token"
@@ -339,11 +339,11 @@ class ProfileStoreUnreachable(ProfileFileError):
 
 
 class ProfileSignedOut(ProfileError):
-    """The site shows the identity signed out and it could not sign back in."""
+    """The site shows the profile signed out and it could not sign back in."""
 
 
 class ProfileRetired(ProfileError):
-    """The identity was retired for this crawl (too many failures, signed
+    """The profile was retired for this crawl (too many failures, signed
     out, or no endpoint can honour it); ``reason`` says which."""
 
 

@@ -41,7 +41,7 @@ def test_a_priority_queue_the_project_set_is_kept_with_a_warning(
     assert settings["SCHEDULER_PRIORITY_QUEUE"] == DOWNLOADER_AWARE
     [warning] = [r.getMessage() for r in caplog.records if "SCHEDULER_PRIORITY_QUEUE" in r.message]
     assert DOWNLOADER_AWARE in warning
-    assert "one identity" in warning
+    assert "one profile" in warning
 
 
 def test_a_subclass_of_the_plugins_queue_is_kept_without_a_warning(

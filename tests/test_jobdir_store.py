@@ -19,7 +19,7 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_cdp_pool import Addon
 from scrapy_cdp_pool.core.gates import _TOKEN_META_KEY, gate_key
-from scrapy_cdp_pool.core.queue import IdentityAwarePriorityQueue, _path_safe
+from scrapy_cdp_pool.core.queue import ProfileAwarePriorityQueue, _path_safe
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import JobdirError
 from scrapy_cdp_pool.jobdir import JobStore, SqliteFifoQueue, SqliteLifoQueue
@@ -188,7 +188,7 @@ def test_the_identity_queue_state_is_rebuilt_from_the_rows_after_a_kill(tmp_path
     queue would have written, rebuilt from the database; everything pops again."""
     crawler = make_crawler(tmp_path / "job")
     key = str(tmp_path / "job/requests.queue")
-    pq = IdentityAwarePriorityQueue(
+    pq = ProfileAwarePriorityQueue(
         crawler, SqliteLifoQueue, key, {}, start_queue_cls=SqliteFifoQueue
     )
     requests = _requests()
@@ -205,10 +205,10 @@ def test_the_identity_queue_state_is_rebuilt_from_the_rows_after_a_kill(tmp_path
     crawler = make_crawler(tmp_path / "job")
     store = job_store(runtime_of(crawler))
     assert store.requeue_in_flight() == 1
-    state = recover_state(store, IdentityAwarePriorityQueue)
+    state = recover_state(store, ProfileAwarePriorityQueue)
     assert isinstance(state, dict)
     assert state == {gate: sorted(prios) for gate, prios in expected.items()}
-    pq = IdentityAwarePriorityQueue(
+    pq = ProfileAwarePriorityQueue(
         crawler, SqliteLifoQueue, key, state, start_queue_cls=SqliteFifoQueue
     )
     found = []
@@ -224,7 +224,7 @@ def test_rows_of_an_unknown_gate_directory_move_to_their_gate_now(tmp_path: Path
     store = job_store(runtime_of(crawler))
     request = scrapy.Request("http://c.test/", meta={"cdp_profile": "carol"})
     store.push("renamed-gate-dir/-2", serialize(request, crawler.spider))
-    state = recover_state(store, IdentityAwarePriorityQueue)
+    state = recover_state(store, ProfileAwarePriorityQueue)
     assert state == {"carol|c.test": [-2]}
     assert [row.queue for row in store.rows()] == [f"{_path_safe('carol|c.test')}/-2"]
 

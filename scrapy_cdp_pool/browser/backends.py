@@ -70,7 +70,7 @@ class Backend:
     auto_attach: bool = False
     #: pages kept for reuse by default (``CDP_POOL_REUSE_PAGES`` unset)
     reuse_pages_by_default: bool = True
-    #: an embedded server of it may be dedicated to one identity's time zone
+    #: an embedded server of it may be dedicated to one profile's time zone
     #: (``CDP_POOL_DEDICATED_SERVERS``)
     dedicated_servers: bool = False
     #: a context's proxy takes its credentials in its URL

@@ -20,13 +20,13 @@ key                      type    holds
                                  within a priority)
 ``P ready``              zset    gates that may start, scored by their best request
 ``P timed``              zset    parked gates -> when to look at them again
-``P wait_id:<ident>``    set     gates parked until identity ``ident`` is released
+``P wait_id:<ident>``    set     gates parked until profile ``ident`` is released
 ``P wait_host:<host>``   set     gates parked until a slot of ``host`` frees
 ``P queued``             string  requests queued (not leased)
 ``P leases``             zset    leased request id -> lease expiry
 ``P lease:<id>``         hash    ``owner`` (worker id), ``gate``, ``score``,
                                  ``identity``, ``host``, ``token``, ``released``
-``P identity:<ident>``   hash    the identity lock: ``owner`` (worker id),
+``P identity:<ident>``   hash    the profile lock: ``owner`` (worker id),
                                  ``token`` (fencing token), ``lease`` (request
                                  id); PEXPIRE: the lease
 ``P fence``              string  last fencing token (``INCR``)
@@ -48,7 +48,7 @@ key                      type    holds
                                  at ``CDP_POOL_CLUSTER_MAX_DELIVERIES``)
 =======================  ======  ===================================================
 
-A gate is ``<host>|<not before ms or "">|<identity>``
+A gate is ``<host>|<not before ms or "">|<profile>``
 (:func:`~scrapy_cdp_pool.cluster.keys.gate_of`).
 """
 

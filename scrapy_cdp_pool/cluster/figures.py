@@ -1,8 +1,8 @@
 """The cluster's figures for this worker's Prometheus metrics.
 
 :func:`read_figures` reads them from Redis in two pipelined round trips plus a
-``SCAN`` of the identity locks and of the host pauses (their count bounds the
-cost: identities and paused hosts, never queued requests). Queued requests are
+``SCAN`` of the profile locks and of the host pauses (their count bounds the
+cost: profiles and paused hosts, never queued requests). Queued requests are
 counted in all (``P queued``); per priority they are not: that needs a read of
 every queued entry, which ``scrapy-cdp-pool cluster status`` does on demand.
 A worker sends them with each lease renewal (every third of
@@ -39,7 +39,7 @@ def read_figures(client: Any, prefix: str, lease_s: float) -> ClusterFigures:
     for owner in owners:
         if owner is not None:
             by_owner[owner.decode()] = by_owner.get(owner.decode(), 0) + 1
-    identities = sum(
+    profiles = sum(
         1 for _ in client.scan_iter(match=f"{glob_escaped(prefix)}identity:*", count=1000)
     )
     pause_prefix = f"{prefix}pause:"
@@ -53,7 +53,7 @@ def read_figures(client: Any, prefix: str, lease_s: float) -> ClusterFigures:
         queued_total=int(queued or 0),
         leased=len(leases),
         leases_by_owner=by_owner,
-        busy_identities=identities,
+        busy_identities=profiles,
         paused_hosts=paused,
         workers=live,
         requeued=int(requeued or 0),

@@ -4,7 +4,7 @@ A thin layer over the Lua scripts of :mod:`scrapy_cdp_pool.cluster.scripts`
 with redis-py's blocking client: Scrapy's scheduler interface
 (``enqueue_request``, ``next_request``) is synchronous, and a request must be
 taken in the call that hands it out (taking ahead, asynchronously, would hold
-identity locks and host slots for requests not started). A round trip on the
+profile locks and host slots for requests not started). A round trip on the
 same machine is ~0.1 ms (``benchmarks/cluster.py`` measures it). Errors of the
 connection (:data:`REDIS_ERRORS`) are the caller's to handle.
 """
@@ -111,8 +111,8 @@ class Frontier:
         self._take = client.register_script(scripts.TAKE)
         self._settle = client.register_script(scripts.SETTLE)
         self._renew = client.register_script(scripts.RENEW)
-        self._lock = client.register_script(scripts.LOCK_IDENTITY)
-        self._unlock = client.register_script(scripts.UNLOCK_IDENTITY)
+        self._lock = client.register_script(scripts.LOCK_PROFILE)
+        self._unlock = client.register_script(scripts.UNLOCK_PROFILE)
         self._pause = client.register_script(scripts.PAUSE_HOST)
 
     def _run(self, script: Any, *args: object) -> Any:
@@ -161,7 +161,7 @@ class Frontier:
         )
 
     def settle(self, ops: Iterable[str]) -> int:
-        """``r:<id>`` (release the identity and host slot), ``a:<id>``
+        """``r:<id>`` (release the profile and host slot), ``a:<id>``
         (acknowledge), ``g:<id>`` (give back to the queue)."""
         ops = list(ops)
         return int(self._run(self._settle, self.worker, *ops)) if ops else 0
@@ -172,19 +172,19 @@ class Frontier:
         self.client.zrem(f"{self.prefix}workers", self.worker)
 
     def renew(self, leases: Iterable[str], locks: Iterable[tuple[str, int]] = ()) -> list[str]:
-        """Extend leases (and direct identity locks ``(identity, token)``);
+        """Extend leases (and direct profile locks ``(profile, token)``);
         those no longer held."""
-        args = [*leases, *(f"i:{token}:{identity}" for identity, token in locks)]
+        args = [*leases, *(f"i:{token}:{profile}" for profile, token in locks)]
         lost = self._run(self._renew, self.worker, self.lease_ms, *args)
         return [item.decode() for item in lost]
 
-    def lock_identity(self, identity: str) -> int | None:
-        """Lock ``identity`` outside the queue; its fencing token, ``None`` if busy."""
-        token = int(self._run(self._lock, self.worker, self.lease_ms, identity))
+    def lock_profile(self, profile: str) -> int | None:
+        """Lock ``profile`` outside the queue; its fencing token, ``None`` if busy."""
+        token = int(self._run(self._lock, self.worker, self.lease_ms, profile))
         return token or None
 
-    def unlock_identity(self, identity: str, token: int) -> bool:
-        return bool(self._run(self._unlock, identity, token))
+    def unlock_profile(self, profile: str, token: int) -> bool:
+        return bool(self._run(self._unlock, profile, token))
 
     def pause_host(self, host: str, seconds: float) -> float:
         """Pause ``host`` fleet-wide; the seconds its pause has left."""

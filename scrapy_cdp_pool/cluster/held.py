@@ -3,11 +3,11 @@ the acknowledgement.
 
 - :meth:`release` (a finish hook of the crawler's
   :class:`~scrapy_cdp_pool.core.gates.RequestGates`): the download is
-  over, the identity lock and host slot go back at once (one round trip; kept
+  over, the profile lock and host slot go back at once (one round trip; kept
   for later while Redis cannot be reached);
 - :meth:`finished`: the leases of the requests the engine is done with, for the
   scheduler's next call to acknowledge;
-- every third of ``CDP_POOL_CLUSTER_LEASE_SECONDS`` all leases (and identity
+- every third of ``CDP_POOL_CLUSTER_LEASE_SECONDS`` all leases (and profile
   locks taken outside the queue) are renewed in one round trip; a lease found
   lost (it ran out: this worker was cut off or stalled) is dropped, counted in
   ``cdp_pool/cluster/leases_lost`` and logged.
@@ -76,7 +76,7 @@ class HeldRequests:
         return len(self._requests)
 
     def release(self, request: Request) -> None:
-        """The download is over: give back the identity lock and host slot now
+        """The download is over: give back the profile lock and host slot now
         (the request itself is acknowledged when the engine is done with it)."""
         lease = request.meta.get(LEASE_META_KEY)
         if lease is None or lease not in self._requests:

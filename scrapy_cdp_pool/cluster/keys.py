@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 SEP = "|"
-"""Separates a gate key's parts: ``<host>|<not before, ms or "">|<identity>``.
-Host names and numbers hold no ``|``; the identity (last) may."""
+"""Separates a gate key's parts: ``<host>|<not before, ms or "">|<profile>``.
+Host names and numbers hold no ``|``; the profile (last) may."""
 
 
 def key_prefix(name: str) -> str:
@@ -15,22 +15,22 @@ def key_prefix(name: str) -> str:
     return f"cdp_pool:{{{name}}}:"
 
 
-def identity_key(prefix: str, identity: str) -> str:
-    """The identity lock: a hash ``owner`` (worker id), ``token`` (fencing
+def profile_lock_key(prefix: str, profile: str) -> str:
+    """The profile lock: a hash ``owner`` (worker id), ``token`` (fencing
     token from ``INCR <prefix>fence``), ``lease`` (request id), with a PEXPIRE."""
-    return f"{prefix}identity:{identity}"
+    return f"{prefix}identity:{profile}"
 
 
-def gate_of(host: str, identity: str, not_before_ms: int | None = None) -> str:
+def gate_of(host: str, profile: str, not_before_ms: int | None = None) -> str:
     nb = "" if not_before_ms is None else str(not_before_ms)
-    return f"{host}{SEP}{nb}{SEP}{identity}"
+    return f"{host}{SEP}{nb}{SEP}{profile}"
 
 
 def split_gate(gate: str) -> tuple[str, int | None, str]:
-    """``(host, not_before_ms or None, identity)``."""
+    """``(host, not_before_ms or None, profile)``."""
     host, _, rest = gate.partition(SEP)
-    nb, _, identity = rest.partition(SEP)
-    return host, (int(nb) if nb else None), identity
+    nb, _, profile = rest.partition(SEP)
+    return host, (int(nb) if nb else None), profile
 
 
 _GLOB = str.maketrans({c: "\\" + c for c in "*?[]\\"})

@@ -1,7 +1,7 @@
 """ClusterLink: one crawler's connection to its cluster crawl, and what it does
 when Redis cannot be reached.
 
-Every part of a worker (scheduler, dupefilter, host pauses, identity locks)
+Every part of a worker (scheduler, dupefilter, host pauses, profile locks)
 goes through the crawler's one link (:func:`link_for`): one client, one
 worker id, one :class:`~scrapy_cdp_pool.cluster.frontier.Frontier`, one view of
 whether Redis is reachable. A failed call (:data:`REDIS_ERRORS`) starts an

@@ -1,67 +1,67 @@
-"""ClusterIdentityLocks: the crawler's identity locks, held in Redis fleet-wide.
+"""ClusterProfileLocks: the crawler's profile locks, held in Redis fleet-wide.
 
-Requests taken from the cluster frontier get their identity's lock in the same
+Requests taken from the cluster frontier get their profile's lock in the same
 Lua step as the take (token ``cluster:<lease>``): the scheduler's finish hook
 gives it back with the host slot, so :meth:`release` of such a token only
 says yes. A request downloaded without the scheduler
-(``engine.download_async``) locks its identity here, with a fencing token of
+(``engine.download_async``) locks its profile here, with a fencing token of
 its own (renewed with the worker's leases, :attr:`direct`). When Redis cannot
-be reached, an identity counts as busy and cannot be locked.
+be reached, a profile counts as busy and cannot be locked.
 """
 
 from __future__ import annotations
 
-from scrapy_cdp_pool.cluster.keys import identity_key
+from scrapy_cdp_pool.cluster.keys import profile_lock_key
 from scrapy_cdp_pool.cluster.link import ClusterLink
 from scrapy_cdp_pool.errors import RedisUnavailable
 
 _QUEUED_PREFIX = "cluster:"
 
 
-class ClusterIdentityLocks:
+class ClusterProfileLocks:
     def __init__(self, link: ClusterLink) -> None:
         self.link = link
-        #: identity -> fencing token of the locks taken outside the queue
+        #: profile -> fencing token of the locks taken outside the queue
         self.direct: dict[str, int] = {}
-        self._tokens: dict[str, str] = {}  # identity -> the caller's token
+        self._tokens: dict[str, str] = {}  # profile -> the caller's token
 
-    def try_acquire(self, identity: str, token: str) -> bool:
+    def try_acquire(self, profile: str, token: str) -> bool:
         if token.startswith(_QUEUED_PREFIX):
             return True  # taken with the request
-        if self._tokens.get(identity) == token:
+        if self._tokens.get(profile) == token:
             return True
         try:
-            fence = self.link.call("lock", lambda: self.link.frontier.lock_identity(identity))
+            fence = self.link.call("lock", lambda: self.link.frontier.lock_profile(profile))
         except RedisUnavailable:
             return False
         if fence is None:
             return False
-        self.direct[identity] = fence
-        self._tokens[identity] = token
+        self.direct[profile] = fence
+        self._tokens[profile] = token
         return True
 
-    def release(self, identity: str, token: str) -> bool:
+    def release(self, profile: str, token: str) -> bool:
         if token.startswith(_QUEUED_PREFIX):
             return True  # given back by the scheduler's finish hook
-        if self._tokens.get(identity) != token:
+        if self._tokens.get(profile) != token:
             return False
-        fence = self.direct.pop(identity)
-        del self._tokens[identity]
+        fence = self.direct.pop(profile)
+        del self._tokens[profile]
         try:
-            self.link.call("unlock", lambda: self.link.frontier.unlock_identity(identity, fence))
+            self.link.call("unlock", lambda: self.link.frontier.unlock_profile(profile, fence))
         except RedisUnavailable:
             pass  # its lease runs out
         return True
 
-    def is_busy(self, identity: str) -> bool:
-        key = identity_key(self.link.frontier.prefix, identity)
+    def is_busy(self, profile: str) -> bool:
+        key = profile_lock_key(self.link.frontier.prefix, profile)
         try:
             return bool(self.link.call("busy", lambda: self.link.client.exists(key)))
         except RedisUnavailable:
             return True
 
     def busy(self) -> frozenset[str]:
-        prefix = identity_key(self.link.frontier.prefix, "")
+        prefix = profile_lock_key(self.link.frontier.prefix, "")
         try:
             keys = self.link.call(
                 "busy", lambda: list(self.link.client.scan_iter(match=prefix + "*", count=1000))

@@ -1,10 +1,10 @@
-"""FleetHealthBook: identity health (failures, retirement) shared by every
+"""FleetHealthBook: profile health (failures, retirement) shared by every
 worker of a cluster.
 
 Key: ``P profile_health:{name}``, a hash with ``uses``, ``failures``,
 ``consecutive_failures`` (reset by a success on any worker) and ``retired``
 (the reason, set once). ``CDP_POOL_PROFILE_MAX_FAILURES`` consecutive failures
-across the fleet retire the identity for every worker: the script that counts
+across the fleet retire the profile for every worker: the script that counts
 a failure decides, so two workers failing at once retire it once.
 
 The crawl calls the book synchronously on its event loop (as it calls
@@ -13,7 +13,7 @@ The crawl calls the book synchronously on its event loop (as it calls
 through one thread of this worker. A retirement decided by the fleet is taken
 in at the next call and logged once (WARNING), and
 :meth:`FleetHealthBook.pull` reads the fleet's verdict before each request of
-the identity. So a failure on one worker retires the identity for a request
+the profile. So a failure on one worker retires the profile for a request
 another worker starts a Redis round trip later at most.
 """
 

@@ -1,14 +1,14 @@
-"""SharedProfilesMiddleware: the hook that puts the crawl's identities on the
+"""SharedProfilesMiddleware: the hook that puts the crawl's profiles on the
 cluster's shared profiles (:mod:`scrapy_cdp_pool.cluster.profile_store`).
 
 **The wiring, in one place.** With ``CDP_POOL_CLUSTER_REDIS_URL`` set, this
 downloader middleware (order 965, just before
 :class:`~scrapy_cdp_pool.profiles.middleware.ProfileMiddleware` at 970, which
 is built after it) gives the crawler's
-:class:`~scrapy_cdp_pool.profiles.registry.Identities` a
+:class:`~scrapy_cdp_pool.profiles.registry.ProfileRegistry` a
 :class:`~scrapy_cdp_pool.cluster.profile_store.SharedProfiles` as its store and
 a :class:`~scrapy_cdp_pool.cluster.profile_health.FleetHealthBook` as its
-health; nothing else in the identity code changes:
+health; nothing else in the profile code changes:
 
 - at ``spider_opened``: seeds the store from ``CDP_POOL_PROFILES_DIR`` (each
   profile the cluster does not hold yet) and logs what it did;
@@ -18,7 +18,7 @@ health; nothing else in the identity code changes:
   by the frontier's take) for the save-back that follows its render;
 - at ``spider_closed``: waits for the health writes still queued.
 
-The frontier's take must put the identity lock's token in
+The frontier's take must put the profile lock's token in
 ``request.meta[FENCING_TOKEN_META_KEY]``; a request without one cannot save
 its state back (refused, counted as a stale write).
 """
@@ -36,10 +36,10 @@ from scrapy.exceptions import NotConfigured
 from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix, worker_id
 from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
 from scrapy_cdp_pool.cluster.profile_store import ProfileStoreUnreachable, SharedProfiles
-from scrapy_cdp_pool.core.gates import identity_of
+from scrapy_cdp_pool.core.gates import profile_of
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import ProfileFileError
-from scrapy_cdp_pool.profiles.registry import Identities, identities_of
+from scrapy_cdp_pool.profiles.registry import ProfileRegistry, profiles_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ORDER = 965
-#: where the frontier's take leaves the identity lock's fencing token (an
+#: where the frontier's take leaves the profile lock's fencing token (an
 #: int): the cluster scheduler's ``FENCE_META_KEY``
 FENCING_TOKEN_META_KEY = "_cdp_cluster_fence"  # noqa: S105 - a meta key
 
@@ -67,11 +67,11 @@ def fencing_token(request: Request) -> int | None:
 
 
 def install_shared_profiles(
-    identities: Identities, shared: SharedProfiles, health: FleetHealthBook
+    profiles: ProfileRegistry, shared: SharedProfiles, health: FleetHealthBook
 ) -> None:
-    """Make ``identities`` read and write ``shared`` and count health in ``health``."""
-    identities.store = shared  # type: ignore[assignment]  # ProfileStore's interface
-    identities.health = health
+    """Make ``profiles`` read and write ``shared`` and count health in ``health``."""
+    profiles.store = shared  # type: ignore[assignment]  # ProfileStore's interface
+    profiles.health = health
 
 
 class SharedProfilesMiddleware:
@@ -106,7 +106,7 @@ class SharedProfilesMiddleware:
         health = FleetHealthBook(
             crawler.stats, config.profile_max_failures, client, prefix, crawler=crawler
         )
-        install_shared_profiles(identities_of(runtime), shared, health)
+        install_shared_profiles(profiles_of(runtime), shared, health)
         return cls(crawler, shared, health)
 
     def spider_opened(self) -> None:
@@ -140,7 +140,7 @@ class SharedProfilesMiddleware:
         self.health.close()
 
     async def process_request(self, request: Request) -> None:
-        name = identity_of(request)
+        name = profile_of(request)
         if not name:
             return
         self.shared.remember_token(name, fencing_token(request))

@@ -1,5 +1,5 @@
 """SharedProfiles: the fleet's profiles in Redis, so that the storage state one
-worker saves back is what the next worker to use that identity loads.
+worker saves back is what the next worker to use that profile loads.
 
 Keys (``P`` is the cluster's prefix, ``cdp_pool:{CDP_POOL_CLUSTER_NAME}:``):
 
@@ -10,15 +10,15 @@ Keys (``P`` is the cluster's prefix, ``cdp_pool:{CDP_POOL_CLUSTER_NAME}:``):
   ``owner`` (the worker that wrote it last), ``saved_at_ms`` (that worker's
   clock, Unix milliseconds). About the size of the two JSON texts.
 - ``P profiles``: a set of the names stored.
-- ``P profile_health:{name}``: the fleet's health of the identity (see
+- ``P profile_health:{name}``: the fleet's health of the profile (see
   :mod:`scrapy_cdp_pool.cluster.profile_health`).
-- ``P identity:{name}``: the identity lock, written by the frontier's take
+- ``P profile:{name}``: the profile lock, written by the frontier's take
   (hash: ``owner``, ``token`` from ``INCR P fence``, a ``PEXPIRE`` lease).
   Only read here.
 
-Fencing: a save-back is one Lua script that writes only while the identity
+Fencing: a save-back is one Lua script that writes only while the profile
 lock's ``token`` is the one the request was taken with. A worker whose lease
-expired (stalled, partitioned), so that another worker took the identity, gets
+expired (stalled, partitioned), so that another worker took the profile, gets
 :class:`StaleProfileWrite` instead of overwriting the newer state; it is logged
 and counted in ``cdp_pool/cluster/stale_profile_writes``.
 
@@ -36,7 +36,7 @@ naming the key and the problem, never a value.
 
 The calls block on Redis (the ``redis`` package's client): the crawl makes them
 in a thread (:class:`~scrapy_cdp_pool.cluster.profile_hook.SharedProfilesMiddleware`,
-and the identities' own ``asyncio.to_thread`` for save-back); :meth:`load` and
+and the profiles' own ``asyncio.to_thread`` for save-back); :meth:`load` and
 :meth:`names` answer from what was last read.
 """
 
@@ -90,7 +90,7 @@ redis.call('SADD', KEYS[2], ARGV[5])
 return 1
 """
 
-# KEYS: the identity lock, the profile, the set of names.
+# KEYS: the profile lock, the profile, the set of names.
 # ARGV: token, state JSON, owner, time (ms), name.
 # Returns {1, version} when written, {0, current token or ''} when refused.
 _SAVE = """
@@ -109,7 +109,7 @@ return {1, version}
 class SeedReport:
     """What :meth:`SharedProfiles.seed` did: names ``seeded`` (copied from
     files), ``kept`` (already stored, the file not copied), ``differing``
-    (kept, and the identity file differs from the stored identity), and
+    (kept, and the identity file differs from the stored profile), and
     ``errors`` (invalid files, not copied)."""
 
     seeded: list[str] = field(default_factory=list)
@@ -122,7 +122,7 @@ class SharedProfiles:
     """The profiles of one cluster, in Redis; the same reading interface as
     :class:`~scrapy_cdp_pool.profiles.store.ProfileStore` (``load``,
     ``names``, ``check``, ``save_state``, ``directory``), so the crawl's
-    identities use it in place of the directory.
+    profiles use it in place of the directory.
 
     ``redis``: a ``redis.Redis`` client (``decode_responses=False``).
     ``prefix``: the cluster's key prefix. ``owner``: this worker's id (stored
@@ -277,13 +277,13 @@ class SharedProfiles:
 
     def remember_token(self, name: str, token: int | None) -> None:
         """The fencing token the request of ``name`` now in flight on this
-        worker was taken with (one at a time: the identity lock)."""
+        worker was taken with (one at a time: the profile lock)."""
         with self._lock:
             self._tokens[name] = token
 
     def save_state(self, name: str, state: dict[str, Any], token: int | None = None) -> Path:
         """Write ``state`` as profile ``name``'s storage state, if the
-        identity lock still has the request's fencing token (``token``, else
+        profile lock still has the request's fencing token (``token``, else
         the one remembered for ``name``). Blocks on Redis.
 
         :raises StaleProfileWrite: refused by the fencing token (logged,
@@ -349,7 +349,7 @@ def export_profiles(
 ) -> list[Path]:
     """Write the stored profiles (``names``, default all) to ``directory``
     (default the store's ``CDP_POOL_PROFILES_DIR``) as ``NAME.json`` and, for
-    those with an identity, ``NAME.identity.json``: mode 0600, each written
+    those with a profile, ``NAME.identity.json``: mode 0600, each written
     atomically (a temporary file renamed over the old one), the directory
     created 0700 if missing. Returns the files written. Blocks on Redis.
 

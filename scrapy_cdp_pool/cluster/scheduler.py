@@ -11,10 +11,10 @@ Redis (:mod:`scrapy_cdp_pool.cluster.scripts`):
 - ``next_request``: acknowledgements of the requests the engine is done with
   (as :class:`~scrapy_cdp_pool.jobdir.DurableScheduler` does: callback
   output scheduled, items through the pipelines), then the take: the best
-  request whose identity is free fleet-wide and whose host is neither paused
+  request whose profile is free fleet-wide and whose host is neither paused
   nor at ``CDP_POOL_HOST_CONCURRENCY`` / ``CDP_POOL_HOST_RATE``, with a lease.
 - leases are renewed every third of ``CDP_POOL_CLUSTER_LEASE_SECONDS``; the
-  identity lock and host slot are given back as soon as the download is over
+  profile lock and host slot are given back as soon as the download is over
   (a finish hook of the crawler's
   :class:`~scrapy_cdp_pool.core.gates.RequestGates`), the request itself
   when the engine is done with it.
@@ -61,7 +61,7 @@ from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
-from scrapy_cdp_pool.cluster.locks import ClusterIdentityLocks
+from scrapy_cdp_pool.cluster.locks import ClusterProfileLocks
 from scrapy_cdp_pool.cluster.poison import POISONED_META_KEY
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
 from scrapy_cdp_pool.core.gates import (
@@ -70,8 +70,8 @@ from scrapy_cdp_pool.core.gates import (
     NOT_BEFORE_META_KEY,
     RequestGates,
     host_of,
-    identity_of,
     not_before_problem,
+    profile_of,
 )
 from scrapy_cdp_pool.core.queue import UNSERIALIZABLE_META_KEY
 from scrapy_cdp_pool.core.runtime import runtime_of
@@ -88,9 +88,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 FENCE_META_KEY = "_cdp_cluster_fence"
-"""The fencing token of the request's identity lock (an int, from ``INCR
+"""The fencing token of the request's profile lock (an int, from ``INCR
 <prefix>fence``): a profile saved back under a token that is no longer the
-identity's current one is stale."""
+profile's current one is stale."""
 _PRIVATE_META_KEYS = (LEASE_META_KEY, FENCE_META_KEY, _TOKEN_META_KEY, POISONED_META_KEY)
 POLL_S = (0.05, 1.0)
 """How soon to ask Redis again when nothing may start but the crawl is not
@@ -138,7 +138,7 @@ class ClusterScheduler(BaseScheduler):
 
     def open(self, spider: Spider) -> Any:
         self.spider = spider
-        self.gates.locks = ClusterIdentityLocks(self.link)
+        self.gates.locks = ClusterProfileLocks(self.link)
         adopt_redis_spider(self.crawler, spider, self.link.feed_key)
         self.link.remember_crawl()
         self.held.start_renewal()
@@ -213,7 +213,7 @@ class ClusterScheduler(BaseScheduler):
                 seen, fp = SEEN, self.df.fingerprint(request)
             elif self.df.request_seen(request):
                 return False
-        gate = gate_of(host_of(request), identity_of(request), self._not_before_ms(request))
+        gate = gate_of(host_of(request), profile_of(request), self._not_before_ms(request))
         try:
             stored = self.link.call(
                 "store", lambda: self.frontier.push(data, gate, request.priority, seen, fp)
@@ -337,7 +337,7 @@ class ClusterScheduler(BaseScheduler):
             request.meta[POISONED_META_KEY] = poisoned
             return request
         # budgets (local and fleet-wide) count a page from its hand-out, as
-        # with the local queue (the identity lock was taken in Redis)
+        # with the local queue (the profile lock was taken in Redis)
         self.gates.run_dequeue_hooks(request)
         return request
 

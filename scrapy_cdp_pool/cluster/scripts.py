@@ -314,7 +314,7 @@ return lost
 """Extend this worker's leases (and the identity locks and host slots they
 hold) by the lease time from now; returns those it no longer holds."""
 
-LOCK_IDENTITY = (
+LOCK_PROFILE = (
     _PRELUDE
     + r"""
 -- ARGV: prefix, worker, lease ms, identity: an identity lock taken outside the
@@ -328,7 +328,7 @@ return token
 """
 )
 
-UNLOCK_IDENTITY = (
+UNLOCK_PROFILE = (
     _PRELUDE
     + r"""
 -- ARGV: prefix, identity, token

@@ -1,8 +1,8 @@
 """RequestGates: may a request start now? One object per crawler.
 
-A request's gate key is its identity (``meta["cdp_profile"]``, empty for none)
-and its host. The identity gate is closed while another request of that
-identity is in flight. Host gates (pauses after 429/``Retry-After``, per-host
+A request's gate key is its profile (``meta["cdp_profile"]``, empty for none)
+and its host. The profile gate is closed while another request of that
+profile is in flight. Host gates (pauses after 429/``Retry-After``, per-host
 concurrency and rate) plug in through :meth:`add_host_check`, and see requests
 start and end through :meth:`add_dequeue_hook` and :meth:`add_finish_hook`. A
 request whose ``meta["cdp_not_before"]`` (epoch seconds) is in the future has a
@@ -37,7 +37,7 @@ from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 
 from scrapy_cdp_pool.core.politeness import RequestSpacing, SlotConcurrency
-from scrapy_cdp_pool.core.profile_locks import IdentityLocks, LocalIdentityLocks
+from scrapy_cdp_pool.core.profile_locks import LocalProfileLocks, ProfileLocks
 from scrapy_cdp_pool.scrapy_internals import wake_engine
 
 if TYPE_CHECKING:
@@ -67,8 +67,8 @@ StartCheck = Callable[[], bool]
 scheduler now (a shared concurrency budget)."""
 
 
-def identity_of(request: Request) -> str:
-    """The request's identity name, ``""`` for none."""
+def profile_of(request: Request) -> str:
+    """The request's profile name, ``""`` for none."""
     value = request.meta.get(PROFILE_META_KEY)
     return str(value) if value else ""
 
@@ -130,11 +130,11 @@ def not_before_suffix(value: object) -> str:
 
 
 def gate_key(request: Request) -> str:
-    """``"<identity>|<host>"``: requests with the same key share a gate. A
+    """``"<profile>|<host>"``: requests with the same key share a gate. A
     request not to start before a future time gets ``"|@<epoch seconds>"``
     added (:func:`not_before_suffix`), unless the queue marked its value
     invalid (:data:`INVALID_META_KEY`)."""
-    key = f"{identity_of(request)}|{host_of(request)}"
+    key = f"{profile_of(request)}|{host_of(request)}"
     if INVALID_META_KEY not in request.meta:
         not_before = _finite(request.meta.get(NOT_BEFORE_META_KEY))
         if not_before is not None and not_before > time.time():
@@ -143,8 +143,8 @@ def gate_key(request: Request) -> str:
 
 
 def split_key(key: str) -> tuple[str, str]:
-    identity, _, host = key.partition("|")
-    return identity, host.partition("|@")[0]
+    profile, _, host = key.partition("|")
+    return profile, host.partition("|@")[0]
 
 
 def not_before_of(key: str) -> float | None:
@@ -152,7 +152,7 @@ def not_before_of(key: str) -> float | None:
     _, marker, when = key.rpartition("|@")
     try:
         return _finite(float(when)) if marker else None
-    except ValueError:  # "|@" in an identity name, not a time
+    except ValueError:  # "|@" in a profile name, not a time
         return None
 
 
@@ -178,10 +178,10 @@ class RequestGates:
     """
 
     def __init__(
-        self, crawler: Crawler, locks: IdentityLocks | None = None, *, max_wait_s: float = 60.0
+        self, crawler: Crawler, locks: ProfileLocks | None = None, *, max_wait_s: float = 60.0
     ) -> None:
         self.crawler = crawler
-        self.locks: IdentityLocks = locks or LocalIdentityLocks()
+        self.locks: ProfileLocks = locks or LocalProfileLocks()
         self._host_checks: list[HostCheck] = []
         self._dequeue_hooks: list[DequeueHook] = []
         self._finish_hooks: list[FinishHook] = []
@@ -227,24 +227,24 @@ class RequestGates:
             if 0 < remaining <= self.max_wait_s + NOT_BEFORE_SLACK_S:
                 self.wake(remaining)
                 return False
-        identity, host = split_key(key)
-        if identity and self.locks.is_busy(identity):
+        profile, host = split_key(key)
+        if profile and self.locks.is_busy(profile):
             return False
         return all(check(host) for check in self._host_checks)
 
     def on_dequeued(self, request: Request) -> bool:
-        """The scheduler is handing ``request`` out: mark its identity in
+        """The scheduler is handing ``request`` out: mark its profile in
         flight and run the dequeue hooks (host limits).
 
-        Returns ``False``, and marks nothing, when the identity lock could not
+        Returns ``False``, and marks nothing, when the profile lock could not
         be taken (a shared lock taken meanwhile by another process): the queue
         then keeps the request. The token (unique across processes) stays in
         the request's meta until :meth:`on_finished`."""
-        identity = identity_of(request)
-        if identity:
+        profile = profile_of(request)
+        if profile:
             token = f"{uuid.uuid4().hex}"
-            if not self.locks.try_acquire(identity, token):
-                logger.debug("Identity %r is busy elsewhere; %s waits", identity, request)
+            if not self.locks.try_acquire(profile, token):
+                logger.debug("Identity %r is busy elsewhere; %s waits", profile, request)
                 return False
             request.meta[_TOKEN_META_KEY] = token
         self.run_dequeue_hooks(request)
@@ -252,20 +252,20 @@ class RequestGates:
 
     def run_dequeue_hooks(self, request: Request) -> None:
         """Tell the dequeue hooks (host limits, budgets) that ``request`` is
-        handed out now; for a scheduler whose identity lock was taken
+        handed out now; for a scheduler whose profile lock was taken
         elsewhere (the cluster's take)."""
         now = time.monotonic()
         for hook in self._dequeue_hooks:
             hook(request, now)
 
     def on_finished(self, request: Request) -> None:
-        """The download of ``request`` is over: release its identity and ask
+        """The download of ``request`` is over: release its profile and ask
         the engine to look at the queue again."""
         for hook in self._finish_hooks:
             hook(request)
-        identity = identity_of(request)
+        profile = profile_of(request)
         token = request.meta.pop(_TOKEN_META_KEY, None)
-        released = identity and token is not None and self.locks.release(identity, token)
+        released = profile and token is not None and self.locks.release(profile, token)
         if released or self._finish_hooks:
             self.wake()
 

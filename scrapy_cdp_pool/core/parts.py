@@ -40,7 +40,7 @@ class PartKey(Generic[T]):
 
 class ProfileContexts(Protocol):
     """The stored profiles, as the download handler uses them (implemented
-    by :class:`~scrapy_cdp_pool.profiles.registry.Identities`)."""
+    by :class:`~scrapy_cdp_pool.profiles.registry.ProfileRegistry`)."""
 
     def context_for(self, request: Request) -> ContextOptions | None:
         """The browser context ``request``'s profile needs, ``None`` without one."""

@@ -46,7 +46,7 @@ PLAYWRIGHT_META_KEYS: dict[str, str] = {
     "playwright_page": 'response.meta["cdp_page"] (with meta["cdp_include_page"])',
     "playwright_page_goto_kwargs": 'meta["cdp_wait_until"] and meta["cdp_navigation_timeout"]',
     "playwright_context": 'meta["cdp_profile"]',
-    "playwright_context_kwargs": 'meta["cdp_profile"] (a stored identity)',
+    "playwright_context_kwargs": 'meta["cdp_profile"] (a stored profile)',
     "playwright_page_event_handlers": 'meta["cdp_capture"], ["cdp_console"], ["cdp_dialogs"]',
     "playwright_page_init_callback": 'meta["cdp_init_scripts"]',
     "playwright_security_details": "nothing (not available)",

@@ -1,6 +1,6 @@
-"""Which identities have a request in flight.
+"""Which profiles have a request in flight.
 
-The rule "one request in flight per identity" lives behind this small interface
+The rule "one request in flight per profile" lives behind this small interface
 so that a shared implementation (e.g. Redis, for several crawler processes) can
 replace the in-process one without touching the queue.
 """
@@ -10,36 +10,36 @@ from __future__ import annotations
 from typing import Protocol
 
 
-class IdentityLocks(Protocol):
-    """``try_acquire`` and ``release`` are keyed by identity name; ``token``
+class ProfileLocks(Protocol):
+    """``try_acquire`` and ``release`` are keyed by profile name; ``token``
     says who holds it (a request fingerprint), so a late or repeated release
     by a former holder is ignored."""
 
-    def try_acquire(self, identity: str, token: str) -> bool: ...
+    def try_acquire(self, profile: str, token: str) -> bool: ...
 
-    def release(self, identity: str, token: str) -> bool: ...
+    def release(self, profile: str, token: str) -> bool: ...
 
-    def is_busy(self, identity: str) -> bool: ...
+    def is_busy(self, profile: str) -> bool: ...
 
 
-class LocalIdentityLocks:
-    """In-process :class:`IdentityLocks`: a dict of identity → token."""
+class LocalProfileLocks:
+    """In-process :class:`ProfileLocks`: a dict of profile → token."""
 
     def __init__(self) -> None:
         self._holders: dict[str, str] = {}
 
-    def try_acquire(self, identity: str, token: str) -> bool:
-        holder = self._holders.get(identity)
+    def try_acquire(self, profile: str, token: str) -> bool:
+        holder = self._holders.get(profile)
         if holder is not None and holder != token:
             return False
-        self._holders[identity] = token
+        self._holders[profile] = token
         return True
 
-    def release(self, identity: str, token: str) -> bool:
-        if self._holders.get(identity) != token:
+    def release(self, profile: str, token: str) -> bool:
+        if self._holders.get(profile) != token:
             return False
-        del self._holders[identity]
+        del self._holders[profile]
         return True
 
-    def is_busy(self, identity: str) -> bool:
-        return identity in self._holders
+    def is_busy(self, profile: str) -> bool:
+        return profile in self._holders

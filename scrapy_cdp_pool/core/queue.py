@@ -1,12 +1,12 @@
-"""IdentityAwarePriorityQueue: the scheduler priority queue that hands out the
+"""ProfileAwarePriorityQueue: the scheduler priority queue that hands out the
 best request whose gate is open.
 
 Requests are kept in one :class:`~scrapy.pqueues.ScrapyPriorityQueue` per gate
-key (identity and host), as Scrapy's ``DownloaderAwarePriorityQueue`` keeps one
+key (profile and host), as Scrapy's ``DownloaderAwarePriorityQueue`` keeps one
 per download slot, so memory and JOBDIR disk queues work the same way and a
-request waiting for a busy identity never leaves its queue (nothing is parked in
+request waiting for a busy profile never leaves its queue (nothing is parked in
 memory, nothing is lost on a stop). :meth:`pop` skips keys whose gate is closed:
-a busy identity holds back only its own requests, and no request waits while
+a busy profile holds back only its own requests, and no request waits while
 holding a download slot.
 """
 
@@ -46,12 +46,12 @@ def _path_safe(text: str) -> str:
     return f"{safe}-{hashlib.md5(text.encode()).hexdigest()[:8]}"  # noqa: S324 - a name
 
 
-class IdentityAwarePriorityQueue:
+class ProfileAwarePriorityQueue:
     """Install with ``SCHEDULER_PRIORITY_QUEUE`` (the add-on does).
 
     Among the gate keys whose gate is open, :meth:`pop` takes the request with
     the highest priority; ties go to the key served least recently, so
-    identities take turns.
+    profiles take turns.
     """
 
     @classmethod
@@ -77,7 +77,7 @@ class IdentityAwarePriorityQueue:
     ) -> None:
         if startprios and not isinstance(startprios, dict):
             raise ValueError(
-                "IdentityAwarePriorityQueue cannot resume a JOBDIR written by another "
+                "ProfileAwarePriorityQueue cannot resume a JOBDIR written by another "
                 f"SCHEDULER_PRIORITY_QUEUE (state {type(startprios).__name__}); "
                 "resume with the queue class the crawl started with"
             )
@@ -150,7 +150,7 @@ class IdentityAwarePriorityQueue:
                 with suppress(OSError):
                     Path(self.key, _path_safe(gate)).rmdir()
         if request is not None and not self.gates.on_dequeued(request):
-            self.push(request)  # its identity was taken elsewhere meanwhile
+            self.push(request)  # its profile was taken elsewhere meanwhile
             return None
         return request
 
@@ -168,8 +168,13 @@ class IdentityAwarePriorityQueue:
 
     @property
     def waiting(self) -> int:
-        """Requests held back because their gate is closed (a busy identity,
+        """Requests held back because their gate is closed (a busy profile,
         a paused host)."""
         return sum(
             len(queue) for gate, queue in self.pqueues.items() if not self.gates.is_open(gate)
         )
+
+
+#: The queue's earlier name, still accepted in ``SCHEDULER_PRIORITY_QUEUE``
+#: (settings written for releases before the code said "profile" throughout).
+IdentityAwarePriorityQueue = ProfileAwarePriorityQueue

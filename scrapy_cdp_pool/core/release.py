@@ -6,10 +6,10 @@ download before a retry or redirect turns it into a new request, and every
 exception raised by any middleware's ``process_request``.
 
 Two paths around the scheduler queue are closed here too: a request that comes
-back to the scheduler still holding its identity (a middleware returned it
+back to the scheduler still holding its profile (a middleware returned it
 instead of a response) releases it (``request_scheduled``), and a request of an
-identity that never went through the queue (``engine.download_async``) waits
-in :meth:`process_request` until its identity is free.
+profile that never went through the queue (``engine.download_async``) waits
+in :meth:`process_request` until its profile is free.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from scrapy import Request, signals
 from scrapy.http import Response
 
-from scrapy_cdp_pool.core.gates import _TOKEN_META_KEY, RequestGates, identity_of
+from scrapy_cdp_pool.core.gates import _TOKEN_META_KEY, RequestGates, profile_of
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, LivePages
 
@@ -51,24 +51,24 @@ class GateReleaseMiddleware:
             self.gates.on_finished(request)
 
     async def process_request(self, request: Request) -> None:
-        identity = identity_of(request)
-        if not identity or _TOKEN_META_KEY in request.meta:
-            return  # no identity, or handed out by the queue with it
+        profile = profile_of(request)
+        if not profile or _TOKEN_META_KEY in request.meta:
+            return  # no profile, or handed out by the queue with it
         token = f"direct:{next(self._direct)}"
-        while not self.gates.locks.try_acquire(identity, token):
-            freed = self._freed.setdefault(identity, asyncio.Event())
+        while not self.gates.locks.try_acquire(profile, token):
+            freed = self._freed.setdefault(profile, asyncio.Event())
             await freed.wait()
         request.meta[_TOKEN_META_KEY] = token
 
     def _on_finish(self, request: Request) -> None:
-        freed = self._freed.pop(identity_of(request), None)
+        freed = self._freed.pop(profile_of(request), None)
         if freed is not None:
             freed.set()  # waiters try again once the release is done
 
     def process_response(self, request: Request, response: Response) -> Response:
         page = request.meta.get(LIVE_PAGE_META_KEY)
         # A live page (meta["cdp_include_page"]) is still in flight until the
-        # callback closes it, or its deadline does: its identity, budget share
+        # callback closes it, or its deadline does: its profile, budget share
         # and host count are released then.
         if (
             page is not None

@@ -107,7 +107,7 @@ class CrawlerRuntime:
 
     @cached_property
     def gates(self) -> RequestGates:
-        """The crawler's request gates (identity busy, host paused/limited)."""
+        """The crawler's request gates (profile busy, host paused/limited)."""
         return RequestGates(self.crawler, max_wait_s=self.config.retry_backoff_max_s)
 
     @cached_property

@@ -2,7 +2,7 @@
 ``SCHEDULER_START_DISK_QUEUE`` (the add-on installs them with ``JOBDIR``).
 
 Each instance is one queue of Scrapy's priority queues (a priority, or a gate key
-and a priority under :class:`~scrapy_cdp_pool.IdentityAwarePriorityQueue`): a name
+and a priority under :class:`~scrapy_cdp_pool.ProfileAwarePriorityQueue`): a name
 in the crawler's :class:`~scrapy_cdp_pool.jobdir.store.JobStore`, not a directory.
 A request is stored as Scrapy stores it (``Request.to_dict()``, pickled); a pop
 marks its row in flight and hands the request to

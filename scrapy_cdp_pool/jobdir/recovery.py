@@ -4,8 +4,8 @@ before Scrapy could write that file.
 
 A disk queue's row name is its key under ``requests.queue/``: ``<priority>`` or
 ``<priority>s`` (start requests) for Scrapy's ``ScrapyPriorityQueue``, and
-``<gate dir>/<priority>[s]`` for :class:`~scrapy_cdp_pool.IdentityAwarePriorityQueue`,
-whose gate directory is a one-way name of the gate key (identity, host, and
+``<gate dir>/<priority>[s]`` for :class:`~scrapy_cdp_pool.ProfileAwarePriorityQueue`,
+whose gate directory is a one-way name of the gate key (profile, host, and
 the time a retry waits for). The gate key is read back from a request of that
 queue: it was computed from the request's URL and meta when it was pushed. Rows
 whose gate cannot be matched (a gate key format that changed between versions)
@@ -28,7 +28,7 @@ from scrapy_cdp_pool.core.gates import (
     gate_key,
     not_before_suffix,
 )
-from scrapy_cdp_pool.core.queue import IdentityAwarePriorityQueue, _path_safe
+from scrapy_cdp_pool.core.queue import ProfileAwarePriorityQueue, _path_safe
 from scrapy_cdp_pool.errors import JobdirError
 from scrapy_cdp_pool.jobdir.store import JobStore
 
@@ -42,13 +42,13 @@ def recover_state(store: JobStore, pqclass: type[Any]) -> State:
         rows were written by another priority queue class.
     """
     names = store.queues()
-    if issubclass(pqclass, IdentityAwarePriorityQueue):
+    if issubclass(pqclass, ProfileAwarePriorityQueue):
         return _gate_state(store, names)
     if issubclass(pqclass, ScrapyPriorityQueue):
         return sorted({_priority(name, name) for name in names})
     raise JobdirError(
         f"SCHEDULER_PRIORITY_QUEUE: {pqclass.__module__}.{pqclass.__qualname__} cannot be "
-        "resumed by the durable JOBDIR; use scrapy_cdp_pool.IdentityAwarePriorityQueue "
+        "resumed by the durable JOBDIR; use scrapy_cdp_pool.ProfileAwarePriorityQueue "
         "(the add-on's) or scrapy.pqueues.ScrapyPriorityQueue, or set "
         "CDP_POOL_JOBDIR_DURABLE = False"
     )
@@ -86,8 +86,8 @@ def _gate_state(store: JobStore, names: Iterable[str]) -> dict[str, list[int]]:
 def _matching_gate(directory: str, fields: dict[str, Any]) -> str | None:
     """The gate key the queue had when this request was pushed into it."""
     meta = fields.get("meta") or {}
-    identity = meta.get(PROFILE_META_KEY)
-    base = f"{identity if identity else ''}|{urlparse(fields['url']).hostname or ''}"
+    profile = meta.get(PROFILE_META_KEY)
+    base = f"{profile if profile else ''}|{urlparse(fields['url']).hostname or ''}"
     candidates = [base]
     suffix = not_before_suffix(meta.get(NOT_BEFORE_META_KEY))
     if suffix:

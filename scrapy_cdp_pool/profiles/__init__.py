@@ -1,2 +1,2 @@
-"""Stored identities (profiles): files, context options, health, the
+"""Stored profiles: files, context options, health, the
 downloader middleware that signs them back in, and the ``profile`` command."""

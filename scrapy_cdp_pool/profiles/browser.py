@@ -1,7 +1,7 @@
 """Playwright pages for code you write yourself (sign-in hooks, ``profile
 create``), on the same CDP servers the pool uses.
 
-Playwright opens one context with a profile's storage state and identity,
+Playwright opens one context with a profile's storage state and profile,
 gives the page to the caller, and reads the context's storage state at the
 end. It reaches the browser by a channel only the crawl's user can use:
 

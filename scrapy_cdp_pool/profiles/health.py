@@ -1,6 +1,6 @@
-"""Identity health over one crawl: usage, consecutive failures, retirement.
+"""Profile health over one crawl: usage, consecutive failures, retirement.
 
-An identity is retired for the rest of the crawl when its consecutive failures
+A profile is retired for the rest of the crawl when its consecutive failures
 reach ``CDP_POOL_PROFILE_MAX_FAILURES``, when it is signed out and cannot sign
 back in, or when no endpoint of the pool can honour it; its remaining requests
 then fail at once with that reason. Stats go under ``cdp_pool/profile/<name>/``
@@ -13,14 +13,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-#: Statuses that say the site refuses the identity (a failure), as opposed to
+#: Statuses that say the site refuses the profile (a failure), as opposed to
 #: a page that is missing or broken for everyone.
 REFUSED_STATUSES = frozenset({401, 403, 407, 429})
 
 
 @dataclass
-class IdentityHealth:
-    """One identity's record. ``retired`` is the reason, ``None`` while it is
+class ProfileHealth:
+    """One profile's record. ``retired`` is the reason, ``None`` while it is
     in service."""
 
     name: str
@@ -35,17 +35,17 @@ def stat_name(name: str) -> str:
 
 
 class HealthBook:
-    """Every identity's :class:`IdentityHealth`, with their stats."""
+    """Every profile's :class:`ProfileHealth`, with their stats."""
 
     def __init__(self, stats: Any, max_failures: int) -> None:
         self.stats = stats
         self.max_failures = max_failures
-        self._records: dict[str, IdentityHealth] = {}
+        self._records: dict[str, ProfileHealth] = {}
 
-    def __getitem__(self, name: str) -> IdentityHealth:
+    def __getitem__(self, name: str) -> ProfileHealth:
         record = self._records.get(name)
         if record is None:
-            record = self._records[name] = IdentityHealth(name)
+            record = self._records[name] = ProfileHealth(name)
         return record
 
     def inc(self, name: str, key: str, count: int = 1) -> None:

@@ -1,15 +1,15 @@
 """ProfileMiddleware: requests that name a stored profile
-(``meta["cdp_profile"]``) are sent as that identity, or fail with a reason.
+(``meta["cdp_profile"]``) are sent as that profile, or fail with a reason.
 
 Installed by the add-on at order 970, the closest to the downloader: it sees
 each download's own outcome before :class:`GateReleaseMiddleware` (950) frees
-the identity, so a sign-in runs while the identity is still held and no other
+the profile, so a sign-in runs while the profile is still held and no other
 request of it starts meanwhile.
 
 - A profile request is rendered in a context made from the profile (by the
   handler); Scrapy's cookie jar is kept out of it both ways
-  (``dont_merge_cookies``), so identities never share cookies.
-- A response that shows the identity signed out (``CDP_POOL_SIGNED_OUT`` or the
+  (``dont_merge_cookies``), so profiles never share cookies.
+- A response that shows the profile signed out (``CDP_POOL_SIGNED_OUT`` or the
   profile's ``signedOut``) is not given to the spider: with a sign-in hook (the
   spider's ``cdp_sign_in(profile, page)`` or ``CDP_POOL_SIGN_IN``) it signs in
   once in a Playwright page, saves the new state and retries the request;
@@ -33,7 +33,7 @@ from scrapy.utils.misc import load_object
 
 from scrapy_cdp_pool.browser.pool.pool import PoolState
 from scrapy_cdp_pool.browser.pool.server_options import SERVER_LEVEL
-from scrapy_cdp_pool.core.gates import RequestGates, identity_of
+from scrapy_cdp_pool.core.gates import RequestGates, profile_of
 from scrapy_cdp_pool.core.runtime import CrawlerRuntime, runtime_of
 from scrapy_cdp_pool.errors import (
     PoolStartTimeout,
@@ -55,7 +55,7 @@ from scrapy_cdp_pool.profiles.options import (
     describe_requirements,
     playwright_context_args,
 )
-from scrapy_cdp_pool.profiles.registry import Identities, identities_of
+from scrapy_cdp_pool.profiles.registry import ProfileRegistry, profiles_of
 from scrapy_cdp_pool.profiles.store import ProfileStore
 from scrapy_cdp_pool.settings.signed_out import SignedOutRule
 
@@ -75,15 +75,15 @@ class ProfileMiddleware:
     :class:`~scrapy_cdp_pool.Addon`; disabled without ``CDP_POOL_PROFILES_DIR``)."""
 
     def __init__(
-        self, runtime: CrawlerRuntime, identities: Identities, gates: RequestGates
+        self, runtime: CrawlerRuntime, profiles: ProfileRegistry, gates: RequestGates
     ) -> None:
-        if identities.store is None:
+        if profiles.store is None:
             raise NotConfigured  # no profiles: nothing to say on every crawl
         self.runtime = runtime
         crawler = self.crawler = runtime.crawler
-        self.identities = identities
-        self.store: ProfileStore = identities.store
-        self.health = identities.health
+        self.profiles = profiles
+        self.store: ProfileStore = profiles.store
+        self.health = profiles.health
         self.gates = gates
         self._valid: list[str] = []
         self._routing_reported = False
@@ -92,7 +92,7 @@ class ProfileMiddleware:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         runtime = runtime_of(crawler)
-        return cls(runtime, identities_of(runtime), runtime.gates)
+        return cls(runtime, profiles_of(runtime), runtime.gates)
 
     # Start-up ------------------------------------------------------------
 
@@ -101,7 +101,7 @@ class ProfileMiddleware:
         profiles the embedded server cannot honour."""
         errors = self.store.check()
         for error in errors:
-            self.identities.report(error, "Invalid profile %r: %s")
+            self.profiles.report(error, "Invalid profile %r: %s")
         bad = {error.name for error in errors}
         self._valid = [name for name in self.store.names() if name not in bad]
         logger.info(
@@ -111,7 +111,7 @@ class ProfileMiddleware:
             f", {len(errors)} with problems" if errors else "",
             extra={"crawler": self.crawler},
         )
-        config = self.identities.config
+        config = self.profiles.config
         if config.endpoints:
             return  # known once the pool has asked them (see _report_routing)
         backend = self.runtime.backend
@@ -159,7 +159,7 @@ class ProfileMiddleware:
     def _report_routing(self) -> None:
         """Once the pool knows its endpoints: where each demanding profile goes."""
         pool = self.runtime.pool
-        if not self.identities.config.endpoints or pool is None:
+        if not self.profiles.config.endpoints or pool is None:
             return
         if pool.state is not PoolState.READY:
             return
@@ -185,27 +185,27 @@ class ProfileMiddleware:
     # Requests ------------------------------------------------------------
 
     def process_request(self, request: Request) -> None:
-        name = identity_of(request)
+        name = profile_of(request)
         if not name:
             return
         if not self._routing_reported:
             self._report_routing()
         if request.meta.get("cdp") is False:
-            raise self.identities.fail_fast(
+            raise self.profiles.fail_fast(
                 ProfileError(
                     name,
                     "meta['cdp'] is False, but a profile's requests are "
                     "always rendered in the profile's browser context",
                 )
             )
-        self.identities.profile(name)  # raises ProfileError: retired, bad files
+        self.profiles.profile(name)  # raises ProfileError: retired, bad files
         # The profile's cookies only: Scrapy's jar neither adds to them nor
-        # keeps what this identity's responses set.
+        # keeps what this profile's responses set.
         request.meta["dont_merge_cookies"] = True
         request.headers.pop(b"Cookie", None)
 
     async def process_response(self, request: Request, response: Response) -> Response | Request:
-        name = identity_of(request)
+        name = profile_of(request)
         if not name:
             return response
         rule = self._rule(name)
@@ -218,9 +218,9 @@ class ProfileMiddleware:
         return response
 
     def process_exception(self, request: Request, exception: Exception) -> None:
-        name = identity_of(request)
+        name = profile_of(request)
         # A request that never got a page (SlotWaitTimeout, PoolStartTimeout) says nothing of
-        # the identity.
+        # the profile.
         if name and not isinstance(exception, (ProfileError, SlotWaitTimeout, PoolStartTimeout)):
             self._failed(name, type(exception).__name__)
 
@@ -234,7 +234,7 @@ class ProfileMiddleware:
             rule = self.store.load(name).signed_out
         except ProfileFileError:
             rule = None
-        return rule or self.identities.config.signed_out
+        return rule or self.profiles.config.signed_out
 
     # Signed out ----------------------------------------------------------
 
@@ -275,14 +275,14 @@ class ProfileMiddleware:
         reason = self.health.retire(name, reason)
         self.gates.on_finished(request)  # raising here skips the release middleware
         error = ProfileSignedOut(name, reason)
-        self.identities.report(error, "Failing the requests of profile %r: %s")
+        self.profiles.report(error, "Failing the requests of profile %r: %s")
         raise error from cause
 
     def _hook(self) -> Callable[..., Any] | None:
         spider_hook = getattr(self.crawler.spider, SPIDER_HOOK, None)
         if callable(spider_hook):
             return spider_hook  # type: ignore[no-any-return]
-        hook = self.identities.config.sign_in
+        hook = self.profiles.config.sign_in
         if isinstance(hook, str):
             loaded: Callable[..., Any] = load_object(hook)
             return loaded
@@ -297,7 +297,7 @@ class ProfileMiddleware:
             raise PoolUnavailable("the CDP pool is not running")
         options = context_options(profile)
         requires, server_options = options.requirements(), options.server_options(proxy=True)
-        timeout_s = self.identities.config.download_timeout_s
+        timeout_s = self.profiles.config.download_timeout_s
         await pool.start()  # its endpoints' kinds decide (on_dedicated_server)
         args = playwright_context_args(
             profile, dedicated=on_dedicated_server(pool, requires, server_options)

@@ -56,7 +56,7 @@ def context_options(profile: Profile, *, save_state: bool = False) -> ContextOpt
 
 def playwright_context_args(profile: Profile, *, dedicated: bool = False) -> dict[str, Any]:
     """Keyword arguments of Playwright's ``Browser.new_context`` for
-    ``profile`` (its storage state and identity).
+    ``profile`` (its storage state and profile).
 
     ``dedicated``: the context is on a dedicated Lightpanda server started
     with the profile's proxy (credentials included) and time zone: neither is

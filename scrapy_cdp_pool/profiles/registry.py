@@ -1,9 +1,9 @@
-"""Identities: the crawl's stored profiles and their health, one object per
-crawler (:func:`identities_of`, kept on the crawler's runtime), shared by the
+"""ProfileRegistry: the crawl's stored profiles and their health, one object per
+crawler (:func:`profiles_of`, kept on the crawler's runtime), shared by the
 download handlers (as :class:`~scrapy_cdp_pool.core.parts.ProfileContexts`)
 and :class:`ProfileMiddleware`.
 
-The handler asks :meth:`Identities.context_for` what browser context a request
+The handler asks :meth:`ProfileRegistry.context_for` what browser context a request
 needs and gives back the context's storage state with :meth:`save_state`.
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy import Request
 
-from scrapy_cdp_pool.core.gates import identity_of
+from scrapy_cdp_pool.core.gates import profile_of
 from scrapy_cdp_pool.core.parts import PROFILE_CONTEXTS, PartKey
 from scrapy_cdp_pool.errors import (
     ProfileError,
@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 E = TypeVar("E", bound=ProfileError)
 
 
-class Identities:
+class ProfileRegistry:
     """Profiles of ``CDP_POOL_PROFILES_DIR`` for one crawl."""
 
     def __init__(self, crawler: Crawler, config: PoolConfig) -> None:
@@ -72,7 +72,7 @@ class Identities:
 
         :raises ProfileError: see :meth:`profile`.
         """
-        name = identity_of(request)
+        name = profile_of(request)
         if not name:
             return None
         profile = self.profile(name)
@@ -82,7 +82,7 @@ class Identities:
     def signed_out_rule(self, request: Request) -> SignedOutRule | None:
         """The signed-out rule of ``request``'s profile (its own, else
         ``CDP_POOL_SIGNED_OUT``), ``None`` without a profile or a rule."""
-        name = identity_of(request)
+        name = profile_of(request)
         if not name:
             return None
         rule = None
@@ -97,7 +97,7 @@ class Identities:
         """Write ``state`` back to the request's profile (atomically). A
         failure is logged (once per problem) and counted, not raised: the
         response is good."""
-        name = identity_of(request)
+        name = profile_of(request)
         if not name or self.store is None:
             return
         try:
@@ -112,7 +112,7 @@ class Identities:
         """The error for a request whose profile no endpoint can honour
         (``error``: the pool's ``CapabilityUnavailable``); the profile is
         retired, so its other requests fail at once with the same reason."""
-        name = identity_of(request)
+        name = profile_of(request)
         reason = self.health.retire(
             name,
             f"{error}; its requests fail (list an endpoint that honours it, e.g. "
@@ -133,16 +133,16 @@ class Identities:
             logger.warning(message, error.name, error.reason, extra={"crawler": self.crawler})
 
 
-_IDENTITIES: PartKey[Identities] = PartKey("stored profiles")
+_PROFILE_REGISTRY: PartKey[ProfileRegistry] = PartKey("stored profiles")
 
 
-def identities_of(runtime: CrawlerRuntime) -> Identities:
-    """The crawl's :class:`Identities`, made on first use (they count in the
+def profiles_of(runtime: CrawlerRuntime) -> ProfileRegistry:
+    """The crawl's :class:`ProfileRegistry`, made on first use (they count in the
     crawler's stats, which Scrapy makes after the add-ons)."""
-    return runtime.part(_IDENTITIES, lambda: Identities(runtime.crawler, runtime.config))
+    return runtime.part(_PROFILE_REGISTRY, lambda: ProfileRegistry(runtime.crawler, runtime.config))
 
 
 def provide_profiles(runtime: CrawlerRuntime) -> None:
-    """Register the crawl's :class:`Identities` as the profile contexts the
+    """Register the crawl's :class:`ProfileRegistry` as the profile contexts the
     download handler asks for (called by the add-on)."""
-    runtime.provide(PROFILE_CONTEXTS, lambda: identities_of(runtime))
+    runtime.provide(PROFILE_CONTEXTS, lambda: profiles_of(runtime))

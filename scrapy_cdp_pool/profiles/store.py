@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 @dataclass(frozen=True, repr=False)
 class Profile:
-    """One stored identity, validated. ``identity`` is the identity file's
+    """One stored profile, validated. ``identity`` is the identity file's
     content (``{}`` without one)."""
 
     name: str
@@ -152,7 +152,7 @@ class ProfileStore:
         return profile
 
     def check(self) -> list[ProfileFileError]:
-        """Validate every file of the directory: each profile, and identity
+        """Validate every file of the directory: each profile, and profile
         files without a storage state."""
         if not self.directory.is_dir():
             return [ProfileFileError("*", self.directory, "is not a directory")]

@@ -10,7 +10,7 @@ and its ``sessionStorage`` too. Chromium runs such a frame in another process
 (site isolation): the page's session sees it attach (``Page.frameAttached``)
 but not navigate. So a page in which any frame attached that did not load a
 document of the main frame's origin is not kept: it closes with its context
-and the identity's next request gets a fresh one, as clean as the first.
+and the profile's next request gets a fresh one, as clean as the first.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""ContextOptions: what makes an identity, applied to one fresh browser context.
+"""ContextOptions: what makes a profile, applied to one fresh browser context.
 
-Built from a stored profile (a Playwright ``storageState`` and an identity
+Built from a stored profile (a Playwright ``storageState`` and a profile
 sidecar) by :mod:`scrapy_cdp_pool.profiles`; applied here as plain CDP: cookies
 with ``Storage.setCookies``, localStorage by a script run in each new document
 of its origin, user agent and locale with ``Network.setUserAgentOverride``,
@@ -30,7 +30,7 @@ secure, sameSite."""
 
 @dataclass(frozen=True)
 class ContextOptions:
-    """One identity's browser context. ``viewport`` is ``(width, height)`` in
+    """One profile's browser context. ``viewport`` is ``(width, height)`` in
     CSS pixels; ``geolocation`` is ``(latitude, longitude, accuracy_m)``;
     ``local_storage`` is ``((origin, ((name, value), ...)), ...)``."""
 

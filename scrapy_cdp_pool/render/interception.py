@@ -7,7 +7,7 @@ aborted, and so are requests whose URL matches ``CDP_POOL_BLOCK_URLS``
 status and headers are the server's own, and a non-HTML document (JSON, PDF,
 image, attachment, 204) is taken as its original bytes without being rendered
 (or, on Chromium, downloaded). Proxy authentication challenges get the
-identity's credentials.
+profile's credentials.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def looks_like_html(url: str, body: bytes) -> bool:
 
 def shareable(headers: list[dict[str, str]]) -> bool:
     """Whether a response with these CDP headers (``[{"name", "value"}]``)
-    may be served from a cache to another identity or cookie jar: not when
+    may be served from a cache to another profile or cookie jar: not when
     it sets a cookie, is ``Cache-Control: private``, or has a ``Vary`` naming
     ``Cookie`` (or ``*``)."""
     for header in headers:
@@ -211,7 +211,7 @@ class FetchInterceptor:
         return matches_any(patterns, str(params.get("request", {}).get("url", "")))
 
     async def on_auth(self, params: dict[str, Any]) -> None:
-        """Answer a proxy's authentication challenge with the identity's
+        """Answer a proxy's authentication challenge with the profile's
         credentials, once per URL (a second challenge means they are wrong:
         it is cancelled and the proxy's 407 becomes the response, instead of
         the browser retrying dozens of times); a server's challenge is
@@ -370,10 +370,10 @@ class FetchInterceptor:
     async def _fulfill_unstored(self, params: dict[str, Any]) -> None:
         """Answer a subresource that must not be shared (:func:`shareable`)
         with its own bytes and ``Cache-Control: no-store``, which keeps it
-        out of a cache that other identities or cookie jars use: Lightpanda's
+        out of a cache that other profiles or cookie jars use: Lightpanda's
         (it ignores ``Vary: Cookie``: the response stored for one cookie was
         served to every other) and the context of a page Chromium keeps for
-        the next request (``CDP_POOL_REUSE_PAGES``: the anonymous identity's
+        the next request (``CDP_POOL_REUSE_PAGES``: the anonymous profile's
         kept page serves every Scrapy cookie jar, and its cache served one
         jar's ``Vary: Cookie``, ``Set-Cookie`` and ``private`` responses to
         the others). Measured on both, a fulfilled response is not stored.

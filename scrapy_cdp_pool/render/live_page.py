@@ -6,7 +6,7 @@ the context, the render's own CDP session is detached (its interception
 stops), Playwright is connected over CDP to the same page through a private
 relay on the request's own connection (render/live_relay.py), and the response
 goes to Scrapy while the slot and the context stay held (and the request
-gates: a profile's identity, a budget's share, a host's count, released by
+gates: a profile's lock, a budget's share, a host's count, released by
 :class:`~scrapy_cdp_pool.core.release.GateReleaseMiddleware` through
 :meth:`LivePages.when_closed`). The callback drives the page and closes
 it (``await page.close()``); then the relay and Playwright's connection are
@@ -256,7 +256,7 @@ class LivePages:
 
     def when_closed(self, page: object, callback: Callable[[], None]) -> bool:
         """Call ``callback()`` once ``page``, a live page still open, is closed
-        and its slot given back (the request gates hold its identity, budget
+        and its slot given back (the request gates hold its profile, budget
         share and host count until then); ``False`` when ``page`` is not one."""
         for live in self.open:
             if live.page is page:

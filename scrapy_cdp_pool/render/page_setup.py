@@ -33,13 +33,13 @@ async def open_page(
     guard_cache: bool = False,
 ) -> Page:
     """Create a blank target in ``context_id``, attach to it, enable the
-    domains a render needs and apply the identity's options (user agent,
+    domains a render needs and apply the profile's options (user agent,
     locale, headers...), pipelined in one round trip.
 
     ``network_events``: enable the Network domain (Chromium reports
     ``Set-Cookie`` only in its events). ``user_agent``: the command that
     sets the page's user agent (render/user_agent.py), sent last.
-    ``guard_cache``: the page's HTTP cache serves other identities or
+    ``guard_cache``: the page's HTTP cache serves other profiles or
     cookie jars (Lightpanda's with
     ``ServerInfo.cache_ignores_cookies``, or a page kept for reuse):
     subresources are paused at the response stage too, so that those
@@ -85,7 +85,7 @@ async def open_page(
         commands.append(page.command("Page.addScriptToEvaluateOnNewDocument", {"source": source}))
     setup = asyncio.gather(*commands)
     if context is None and pipeline_navigation:
-        # Nothing identity-specific to apply first, and a server that handles
+        # Nothing profile-specific to apply first, and a server that handles
         # a connection's commands in order (Lightpanda): Page.navigate goes
         # out in the same write as the enables. Chromium handles Page.enable
         # in the renderer and Page.navigate in the browser process, so the
@@ -109,11 +109,11 @@ async def take_over_page(
     guard_cache: bool = False,
     applied: dict[str, dict[str, Any]] | None = None,
 ) -> Page:
-    """Take over a page a previous request of the same identity left open
-    (``CDP_POOL_REUSE_PAGES``): its domains and identity options are still
+    """Take over a page a previous request of the same profile left open
+    (``CDP_POOL_REUSE_PAGES``): its domains and profile options are still
     set; only this request's interception and user agent where they
     differ from ``applied`` (the commands in force on the page), and for
-    the anonymous identity a cookie jar emptied (``clear_cookies``) and
+    the anonymous profile a cookie jar emptied (``clear_cookies``) and
     refilled from Scrapy's, are sent and answered before the navigation
     starts. Nothing is sent when nothing differs (the usual case: one
     round trip and an interception set-up less per page)."""

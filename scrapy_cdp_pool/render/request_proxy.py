@@ -18,7 +18,7 @@ control characters, a pool whose endpoints cannot take a proxy.
 
 A profile's own proxy wins over one from the environment; an explicit
 ``meta["proxy"]`` that is not the profile's fails (:class:`ProxyConflict`):
-a signed-in identity sent from another address is what a profile's proxy is
+a signed-in profile sent from another address is what a profile's proxy is
 there to prevent.
 """
 

@@ -4,7 +4,7 @@ Scrapy's ``UserAgentMiddleware`` sets each request's ``User-Agent`` header
 (``USER_AGENT``, by default ``Scrapy/<version> (+https://scrapy.org)``); a
 request may set its own. The rule, per page:
 
-- a profile's user agent wins (it is part of the identity, and routes a
+- a profile's user agent wins (it is part of the profile, and routes a
   "Mozilla" one to Chromium: ``pool/capabilities.py``); otherwise the
   request's ``User-Agent`` header;
 - Chromium: that user agent (or, with none at all, the browser's own with

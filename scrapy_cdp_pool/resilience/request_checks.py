@@ -15,7 +15,7 @@ name, alone, before it is downloaded; the crawl goes on.
   ``cdp_pool/failures/InvalidRequestMeta``.
 - ``meta["cdp_profile"]`` must be a profile's name (a non-empty string) or
   ``None`` (no profile). An empty string, ``False`` or a number fails with
-  :class:`InvalidRequestMeta` instead of being sent as no identity at all, or
+  :class:`InvalidRequestMeta` instead of being sent as no profile at all, or
   as a profile named ``"0"``.
 - ``meta["cdp"]`` must be ``True``, ``False`` or ``None``: ``"false"`` would
   have been rendered (a non-empty string is true).

@@ -55,7 +55,7 @@ class PoolConfig:
     lightpanda_args: tuple[str, ...] = ()
     connections: int = field(default_factory=default_connections)
     contexts_per_connection: int = 1
-    #: most dedicated Lightpanda servers running at once (identities whose
+    #: most dedicated Lightpanda servers running at once (profiles whose
     #: time zone Lightpanda takes only per server); 0: none
     dedicated_servers: int = 4
     server_start_timeout_s: float = 30.0
@@ -140,7 +140,7 @@ class PoolConfig:
     #: the embedded and dedicated Lightpanda servers keep an HTTP cache of
     #: subresources in their private directory (``CDP_POOL_HTTP_CACHE``)
     http_cache: bool = True
-    #: keep a clean page open for the next request of its identity on the same
+    #: keep a clean page open for the next request of its profile on the same
     #: connection (None: on Chromium only)
     reuse_pages: bool | None = None
     #: load HTTPS pages whose certificate does not verify (self-signed, expired)

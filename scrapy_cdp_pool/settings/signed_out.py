@@ -1,4 +1,4 @@
-"""SignedOutRule: how a response shows that an identity is signed out.
+"""SignedOutRule: how a response shows that a profile is signed out.
 
 Written as ``{"url": REGEX, "selector": CSS}`` (either key, or both: either
 matching is enough), or as a string ``"url:REGEX"`` or ``"css:SELECTOR"``. Used

@@ -25,7 +25,7 @@ class ClusterFigures:
     ``queued_total``: requests waiting, whatever their priority.
     ``leased``: requests taken by a worker and not acknowledged yet;
     ``leases_by_owner``: the same per worker id. ``busy_identities``:
-    identities locked by a worker now. ``paused_hosts``: each paused host and
+    profiles locked by a worker now. ``paused_hosts``: each paused host and
     the seconds left of its pause. ``workers``: workers alive by heartbeat.
     ``pages_per_second``: the cluster's rate, ``None`` when not measured.
     ``requeued``: requests put back after their lease expired, so far.

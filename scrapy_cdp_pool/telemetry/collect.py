@@ -37,11 +37,11 @@ if TYPE_CHECKING:
     from scrapy_cdp_pool.core.runtime import CrawlerRuntime
 
 #: Attribute a scheduler queue exposes to report requests it holds back because
-#: their gate is closed (identity busy, host paused):
-#: :attr:`IdentityAwarePriorityQueue.waiting
-#: <scrapy_cdp_pool.core.queue.IdentityAwarePriorityQueue.waiting>`;
+#: their gate is closed (profile busy, host paused):
+#: :attr:`ProfileAwarePriorityQueue.waiting
+#: <scrapy_cdp_pool.core.queue.ProfileAwarePriorityQueue.waiting>`;
 #: 0 for any other queue.
-IDENTITY_WAITING_ATTRIBUTE = "waiting"
+PROFILE_WAITING_ATTRIBUTE = "waiting"
 
 
 @dataclass(frozen=True)
@@ -98,13 +98,13 @@ def with_other_servers(reading: ServerReading, others: Iterable[ConnectionPool])
     return ServerReading("embedded", "+".join(kinds), memory)
 
 
-def identity_waiting(scheduler: Any) -> int:
-    """Requests waiting because their identity is busy: the sum of the
-    :data:`IDENTITY_WAITING_ATTRIBUTE` of the scheduler's memory and disk
+def profile_waiting(scheduler: Any) -> int:
+    """Requests waiting because their profile is busy: the sum of the
+    :data:`PROFILE_WAITING_ATTRIBUTE` of the scheduler's memory and disk
     queues (``mqs``, ``dqs``), 0 where a queue has none."""
     total = 0
     for queue in scheduler_queues(scheduler):
-        value = getattr(queue, IDENTITY_WAITING_ATTRIBUTE, 0)
+        value = getattr(queue, PROFILE_WAITING_ATTRIBUTE, 0)
         if isinstance(value, int) and not isinstance(value, bool):
             total += value
     return total
@@ -173,7 +173,7 @@ class StatusCollector:
             scheduler_requests=_length(scheduler),
             scheduler_memory_requests=_length(memory_queue),
             scheduler_disk_requests=_length(disk_queue),
-            identity_waiting_requests=identity_waiting(scheduler),
+            profile_waiting_requests=profile_waiting(scheduler),
             scraper_active_size_bytes=load.active_size if load is not None else None,
             scraper_max_active_size_bytes=(
                 load.max_active_size if load is not None else self.max_active_size

@@ -48,8 +48,8 @@ class StatusSample:
     in requests: ``scheduler_requests`` (``len(scheduler)``),
     ``scheduler_memory_requests`` and ``scheduler_disk_requests`` (``None``
     without ``JOBDIR`` or with a scheduler that has no such queues), and
-    ``identity_waiting_requests`` (requests held back because their identity is
-    busy; see :func:`scrapy_cdp_pool.telemetry.collect.identity_waiting`).
+    ``profile_waiting_requests`` (requests held back because their profile is
+    busy; see :func:`scrapy_cdp_pool.telemetry.collect.profile_waiting`).
 
     Scraper: ``scraper_active_size_bytes`` against
     ``scraper_max_active_size_bytes`` (``SCRAPER_SLOT_MAX_ACTIVE_SIZE``), and
@@ -82,7 +82,7 @@ class StatusSample:
     scheduler_requests: int | None
     scheduler_memory_requests: int | None
     scheduler_disk_requests: int | None
-    identity_waiting_requests: int
+    profile_waiting_requests: int
     scraper_active_size_bytes: int | None
     scraper_max_active_size_bytes: int
     scraper_needs_backout: bool | None
@@ -126,7 +126,7 @@ class StatusSample:
         """The INFO line as a %-style format and its arguments, e.g.::
 
             Status (interval): downloads 2/16 active; scheduler 40 requests
-            (40 in memory, n/a on disk), 0 waiting for their identity; scraper
+            (40 in memory, n/a on disk), 0 waiting for their profile; scraper
             0.1 MB active of 5.0 MB, backout no; 120 responses/min, 0 items/min,
             220 responses, 0 items, 0 retries, 0 download errors; crawler RSS
             92.4 MB; server lightpanda (embedded) 41.2 MB PSS in 1 process;
@@ -139,7 +139,7 @@ class StatusSample:
         """
         message = (
             "Status (%s): downloads %d/%d active; scheduler %s requests (%s in memory, "
-            "%s on disk), %d waiting for their identity; scraper %s active of %s, "
+            "%s on disk), %d waiting for their profile; scraper %s active of %s, "
             "backout %s; %.0f responses/min, %.0f items/min, %d responses, %d items, "
             "%d retries, %d download errors; crawler RSS %s; server %s; pool %s, "
             "%d pages in flight (%d live), %d leases waiting, holds %s; per connection "
@@ -152,7 +152,7 @@ class StatusSample:
             _or_na(self.scheduler_requests),
             _or_na(self.scheduler_memory_requests),
             _or_na(self.scheduler_disk_requests),
-            self.identity_waiting_requests,
+            self.profile_waiting_requests,
             _bytes_as_mb(self.scraper_active_size_bytes),
             _bytes_as_mb(self.scraper_max_active_size_bytes),
             _yes_no(self.scraper_needs_backout),

@@ -7,7 +7,7 @@ lines: use the environment); the crawl's name from ``--name``, else the
 project's ``CDP_POOL_CLUSTER_NAME``.
 
 - ``status``: one JSON object on stdout: requests queued per priority, leases
-  (owner, seconds left, identity, host), busy identities (owner, fencing token,
+  (owner, seconds left, profile, host), busy profiles (owner, fencing token,
   seconds left), paused hosts (seconds left), workers by last heartbeat (live:
   within ``--lease`` seconds), requests not done whose lease ran out at least
   once (``expired``: poisoned at ``CDP_POOL_CLUSTER_MAX_DELIVERIES``), pages/s
@@ -184,11 +184,11 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
             "id": lease.decode(), "owner": info.get("owner"), "identity": info.get("identity"),
             "host": info.get("host"), "expires_in_s": round((expiry - now_ms) / 1000, 1),
         })  # fmt: skip
-    identities = {}
-    identity_prefix = f"{prefix}identity:"
-    for key in _scan(client, f"{glob_escaped(identity_prefix)}*"):
+    profiles = {}
+    profile_prefix = f"{prefix}identity:"
+    for key in _scan(client, f"{glob_escaped(profile_prefix)}*"):
         lock = {k.decode(): v.decode() for k, v in client.hgetall(key).items()}
-        identities[key[len(identity_prefix) :]] = {
+        profiles[key[len(profile_prefix) :]] = {
             "owner": lock.get("owner"), "token": int(lock.get("token", 0) or 0),
             "expires_in_s": round(max(0, client.pttl(key)) / 1000, 1),
         }  # fmt: skip
@@ -206,7 +206,7 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
         "queued_per_priority": {str(p): n for p, n in sorted(per_priority.items(), reverse=True)},
         "leased": int(leased),
         "leases": leases,
-        "busy_identities": identities,
+        "busy_identities": profiles,
         "paused_hosts_s_left": paused,
         "workers": _workers(client, prefix, lease_s),
         "paused": bool(client.exists(f"{prefix}paused")),

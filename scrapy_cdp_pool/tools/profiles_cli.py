@@ -1,9 +1,9 @@
 """``scrapy-cdp-pool profile``: create and check stored profiles.
 
-- ``profile create NAME --url URL [--script FILE] [identity options]``: opens
+- ``profile create NAME --url URL [--script FILE] [profile options]``: opens
   URL in a browser through Playwright (an embedded ``--browser``, or a running
   ``--endpoint``), runs ``async def sign_in(page)`` from FILE, then writes
-  ``NAME.json`` (the context's storage state) and, when identity options are
+  ``NAME.json`` (the context's storage state) and, when profile options are
   given, ``NAME.identity.json``; both mode 0600.
 - ``profile check``: validates every file of the directory; exit status 1 when
   any has a problem.
@@ -226,7 +226,7 @@ async def _open_and_sign_in(profile: Profile, args: argparse.Namespace, sign_in:
     config = None
     if endpoint is None:
         # As in a crawl: Lightpanda, with the proxy and time zone for the
-        # whole server, unless the identity needs what only Chromium does.
+        # whole server, unless the profile needs what only Chromium does.
         backend = backend_named(args.browser) if args.browser else None
         if backend is None:
             backend = CHROMIUM if needs - SERVER_LEVEL else LIGHTPANDA

@@ -157,7 +157,7 @@ async def measure(
     loopback address, the process listening on its port. ``settle_s``:
     seconds to let memory settle (pages' scripts, processes exiting) before
     each reading. ``progress`` is called with one line per reading.
-    ``context``: open every page as this identity (a stored profile's
+    ``context``: open every page as this profile (a stored profile's
     :class:`~scrapy_cdp_pool.render.context_options.ContextOptions`).
 
     :raises ValueError: ``steps`` not increasing positive counts, or

@@ -22,7 +22,7 @@ from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 
 @dataclass(frozen=True)
 class ServerInfo:
-    """One endpoint's identity and what it can do.
+    """One endpoint's profile and what it can do.
 
     ``ws_url`` is the browser WebSocket to connect to; ``max_contexts_per_connection``
     is ``None`` where the server sets no limit.

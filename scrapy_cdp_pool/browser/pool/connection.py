@@ -30,7 +30,7 @@ class ConnectionState(enum.Enum):
 @dataclass(frozen=True)
 class IdlePage:
     """A page kept open after a clean render, to be navigated again by the
-    next request of the same identity (``key``) on this connection."""
+    next request of the same profile (``key``) on this connection."""
 
     key: str
     context_id: str

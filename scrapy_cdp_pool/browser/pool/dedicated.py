@@ -1,5 +1,5 @@
 """Dedicated embedded Lightpanda servers, one per :class:`ServerOptions` (a
-time zone; a proxy for a Playwright sign-in): for identities the shared
+time zone; a proxy for a Playwright sign-in): for profiles the shared
 server cannot honour.
 
 Each dedicated server is a :class:`ConnectionPool` of its own (the same
@@ -9,7 +9,7 @@ start-up, reconnects, restarts and context disposal), with
 once: when another is needed, the least recently used one with no request in
 flight (and past its first :data:`SLICE_S` seconds) is stopped first; when
 none can be, the request waits for its turn, in arrival order (not part of
-its ``download_timeout``: see ``ConnectionPool.lease``). Only the identity's
+its ``download_timeout``: see ``ConnectionPool.lease``). Only the profile's
 requests go to its server: every page a dedicated server loads goes through
 its proxy, if it has one.
 """

@@ -34,14 +34,14 @@ class ContextLease:
         #: set when the request's render finished normally: its page answers,
         #: so the slot can be reused as soon as the dispose is sent
         self.finished_cleanly = False
-        #: identity key under which the page may be kept for the next request
+        #: profile key under which the page may be kept for the next request
         #: (``CDP_POOL_REUSE_PAGES``), ``None`` to dispose it
         self.keep_key: str | None = None
         self.target_id: str | None = None
         self.session_id: str | None = None
         #: origins the page loaded (filled while it renders), cleared before reuse
         self.origins: set[str] = set()
-        #: the identity's cookies, set again in a kept page (``None``: none)
+        #: the profile's cookies, set again in a kept page (``None``: none)
         self.keep_cookies: list[dict[str, Any]] | None = None
         #: the page's per-request commands in force (see :class:`IdlePage`)
         self.applied: dict[str, dict[str, Any]] = {}
@@ -79,7 +79,7 @@ class ContextLease:
         return self.deadline is not None and asyncio.get_running_loop().time() >= self.deadline
 
     def take_idle_page(self, key: str) -> IdlePage | None:
-        """A page this connection kept for identity ``key``, now this lease's."""
+        """A page this connection kept for profile ``key``, now this lease's."""
         for index, idle in enumerate(self.connection.idle_pages):
             if idle.key == key:
                 del self.connection.idle_pages[index]
@@ -98,7 +98,7 @@ class ContextLease:
             await connection.dispose_context(idle.context_id, self.config.context_close_timeout_s)
 
     async def keep_page(self) -> bool:
-        """Keep this lease's page open for the next request of its identity
+        """Keep this lease's page open for the next request of its profile
         instead of disposing it, cleaned first (see
         :mod:`~scrapy_cdp_pool.browser.pool.page_reuse`); ``False`` when it cannot be
         kept."""
@@ -132,19 +132,19 @@ class ContextLease:
             self.connection.open_pages -= 1
         return True
 
-    def reuse_key(self, identity: str | None) -> str | None:
+    def reuse_key(self, profile: str | None) -> str | None:
         """The key under which this lease's page may be kept for the next
-        request of its identity, or ``None`` for a fresh context disposed at
+        request of its profile, or ``None`` for a fresh context disposed at
         the end (``CDP_POOL_REUSE_PAGES``; by default on Chromium, where a
         fresh context and page cost ~0.6 s of CPU, and not on Lightpanda,
         where they cost ~20 ms: the backend's
         :attr:`~scrapy_cdp_pool.browser.backends.Backend.reuse_pages_by_default`).
-        ``identity``: the request's context's key (``""`` for none), ``None``
+        ``profile``: the request's context's key (``""`` for none), ``None``
         when its page must never be shared (init scripts, state saved back)."""
         reuse = self.config.reuse_pages
         if reuse is None:
             reuse = self.info.backend.reuse_pages_by_default
-        return identity if reuse else None
+        return profile if reuse else None
 
     def page_opened(
         self,
@@ -158,7 +158,7 @@ class ContextLease:
         """The render opened its page (``target_id``, ``session_id``) in this
         lease's context; ``keep_key``: see :meth:`reuse_key`; ``origins``: the
         page's origins (filled while it renders), cleared before reuse;
-        ``keep_cookies``: the identity's cookies, set again in a kept page;
+        ``keep_cookies``: the profile's cookies, set again in a kept page;
         ``applied``: the page's per-request commands in force (see
         :class:`IdlePage`)."""
         self.page_open = True

@@ -1,5 +1,5 @@
 """Making a page kept for reuse (``CDP_POOL_REUSE_PAGES``) as clean as a fresh
-browser context for the next request of its identity.
+browser context for the next request of its profile.
 
 1. Before the response is handed to Scrapy (:func:`stop_page`, two round
    trips and the blank page's load): the page's session storage is emptied and it navigates to
@@ -98,7 +98,7 @@ async def clean_for_reuse(
     timeout_s: float,
 ) -> bool:
     """Clear a stopped page's storage (see the module's docstring); ``cookies`` are
-    the identity's (``Storage.setCookies`` parameters), ``None`` for none.
+    the profile's (``Storage.setCookies`` parameters), ``None`` for none.
     Returns ``False`` when the page could not be cleaned (dispose it)."""
     try:
         async with asyncio.timeout(timeout_s):

@@ -61,7 +61,7 @@ class ConnectionPool:
 
     ``config.connections`` connections are opened per endpoint. With no
     ``CDP_POOL_ENDPOINTS`` the pool starts its own server (``CDP_POOL_BROWSER``),
-    and, when that is Lightpanda, :attr:`dedicated` servers for identities
+    and, when that is Lightpanda, :attr:`dedicated` servers for profiles
     whose time zone it takes only per server (``dedicated_to``: the
     options of such a server's own pool). ``holds`` is shared
     with the pool that made this one (a dedicated server's pool).

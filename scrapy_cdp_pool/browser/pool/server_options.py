@@ -1,4 +1,4 @@
-"""ServerOptions: the parts of an identity a server may take only for all of
+"""ServerOptions: the parts of a profile a server may take only for all of
 its pages, not per browser context.
 
 Chromium takes a proxy per browser context (``Target.createBrowserContext``'s
@@ -6,7 +6,7 @@ Chromium takes a proxy per browser context (``Target.createBrowserContext``'s
 Lightpanda 1.0.2 takes a proxy per context too (measured, with its
 credentials in the proxy's URL) but ignores the time-zone override; a
 ``lightpanda serve`` process takes a time zone for all its pages
-(``--timezone IANA``). So an identity with a time zone runs on a dedicated
+(``--timezone IANA``). So a profile with a time zone runs on a dedicated
 Lightpanda server started with it; see :mod:`scrapy_cdp_pool.browser.pool.dedicated`.
 
 A proxy is a server option only for a Playwright context on Lightpanda (a
@@ -34,7 +34,7 @@ class ServerOptions:
     (``http://host:port``, ``socks5://host:port``), ``proxy_username`` and
     ``proxy_password`` its credentials (never shown: not in ``repr`` nor
     :attr:`label`); ``timezone_id`` an IANA time zone (``Europe/Paris``).
-    Identities with the same proxy, credentials and time zone share a server."""
+    ProfileRegistry with the same proxy, credentials and time zone share a server."""
 
     proxy_server: str | None = None
     timezone_id: str | None = None
