@@ -210,13 +210,14 @@ class LivePages:
         timeout_s: float,
         max_message_bytes: int | None,
     ) -> LivePage:
-        if lease.context_id is None or lease.target_id is None or lease.session_id is None:
+        page = lease.opened_page
+        if lease.context_id is None or page is None:
             raise LivePageFailed(f"{request}: the render left no page to hand over")
         # The render's session goes: its request interception, blocking and
         # event subscriptions end with it; Playwright attaches its own.
-        await lease.cdp.send("Target.detachFromTarget", {"sessionId": lease.session_id})
+        await lease.cdp.send("Target.detachFromTarget", {"sessionId": page.session_id})
         relay = LiveRelay(
-            lease.cdp, lease.context_id, lease.target_id, result.url, max_message_bytes
+            lease.cdp, lease.context_id, page.target_id, result.url, max_message_bytes
         )
         url = await relay.start()
         try:

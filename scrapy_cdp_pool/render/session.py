@@ -186,14 +186,7 @@ async def render(
             # A kept page's cache outlives this request (see FetchInterceptor).
             guard_cache=lease.info.cache_ignores_cookies or key is not None,
         )
-    lease.page_opened(
-        key,
-        page.target_id,
-        page.session_id,
-        page.origins,
-        options.storage_cookies() if options is not None else None,
-        page.applied,
-    )
+    lease.page_opened(page, key, options.storage_cookies() if options is not None else None)
     if hooks is not None:
         page.tracker.on_response = hooks.on_document
         page.interceptor.allows_navigation = hooks.allows_navigation
@@ -327,16 +320,13 @@ async def _read_cookies_and_finish(
     """The context's cookies when ``collect_cookies`` (else ``None``), then
     the render finished (:meth:`ContextLease.render_finished`: a page to keep
     is stopped), its session storage cleared in the same round trip as the
-    cookie read."""
-    if page.child_frames.foreign:  # see render/child_frames.py
-        lease.do_not_keep()
+    cookie read. A page that loaded a frame of another origin is not kept
+    (see render/child_frames.py)."""
     reading = asyncio.ensure_future(browser_cookies(page, timeout_s)) if collect_cookies else None
     try:
-        await lease.render_finished(page.stopped_loading, alongside=reading)
-        return await reading if reading is not None else None
-    except BaseException:
-        lease.finished_cleanly = False  # the cookie read failed: the render did
-        raise
+        return await lease.render_finished(
+            page.stopped_loading, alongside=reading, keepable=not page.child_frames.foreign
+        )
     finally:
         if reading is not None and not reading.done():
             reading.cancel()
