@@ -154,7 +154,7 @@ class PoolConfig:
     fallback: str | None = None
     expect: Expectation | None = None
     recheck_fraction: float = 0.1
-    ladder_store: Any = None
+    ladder_store: str | Callable[..., Any] | None = None
 
     @property
     def max_message_bytes(self) -> int:

@@ -22,7 +22,7 @@ from scrapy.utils.misc import load_object
 from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.settings.expectation import Expectation, parse_expectation
 from scrapy_cdp_pool.settings.init_scripts import load_scripts
-from scrapy_cdp_pool.settings.signed_out import parse_signed_out
+from scrapy_cdp_pool.settings.signed_out import SignedOutRule, parse_signed_out
 from scrapy_cdp_pool.settings.url_patterns import check_pattern
 
 #: ``(settings, name, default) -> value``
@@ -169,7 +169,7 @@ def optional_limit(*, integer: bool) -> Kind:
     """An integer >= 1 (``integer``) or a number > 0, or None for no limit."""
     allowed = "an integer >= 1" if integer else "a number > 0"
 
-    def parse(settings: BaseSettings, name: str, default: Any) -> Any:
+    def parse_number(settings: BaseSettings, name: str, default: Any) -> Any:
         raw: Any = settings.get(name, default)
         if raw is None or raw == "":
             return None
@@ -181,7 +181,16 @@ def optional_limit(*, integer: bool) -> Kind:
             raise ValueError(message)
         return value
 
-    return Kind(f"{allowed.removeprefix('an ').removeprefix('a ')} or None", "", parse)
+    def parse_int(settings: BaseSettings, name: str, default: Any) -> int | None:
+        value: int | None = parse_number(settings, name, default)
+        return value
+
+    def parse_float(settings: BaseSettings, name: str, default: Any) -> float | None:
+        value: float | None = parse_number(settings, name, default)
+        return value
+
+    kind = f"{allowed.removeprefix('an ').removeprefix('a ')} or None"
+    return Kind(kind, "", parse_int if integer else parse_float)
 
 
 def ratio(*, below_one: bool = False) -> Kind:
@@ -298,17 +307,17 @@ def server_args(refused: tuple[str, ...]) -> Kind:
 def binary_path(what: str, *, optional: bool) -> Kind:
     """The path of a server binary (``optional``: None for the default)."""
 
-    def parse(settings: BaseSettings, name: str, default: Any) -> str | None:
+    def parse_optional(settings: BaseSettings, name: str, default: Any) -> str | None:
         raw = settings.get(name, default)
-        if optional and raw is None:
-            return None
-        if not optional:
-            raw = raw or default
+        return None if raw is None else parse(settings, name, raw)
+
+    def parse(settings: BaseSettings, name: str, default: Any) -> str:
+        raw = settings.get(name, default) or default
         if not isinstance(raw, str):
             raise ValueError(f"{name}: {raw!r} is not a path to {what}")
         return raw
 
-    return Kind("path" + (" or None" if optional else ""), "", parse)
+    return Kind("path or None", "", parse_optional) if optional else Kind("path", "", parse)
 
 
 def _optional_path(settings: BaseSettings, name: str, default: Any) -> str | None:
@@ -322,20 +331,21 @@ def _optional_path(settings: BaseSettings, name: str, default: Any) -> str | Non
     return raw
 
 
-def _signed_out(settings: BaseSettings, name: str, default: Any) -> Any:
+def _signed_out(settings: BaseSettings, name: str, default: Any) -> SignedOutRule | None:
     try:
         return parse_signed_out(settings.get(name, default))
     except ValueError as e:
         raise ValueError(f"{name}: {e}") from e
 
 
-def _callable(settings: BaseSettings, name: str, default: Any) -> Any:
+def _callable(settings: BaseSettings, name: str, default: Any) -> str | Callable[..., Any] | None:
     """A callable, or the import path of one (checked by importing it)."""
     raw: Any = settings.get(name, default)
     if raw is None or raw == "":
         return None
     if callable(raw):
-        return raw
+        function: Callable[..., Any] = raw
+        return function
     allowed = "a callable or its import path, like 'myproject.auth.sign_in'"
     if not isinstance(raw, str):
         raise ValueError(f"{name}: {raw!r} is not {allowed}")

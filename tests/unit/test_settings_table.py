@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from pathlib import Path
 
 import pytest
 from scrapy.settings import Settings
 
 from scrapy_cdp_pool import Addon
+from scrapy_cdp_pool.settings import config as config_module
+from scrapy_cdp_pool.settings import parse as parse_module
 from scrapy_cdp_pool.settings.config import PoolConfig
 from scrapy_cdp_pool.settings.table import BY_NAME, SETTINGS, SHARED_POOL_SETTINGS
 
@@ -53,6 +56,22 @@ def test_every_config_attribute_is_declared_once_with_the_same_default() -> None
     assert set(declared) | SCRAPY_FIELDS == attributes
     # PoolConfig()'s defaults are what the table's defaults parse to
     assert PoolConfig.from_settings(Settings()) == PoolConfig()
+
+
+def test_each_settings_parser_yields_its_config_attributes_type() -> None:
+    # PoolConfig is built through a dict (one loop over the table), where mypy
+    # cannot see that a parser's result fits its attribute: checked here, from
+    # the annotations of both.
+    names = {**vars(config_module), **vars(parse_module)}
+    fields = typing.get_type_hints(PoolConfig, names)
+    wrong = {
+        setting.name: (parsed, fields[setting.field])
+        for setting in SETTINGS
+        if setting.field is not None
+        and (parsed := typing.get_type_hints(setting.kind.parse, names)["return"])
+        != fields[setting.field]
+    }
+    assert not wrong
 
 
 def test_shared_pool_settings_are_the_pool_s_own() -> None:
