@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.core.boundary import scrapy_errors
+from scrapy_cdp_pool.core.download_signals import send_download_signals
 from scrapy_cdp_pool.core.gates import host_of
 from scrapy_cdp_pool.core.host_gate import HostGate, HostPaused
 from scrapy_cdp_pool.core.request_meta import read_render_meta
@@ -127,7 +128,7 @@ class Renderer:
         if inputs.context is not None and result.storage_state is not None:
             await self.profiles.save_state(request, result.storage_state)
         self.stats.result(request, result, seconds, pool, inputs.spec.warnsize)
-        response = build_response(request, result)
+        response = send_download_signals(self.crawler, request, build_response(request, result))
         if live_page is not None:
             self.crawler.stats.inc_value("cdp_pool/live_pages")
             response.meta[LIVE_PAGE_META_KEY] = live_page

@@ -61,10 +61,6 @@ BUG_EMPTY_BODY_ADDRESS = (
     "BUG: on Chromium, an empty document handed back as its bytes has no response.ip_address "
     "(its Network.responseReceived is not matched to it)"
 )
-BUG_SIGNALS = (
-    "BUG: the headers_received and bytes_received signals are not sent for rendered "
-    "requests, so StopDownload cannot stop one"
-)
 BUG_PARTIAL = (
     "BUG: with DOWNLOAD_FAIL_ON_DATALOSS = False (or meta download_fail_on_dataloss) a rendered "
     "body cut short still fails with ResponseDataLossError: no partial response flagged "
@@ -107,10 +103,6 @@ _BOTH_HTTP_AND_HTTPS: dict[str, str] = {
 }
 
 _WITH_CRAWLER: dict[str, str] = {
-    "test_bytes_received_stop_download_callback": BUG_SIGNALS,
-    "test_bytes_received_stop_download_errback": BUG_SIGNALS,
-    "test_headers_received_stop_download_callback": BUG_SIGNALS,
-    "test_headers_received_stop_download_errback": BUG_SIGNALS,
 }
 
 #: test (``Class::test[params]``, or ``backend/Class::test[params]`` for one
