@@ -288,7 +288,7 @@ class Page:
             raise PageScriptError(str(message).splitlines()[0])
         return result.get("result", {}).get("value")
 
-    async def read_html(self, timeout_s: float) -> str:
+    async def read_html(self, timeout_s: float, read_until: float | None = None) -> str:
         """The current document's rendered DOM, doctype included, read once
         the page's event loop turned (a navigation it schedules right after
         its load, such as a form submitted from ``onload``, has started by
@@ -298,7 +298,10 @@ class Page:
         for at most ``timeout_s`` seconds, then read as it is. A navigation
         already pending before the read (one that never answers) does not
         hold it. ``""`` when the page went on to a raw document (its bytes
-        are the body).
+        are the body). Each read of the DOM may take until ``read_until``
+        (event-loop time: the request's deadline, so a big page's
+        serialization has the rest of its ``download_timeout``), or the
+        ``timeout_s`` when it is ``None``.
 
         :raises PageScriptError: the page kept changing documents for
             ``timeout_s`` seconds.
@@ -308,13 +311,14 @@ class Page:
         tracker = self.tracker
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
+        read_deadline = deadline if read_until is None else max(deadline, read_until)
         last_chance = False
         while True:
             if tracker.document is not None and tracker.document.body is not None:
                 return ""
             generation = tracker.generation
             try:
-                value = await self.evaluate(_READ_HTML, max(0.1, deadline - loop.time()))
+                value = await self.evaluate(_READ_HTML, max(0.1, read_deadline - loop.time()))
             except (CDPProtocolError, PageScriptError) as e:
                 if not is_context_gone(e):
                     raise

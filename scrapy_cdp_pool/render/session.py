@@ -263,7 +263,10 @@ async def _render_page(
     tracker = page.tracker
     # The DOM, then the document it was read from (the page may have
     # navigated on after its load: status, headers and body of one document).
-    html = await page.read_html(spec.action_timeout_s)
+    html = await page.read_html(spec.action_timeout_s, read_until=lease.deadline)
+    # What follows reads a page that may be big (its cookies, storage, capture):
+    # the rest of the request's download_timeout, not an action's timeout.
+    finish_s = _remaining_s(lease, spec.action_timeout_s)
     if page.too_large is not None:  # past maxsize while it was read (a slow stream)
         raise page.too_large
     document = tracker.document
@@ -281,11 +284,11 @@ async def _render_page(
             raise ResponseTooLarge(spec.url, len(body), spec.maxsize, expected=False)
     storage_state = None
     if options is not None and options.save_state:
-        storage_state = await _storage_state(lease, page, options, spec.action_timeout_s)
+        storage_state = await _storage_state(lease, page, options, finish_s)
     network = None
     if page.capture is not None:
-        network = await page.capture.collect(spec.action_timeout_s)
-    cookies = await _read_cookies_and_finish(lease, page, collect_cookies, spec.action_timeout_s)
+        network = await page.capture.collect(finish_s)
+    cookies = await _read_cookies_and_finish(lease, page, collect_cookies, finish_s)
     headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
     headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
     meta: dict[str, Any] = {"cdp_dialogs_seen": list(page.dialogs.seen)}
@@ -312,6 +315,14 @@ async def _render_page(
         console=page.console.messages() if page.console is not None else None,
     )
     return result
+
+
+def _remaining_s(lease: ContextLease, at_least_s: float) -> float:
+    """Seconds left before the request's deadline (``lease.deadline``), and
+    never less than ``at_least_s`` (no deadline: ``at_least_s``)."""
+    if lease.deadline is None:
+        return at_least_s
+    return max(at_least_s, lease.deadline - asyncio.get_running_loop().time())
 
 
 async def _read_cookies_and_finish(

@@ -25,6 +25,7 @@ Routes live in small modules grouped by purpose:
 - ``oversize``: /oversize/* (bodies streamed past DOWNLOAD_MAXSIZE)
 - ``history``: /hist/* (URL changes without a new document: pushState, fragments)
 - ``shadow``: /shadow/* (content in open shadow roots)
+- ``bigpages``: /big/* (large rendered pages)
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from . import (
     actions,
     assets,
     behaviour,
+    bigpages,
     browser,
     cache,
     faults,
@@ -92,6 +94,7 @@ def make_app() -> web.Application:
     app.router.add_routes(oversize.routes)
     app.router.add_routes(history.routes)
     app.router.add_routes(shadow.routes)
+    app.router.add_routes(bigpages.routes)
     return app
 
 
