@@ -102,8 +102,7 @@ _BOTH_HTTP_AND_HTTPS: dict[str, str] = {
     "test_download_allow_data_loss_via_setting": BUG_PARTIAL,
 }
 
-_WITH_CRAWLER: dict[str, str] = {
-}
+_WITH_CRAWLER: dict[str, str] = {}
 
 #: test (``Class::test[params]``, or ``backend/Class::test[params]`` for one
 #: backend) -> reason
