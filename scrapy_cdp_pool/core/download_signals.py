@@ -6,9 +6,10 @@ request as it stops a plain one.
 The browser hands the document over whole, so the signals are sent once it
 has: ``headers_received`` with the response's headers and ``body_length``
 (its ``Content-Length``, ``None`` when it has none), then
-``bytes_received`` for each :data:`CHUNK_BYTES` of the body in turn (none for
-an empty body, as Scrapy's handlers send none). ``StopDownload`` then cuts the response (no body after
-``headers_received``), flags it ``download_stopped`` and, with
+``bytes_received`` for each :data:`CHUNK_BYTES` of the body in turn (none
+for an empty body, as Scrapy's handlers send none). ``StopDownload`` then
+cuts the response (no body after ``headers_received``), flags it
+``download_stopped`` and, with
 ``fail=True``, raises it with the response attached (the request's errback
 gets it), as Scrapy does; the browser's transfer is already over, so it saves
 no bandwidth (docs/response.md).
