@@ -3,11 +3,15 @@ item 7) on both embedded backends."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import pytest_twisted
 import scrapy
 
 from scrapy_cdp_pool.render.console import MAX_MESSAGES, MESSAGE_LIMIT_CHARS
+from scrapy_cdp_pool.render.snapshots import ERRORS_FILE
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
@@ -69,3 +73,33 @@ async def test_a_bad_console_value_fails_its_request_by_name(site: SiteServer) -
     assert "k=bad" in message
     assert "meta['cdp_console'] = 'yes'" in message
     assert [r.url for r in spider.responses] == [site.url("/pc/console?k=good")]
+
+
+@pytest.mark.parametrize("browser", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_a_failed_renders_console_messages_travel_with_the_failure(
+    site: SiteServer, browser: str, tmp_path: Path
+) -> None:
+    # Issue 27: an action that times out on a page that logged and threw; the
+    # page's own words reach the errback, the failures file and the snapshot.
+    failures_file = tmp_path / "failures.jsonl"
+    snapshots = tmp_path / "snapshots"
+    meta = {"cdp": True, "cdp_console": True, "cdp_actions": [["wait_for_selector", "#never"]]}
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/pc/console?k=1"), meta=meta)],
+        {
+            "CDP_POOL_BROWSER": browser,
+            "CDP_POOL_FAILURES_FILE": str(failures_file),
+            "CDP_POOL_SNAPSHOT_DIR": str(snapshots),
+            "CDP_POOL_ACTION_TIMEOUT_SECONDS": 1,
+        },
+    )
+    [failure] = spider.failures
+    messages = failure.request.meta["cdp_console_messages"]
+    assert [m["type"] for m in messages] == ["log", "warning", "error", "exception"], messages
+    assert "boom from the page" in messages[3]["text"]
+    [line] = [json.loads(text) for text in failures_file.read_text().splitlines()]
+    assert "wait_for_selector" in line["message"], line
+    assert line["console"] == messages
+    [snapshot] = [json.loads(text) for text in (snapshots / ERRORS_FILE).read_text().splitlines()]
+    assert snapshot["console"][:4] == messages

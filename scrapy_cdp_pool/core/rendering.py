@@ -21,6 +21,7 @@ from scrapy_cdp_pool.core.host_gate import HostGate, HostPaused
 from scrapy_cdp_pool.core.request_meta import read_render_meta
 from scrapy_cdp_pool.core.robots import RobotsGate
 from scrapy_cdp_pool.errors import ActionError, CapabilityUnavailable, ProxyUnsupported
+from scrapy_cdp_pool.render.console import CONSOLE_MESSAGES_META_KEY
 from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
 from scrapy_cdp_pool.render.dialogs import RefusedAcceptWarning
 from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, LivePages
@@ -238,7 +239,7 @@ class Renderer:
                 inputs.spec,
                 attempts.hooks,
                 collect_cookies=inputs.jar is not None,
-                on_failure=self._snapshot_hook(request),
+                on_failure=self._failure_hook(request, inputs.spec),
             )
 
         return in_lease
@@ -256,22 +257,30 @@ class Renderer:
         if not isinstance(error, HostPaused):
             self._on_failure(error)
 
-    def _snapshot_hook(self, request: Request) -> Any:
-        """The render's ``on_failure``: a failure snapshot named by the
-        request's fingerprint (``CDP_POOL_SNAPSHOT_DIR``), or ``None``."""
+    def _failure_hook(self, request: Request, spec: RenderSpec) -> Any:
+        """The render's ``on_failure``, or ``None`` when it has nothing to do:
+        the page's console messages (``meta["cdp_console"]``) go on the
+        failed request's meta as ``cdp_console_messages`` (the errback's
+        ``failure.request.meta``, the failures file), and a failure snapshot
+        is written, named by the request's fingerprint
+        (``CDP_POOL_SNAPSHOT_DIR``)."""
         writer = self.snapshots
-        if writer is None:
+        if writer is None and not spec.console:
             return None
         stats = self.crawler.stats
 
-        async def snapshot(page: Any, error: BaseException) -> None:
+        async def on_failure(page: Any, error: BaseException) -> None:
+            if page.console is not None:
+                request.meta[CONSOLE_MESSAGES_META_KEY] = page.console.messages()
+            if writer is None:
+                return
             fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()
             if await writer.take(page, fingerprint, error):
                 stats.inc_value("cdp_pool/snapshots_written")
             else:
                 stats.inc_value("cdp_pool/snapshots_skipped")
 
-        return snapshot
+        return on_failure
 
     def _cookie_jar_middleware(self, request: Request) -> CookiesMiddleware | None:
         """Where the context's cookies go after the render: Scrapy's running

@@ -4,7 +4,9 @@ With ``meta["cdp_console"] = True`` the page's ``Runtime`` domain is enabled
 and its ``Runtime.consoleAPICalled`` and ``Runtime.exceptionThrown`` events are
 kept, in order, as plain dicts in ``response.meta["cdp_console_messages"]`` (a
 key of its own, so the request's flag stays as it was for a retry or a
-redirect's next hop)::
+redirect's next hop); when the render fails, in the failed request's meta
+under the same key (an errback's ``failure.request.meta``), and in the
+failures file's and failure snapshot's lines as ``console``::
 
     {"type": "log" | "info" | "warning" | "error" | "debug" | ... | "exception",
      "text": str, "timing": seconds since the page was opened}
@@ -25,6 +27,9 @@ from typing import Any
 
 from scrapy_cdp_pool.messages import cap_message
 
+#: the meta key the messages are handed over in (the response's, or the
+#: failed request's when the render failed)
+CONSOLE_MESSAGES_META_KEY = "cdp_console_messages"
 #: most messages kept per request (a page logging in a loop cannot fill memory)
 MAX_MESSAGES = 100
 #: longest text kept per message, in characters (the marker included)

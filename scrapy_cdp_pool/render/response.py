@@ -9,6 +9,7 @@ from scrapy import Request
 from scrapy.http import Headers, HtmlResponse, Response
 from scrapy.responsetypes import responsetypes
 
+from scrapy_cdp_pool.render.console import CONSOLE_MESSAGES_META_KEY
 from scrapy_cdp_pool.render.redirects import record_browser_hops
 from scrapy_cdp_pool.render.session import RenderResult
 
@@ -48,7 +49,7 @@ def build_response(request: Request, result: RenderResult) -> Response:
     if result.network is not None:
         request.meta["cdp_network"] = result.network
     if result.console is not None:
-        request.meta["cdp_console_messages"] = result.console
+        request.meta[CONSOLE_MESSAGES_META_KEY] = result.console
     connection = _connection(result)
     if result.rendered:
         headers[b"Content-Type"] = b"text/html; charset=utf-8"

@@ -90,6 +90,8 @@ class SnapshotWriter:
             "files": files,
             "skipped": skipped,
         }
+        if page.console is not None:  # meta["cdp_console"]: the page's own errors
+            line["console"] = page.console.messages()
         try:
             fd = os.open(
                 self.directory / ERRORS_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600

@@ -12,7 +12,8 @@ Stats: ``cdp_pool/failures`` and ``cdp_pool/failures/<reason>``. With
 file for each failure: ``time`` (UTC, ISO 8601), ``spider``, ``url``,
 ``method``, ``reason``, ``status`` (``null`` for an exception), ``retry_times``
 and ``message`` (cut to 2,000 characters, the original length said:
-:func:`~scrapy_cdp_pool.messages.cap_message`).
+:func:`~scrapy_cdp_pool.messages.cap_message`); with ``meta["cdp_console"]``,
+also ``console``: the page's console messages and errors.
 """
 
 from __future__ import annotations
@@ -90,6 +91,9 @@ class FailureRecorderMiddleware:
             "retry_times": request.meta.get("retry_times", 0),
             "message": cap_message(message),
         }
+        console = request.meta.get("cdp_console_messages")  # meta["cdp_console"]
+        if console is not None:
+            line["console"] = console
         self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
 
     def close(self) -> None:
