@@ -93,6 +93,12 @@ class Backend:
     #: plain Scrapy would not send, failed at the request stage
     #: (:func:`~scrapy_cdp_pool.render.page_setup.fetch_params`)
     fetches_favicon: bool = True
+    #: the browser decodes an HTML document by its byte order mark when its
+    #: ``Content-Type`` names no charset, as the HTML standard says (Lightpanda
+    #: 1.0.2 does not: a UTF-16 page with a BOM came back garbled), else the
+    #: page's body is read and handed back labelled
+    #: (:class:`~scrapy_cdp_pool.render.interception.FetchInterceptor`)
+    sniffs_byte_order_mark: bool = True
     #: the server flag that caps a page's JavaScript heap, and its form
     #: (``{mb}``: the ceiling in MB); one argument per item
     heap_limit_flag: str = "--js-flags"
@@ -156,6 +162,7 @@ LIGHTPANDA = Backend(
     probes_stalled_scripts=False,
     fetches_favicon=False,
     streams_response_bodies=False,
+    sniffs_byte_order_mark=False,
     heap_limit_flag="--v8-max-heap-mb",
     heap_limit_args_format=("--v8-max-heap-mb", "{mb}"),
     ignore_https_errors_by_command=False,

@@ -65,6 +65,23 @@ def joined(headers: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
     return [(name, ", ".join(parts)) for name, parts in values.values()]
 
 
+#: byte order marks of the encodings the HTML standard sniffs, and the charset
+#: each one means (its "BOM sniffing" step; UTF-8's needs no label)
+_UTF16_BOMS = ((b"\xff\xfe", "utf-16le"), (b"\xfe\xff", "utf-16be"))
+
+
+def bom_charset(body: bytes) -> str | None:
+    """The charset ``body``'s UTF-16 byte order mark names, ``None`` for none."""
+    return next((charset for bom, charset in _UTF16_BOMS if body.startswith(bom)), None)
+
+
+def names_no_charset(headers: list[tuple[str, str]]) -> bool:
+    """Whether the ``Content-Type`` (if any) names no charset."""
+    return not any(
+        name.lower() == "content-type" and "charset=" in value.lower() for name, value in headers
+    )
+
+
 def is_unlabelled(headers: list[tuple[str, str]]) -> bool:
     """Whether a response has no ``Content-Type`` (or an empty one), so its
     body must be looked at to know what it is."""
@@ -311,6 +328,19 @@ class FetchInterceptor:
                 self.page.body_size.watch(document.network_id)
                 await self._fulfill(request_id, status, params, body)
                 return
+        elif (
+            has_body
+            and not self.page.backend.sniffs_byte_order_mark
+            and not is_raw_document(status, headers)
+            and names_no_charset(headers)
+        ):
+            # An HTML page without a charset: its byte order mark decides, as
+            # the HTML standard says (the browser would ignore it).
+            body = await self._read_body(request_id, headers, expected, maxsize)
+            self.page.tracker.on_document(document)
+            self.page.body_size.watch(document.network_id)
+            await self._fulfill(request_id, status, params, body, charset=bom_charset(body))
+            return
         elif not is_raw_document(status, headers):
             self.page.tracker.on_document(document)
             self.page.body_size.watch(document.network_id)
@@ -337,15 +367,28 @@ class FetchInterceptor:
         return body
 
     async def _fulfill(
-        self, request_id: str, status: int, params: dict[str, Any], body: bytes
+        self,
+        request_id: str,
+        status: int,
+        params: dict[str, Any],
+        body: bytes,
+        charset: str | None = None,
     ) -> None:
         """Let the page load ``body``, read already, with the response's headers
-        (its body is decoded: no ``Content-Encoding``/``Content-Length``)."""
+        (its body is decoded: no ``Content-Encoding``/``Content-Length``), its
+        ``Content-Type`` labelled ``charset`` when one is given."""
         headers = [
             h
             for h in params.get("responseHeaders", [])
             if h["name"].lower() not in ("content-encoding", "content-length")
         ]
+        if charset is not None:
+            headers = [
+                {"name": h["name"], "value": f"{h['value']}; charset={charset}"}
+                if h["name"].lower() == "content-type"
+                else h
+                for h in headers
+            ]
         await self.page.command(
             "Fetch.fulfillRequest",
             {

@@ -26,6 +26,7 @@ Routes live in small modules grouped by purpose:
 - ``history``: /hist/* (URL changes without a new document: pushState, fragments)
 - ``shadow``: /shadow/* (content in open shadow roots)
 - ``bigpages``: /big/* (large rendered pages)
+- ``encodings``: /enc/* (one text in many encodings)
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from . import (
     bigpages,
     browser,
     cache,
+    encodings,
     faults,
     fidelity,
     fidelity2,
@@ -95,6 +97,7 @@ def make_app() -> web.Application:
     app.router.add_routes(history.routes)
     app.router.add_routes(shadow.routes)
     app.router.add_routes(bigpages.routes)
+    app.router.add_routes(encodings.routes)
     return app
 
 
