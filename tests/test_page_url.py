@@ -138,3 +138,37 @@ async def test_a_script_redirect_at_load_is_in_the_redirect_chain(
     assert response.meta["redirect_urls"] == [start]
     assert response.meta["redirect_times"] == 1
     assert response.meta["redirect_reasons"] == ["client-side navigation"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_declarative_shadow_roots_are_kept_as_plain_scrapy_sees_them(
+    site: SiteServer, backend: str
+) -> None:
+    url = site.url("/shadow/declarative")
+    requests = [
+        scrapy.Request(url, meta={"cdp": False}),
+        scrapy.Request(url, meta={"cdp": True}),
+        scrapy.Request(url, meta={"cdp": True, "cdp_shadow_roots": "none"}),
+    ]
+    settings = {**BACKENDS[backend], "DUPEFILTER_CLASS": "scrapy.dupefilters.BaseDupeFilter"}
+    spider, _ = await crawl(requests, settings)
+    assert not spider.failures, spider.failures
+
+    def kind(r: scrapy.http.Response) -> str:
+        return "plain" if not r.meta["cdp"] else r.meta.get("cdp_shadow_roots", "open")
+
+    by_kind = {kind(r): r for r in spider.responses}
+    inside = '#host > template[shadowrootmode="open"] > #inside::text'
+    for name in ("plain", "open"):
+        assert by_kind[name].css(inside).get() == "declared", name
+        assert by_kind[name].css("#host > #light::text").get() == "light", name
+    # an open root a script attached: in the rendered HTML as a declarative one
+    attached = by_kind["open"].css('attached-box > template[shadowrootmode="open"] > #attached')
+    assert attached.css("::text").get() == "attached"
+    # a closed root cannot be read by any script: only plain Scrapy has it
+    assert by_kind["plain"].css("closed-box #secret::text").get() == "closed"
+    assert by_kind["open"].css("#secret").get() is None
+    # cdp_shadow_roots = "none": the light DOM only, as document.outerHTML
+    assert by_kind["none"].css("template, #inside, #attached").get() is None
+    assert by_kind["none"].css("#host > #light::text").get() == "light"

@@ -25,7 +25,7 @@ from scrapy_cdp_pool.errors import InvalidRequestMeta
 from scrapy_cdp_pool.render.actions import Action, parse_actions
 from scrapy_cdp_pool.render.capture import CaptureRule, parse_capture
 from scrapy_cdp_pool.render.console import parse_console
-from scrapy_cdp_pool.settings.config import DIALOG_ANSWERS, WAIT_UNTIL, PoolConfig
+from scrapy_cdp_pool.settings.config import DIALOG_ANSWERS, SHADOW_ROOTS, WAIT_UNTIL, PoolConfig
 from scrapy_cdp_pool.settings.expectation import parse_expectation
 from scrapy_cdp_pool.settings.init_scripts import load_scripts
 
@@ -48,6 +48,7 @@ REQUEST_KEYS = frozenset(
         "cdp_navigation_timeout",
         "cdp_not_before",
         "cdp_profile",
+        "cdp_shadow_roots",
         "cdp_wait_until",
     }
 )
@@ -76,6 +77,7 @@ class RenderMeta:
     """The render's meta values, checked (settings' defaults where unset)."""
 
     wait_until: str
+    shadow_roots: str
     dialogs: str
     navigation_timeout_s: float
     actions: tuple[Action, ...]
@@ -151,6 +153,7 @@ def read_render_meta(request: Request, config: PoolConfig) -> RenderMeta:
         raise _refuse(request, "cdp_include_page", include_page, "expected True or False", "; ")
     return RenderMeta(
         wait_until=_choice(request, "cdp_wait_until", config.wait_until, WAIT_UNTIL),
+        shadow_roots=_choice(request, "cdp_shadow_roots", config.shadow_roots, SHADOW_ROOTS),
         dialogs=_choice(request, "cdp_dialogs", config.dialogs, DIALOG_ANSWERS),
         navigation_timeout_s=_seconds(
             request, "cdp_navigation_timeout", config.navigation_timeout_s

@@ -56,6 +56,27 @@ _READ_HTML = (
     " (document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '')"
     " + document.documentElement.outerHTML)"
 )
+#: :data:`_READ_HTML` with every open shadow root (declarative or attached by a
+#: script, nested ones too) serialized in place as ``<template
+#: shadowrootmode="open">``, as a server writes declarative shadow DOM
+#: (``Element.getHTML``'s ``shadowRoots``); the same string as
+#: :data:`_READ_HTML` when the page has none. Closed roots cannot be reached.
+_READ_HTML_WITH_SHADOW_ROOTS = """new Promise(r => setTimeout(r, 0)).then(() => {
+  const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '';
+  const html = document.documentElement;
+  const roots = [];
+  const walk = (node) => {
+    const walker = document.createTreeWalker(node, NodeFilter.SHOW_ELEMENT);
+    for (let e = walker.nextNode(); e; e = walker.nextNode()) {
+      if (e.shadowRoot) { roots.push(e.shadowRoot); walk(e.shadowRoot); }
+    }
+  };
+  walk(html);
+  if (!roots.length || typeof html.getHTML !== 'function') return doctype + html.outerHTML;
+  const quoted = (v) => v.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
+  const attributes = Array.from(html.attributes, a => ` ${a.name}="${quoted(a.value)}"`).join('');
+  return `${doctype}<html${attributes}>${html.getHTML({shadowRoots: roots})}</html>`;
+})"""
 
 
 class Page:
@@ -312,13 +333,14 @@ class Page:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         read_deadline = deadline if read_until is None else max(deadline, read_until)
+        script = _READ_HTML_WITH_SHADOW_ROOTS if self.spec.shadow_roots == "open" else _READ_HTML
         last_chance = False
         while True:
             if tracker.document is not None and tracker.document.body is not None:
                 return ""
             generation = tracker.generation
             try:
-                value = await self.evaluate(_READ_HTML, max(0.1, read_deadline - loop.time()))
+                value = await self.evaluate(script, max(0.1, read_deadline - loop.time()))
             except (CDPProtocolError, PageScriptError) as e:
                 if not is_context_gone(e):
                     raise

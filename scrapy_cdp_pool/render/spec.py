@@ -42,6 +42,8 @@ class RenderValues(Protocol):
     @property
     def wait_until(self) -> str: ...
     @property
+    def shadow_roots(self) -> str: ...
+    @property
     def dialogs(self) -> str: ...
     @property
     def navigation_timeout_s(self) -> float: ...
@@ -77,6 +79,9 @@ class RenderSpec:
     cookies: tuple[tuple[str, str], ...] = ()
     actions: tuple[Action, ...] = ()
     wait_until: str = "load"
+    #: ``meta["cdp_shadow_roots"]``: ``"open"`` serializes open shadow roots
+    #: into the HTML as ``<template shadowrootmode="open">``, ``"none"`` none
+    shadow_roots: str = "open"
     navigation_timeout_s: float = 30.0
     action_timeout_s: float = 10.0
     block_resources: frozenset[str] = field(default_factory=frozenset)
@@ -174,6 +179,7 @@ def build_spec(
         cookies=_cookie_pairs(request),
         actions=values.actions,
         wait_until=values.wait_until,
+        shadow_roots=values.shadow_roots,
         navigation_timeout_s=values.navigation_timeout_s,
         action_timeout_s=config.action_timeout_s,
         block_resources=config.block_resources,

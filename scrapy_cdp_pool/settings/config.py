@@ -24,6 +24,7 @@ from scrapy_cdp_pool.settings.table import (
     DIALOG_ANSWERS,
     RESOURCE_TYPES,
     SETTINGS,
+    SHADOW_ROOTS,
     WAIT_UNTIL,
     check_known,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_PAGE_HEAP_LIMIT_MB",
     "DIALOG_ANSWERS",
     "RESOURCE_TYPES",
+    "SHADOW_ROOTS",
     "WAIT_UNTIL",
     "PoolConfig",
     "default_connections",
@@ -69,6 +71,7 @@ class PoolConfig:
     action_timeout_s: float = 10.0
     context_close_timeout_s: float = 5.0
     wait_until: str = "load"
+    shadow_roots: str = "open"
     dialogs: str = "dismiss"
     #: JavaScript heap ceiling of the embedded browsers, MB (None: V8's own,
     #: set with ``CDP_POOL_PAGE_HEAP_LIMIT_MB = 0``)

@@ -25,6 +25,9 @@ from scrapy_cdp_pool.settings import parse as k
 
 BROWSERS = ("lightpanda", "chromium")
 WAIT_UNTIL = ("load", "domcontentloaded", "networkidle")
+#: ``CDP_POOL_SHADOW_ROOTS``: which shadow roots the rendered HTML holds, as
+#: ``<template shadowrootmode>`` (docs/response.md)
+SHADOW_ROOTS = ("open", "none")
 #: how JavaScript dialogs (alert, confirm, prompt, beforeunload) are answered
 DIALOG_ANSWERS = ("dismiss", "accept")
 #: default of ``CDP_POOL_PAGE_HEAP_LIMIT_MB``: a JavaScript heap ceiling well
@@ -102,6 +105,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_BLOCK_RESOURCES",                "block_resources",         k.resource_types(RESOURCE_TYPES), (), "render"),
     S("CDP_POOL_BLOCK_URLS",                     "block_urls",              k.URL_PATTERNS,       (),                 "render"),
     S("CDP_POOL_WAIT_UNTIL",                     "wait_until",              k.choice(WAIT_UNTIL), "load",             "render"),
+    S("CDP_POOL_SHADOW_ROOTS",                   "shadow_roots",            k.choice(SHADOW_ROOTS), "open",           "render"),
     S("CDP_POOL_DIALOGS",                        "dialogs",                 k.choice(DIALOG_ANSWERS), "dismiss",      "render"),
     S("CDP_POOL_PAGE_HEAP_LIMIT_MB",             "page_heap_limit_mb",      k.HEAP_LIMIT,         DEFAULT_PAGE_HEAP_LIMIT_MB, "pool"),
     S("CDP_POOL_NAVIGATION_TIMEOUT_SECONDS",     "navigation_timeout_s",    k.SECONDS,            30.0,               "render"),

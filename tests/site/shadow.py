@@ -1,4 +1,4 @@
-"""``/shadow/*``: content inside open shadow roots (issue 27), as Lit and web
+"""``/shadow/*``: content inside shadow roots (issue 27), as Lit and web
 components render it: an input and a button a spider's actions must reach."""
 
 from __future__ import annotations
@@ -29,3 +29,23 @@ customElements.define("todo-app", class extends HTMLElement {
 @routes.get("/shadow/app")
 async def app(request: web.Request) -> web.Response:
     return html_response("Shadow", _APP)
+
+
+_DECLARATIVE = """<div id="host"><template shadowrootmode="open"><p id="inside">declared</p>
+<slot></slot></template><p id="light">light</p></div>
+<closed-box><template shadowrootmode="closed"><p id="secret">closed</p></template></closed-box>
+<attached-box></attached-box>
+<script>
+customElements.define("attached-box", class extends HTMLElement {
+  connectedCallback() {
+    this.attachShadow({mode: "open"}).innerHTML = '<p id="attached">attached</p>';
+  }
+});
+</script>"""
+
+
+@routes.get("/shadow/declarative")
+async def declarative(request: web.Request) -> web.Response:
+    """Declarative shadow roots as a server sends them (an open one with a
+    slot, a closed one) beside a root a script attached."""
+    return html_response("Declarative", _DECLARATIVE)
