@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from scrapy_cdp_pool.browser.backends import backend_of
+from scrapy_cdp_pool.browser.backends import LIGHTPANDA, backend_of
 from scrapy_cdp_pool.browser.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.browser.pool.connection import ConnectionState, PooledConnection
@@ -30,6 +30,7 @@ from scrapy_cdp_pool.browser.pool.routing import (
     check_capabilities,
     dedicated_requires,
 )
+from scrapy_cdp_pool.browser.pool.server_flags import loads_iframes
 from scrapy_cdp_pool.browser.pool.server_options import ServerOptions
 from scrapy_cdp_pool.browser.pool.servers import embedded_server
 from scrapy_cdp_pool.browser.pool.slots import SlotQueue
@@ -171,6 +172,13 @@ class ConnectionPool:
             len(self.connections),
             max((c.capacity for c in self.connections), default=0),
         )
+        lightpanda = self.server is not None and self.server.backend is LIGHTPANDA
+        if lightpanda and not loads_iframes(self.config.lightpanda_args):
+            logger.info(
+                "The embedded Lightpanda loads no <iframe> (a page's frames stay empty); "
+                'CDP_POOL_LIGHTPANDA_ARGS = ["--load-resources", "iframe"] loads them '
+                "(docs/backends.md: the cost, measured)"
+            )
         self.slots.wake()
 
     async def _discover(self, endpoint_index: int) -> ServerInfo:

@@ -29,6 +29,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from scrapy_cdp_pool.browser.backends import sets_flag
@@ -270,3 +271,15 @@ def merge_feature_lists(argv: list[str]) -> list[str]:
 #: Lightpanda reads it at start (``strings`` on 1.0.2 shows it): without it,
 #: every server looks up and calls its vendor's telemetry host
 LIGHTPANDA_ENV = {"LIGHTPANDA_DISABLE_TELEMETRY": "true"}
+
+
+def loads_iframes(lightpanda_args: tuple[str, ...]) -> bool:
+    """Whether ``lightpanda serve`` with these extra flags loads ``<iframe>``
+    documents: only with ``--load-resources iframe`` (Lightpanda 1.0.2,
+    ``lightpanda serve --help``: it loads no sub-resource by default)."""
+    return any(
+        flag in ("--load-resources", "-load-resources") and value == "iframe"
+        for flag, value in itertools.pairwise(lightpanda_args)
+    ) or any(
+        arg in ("--load-resources=iframe", "-load-resources=iframe") for arg in lightpanda_args
+    )
