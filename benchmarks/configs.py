@@ -67,6 +67,13 @@ def build(connections: int) -> list[Config]:
             note="scrapy_floor with CONCURRENT_ITEMS 16",
         ),
         Config(
+            "cdp_pool_lightpanda_noshadow",
+            "cdp_pool",
+            concurrency=c,
+            args=("--browser", "lightpanda", "--shadow-roots", "none"),
+            note="embedded Lightpanda, CDP_POOL_SHADOW_ROOTS = 'none' (light DOM only)",
+        ),
+        Config(
             "cdp_pool_lightpanda_nocache",
             "cdp_pool",
             concurrency=c,

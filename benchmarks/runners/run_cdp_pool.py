@@ -16,6 +16,9 @@ if __name__ == "__main__":
     ap.add_argument("--wait-until", default="", help="CDP_POOL_WAIT_UNTIL (default: the plugin's)")
     ap.add_argument("--no-http-cache", action="store_true", help="CDP_POOL_HTTP_CACHE = False")
     ap.add_argument(
+        "--shadow-roots", default="", help="CDP_POOL_SHADOW_ROOTS (default: the plugin's)"
+    )
+    ap.add_argument(
         "--defaults",
         action="store_true",
         help="leave CDP_POOL_CONNECTIONS and CONCURRENT_REQUESTS* unset (a new user's crawl)",
@@ -51,6 +54,8 @@ if __name__ == "__main__":
         settings["CDP_POOL_WAIT_UNTIL"] = args.wait_until
     if args.no_http_cache:
         settings["CDP_POOL_HTTP_CACHE"] = False
+    if args.shadow_roots:
+        settings["CDP_POOL_SHADOW_ROOTS"] = args.shadow_roots
     if args.block:
         settings["CDP_POOL_BLOCK_RESOURCES"] = args.block.split(",")
     sys.exit(crawl(args, settings, meta={"cdp": True}))
