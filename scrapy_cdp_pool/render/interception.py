@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy.http import HtmlResponse
 from scrapy.responsetypes import responsetypes
@@ -80,6 +81,18 @@ def names_no_charset(headers: list[tuple[str, str]]) -> bool:
     return not any(
         name.lower() == "content-type" and "charset=" in value.lower() for name, value in headers
     )
+
+
+def same_origin(url: str, other: str) -> bool:
+    """Whether two URLs have one origin: scheme, host and port (the scheme's
+    default port when none is written)."""
+    a, b = urlsplit(url), urlsplit(other)
+    defaults = {"http": 80, "https": 443}
+    try:
+        ports = (a.port or defaults.get(a.scheme), b.port or defaults.get(b.scheme))
+    except ValueError:  # a port that is not a number
+        return False
+    return (a.scheme, a.hostname) == (b.scheme, b.hostname) and ports[0] == ports[1]
 
 
 def is_unlabelled(headers: list[tuple[str, str]]) -> bool:
@@ -228,26 +241,30 @@ class FetchInterceptor:
         return matches_any(patterns, str(params.get("request", {}).get("url", "")))
 
     async def on_auth(self, params: dict[str, Any]) -> None:
-        """Answer a proxy's authentication challenge with the profile's
-        credentials, once per URL (a second challenge means they are wrong:
-        it is cancelled and the proxy's 407 becomes the response, instead of
-        the browser retrying dozens of times); a server's challenge is
-        cancelled."""
-        context = self.page.spec.context
+        """Answer an authentication challenge, once per URL (a second one
+        means the credentials are wrong: it is cancelled and the 401/407
+        becomes the response, instead of the browser retrying dozens of
+        times): a proxy's with the context's proxy credentials; a server's
+        with the request's own basic credentials when the challenged URL has
+        the request's origin (scheme, host and port: the page's same-origin
+        calls, never another origin's); any other is cancelled."""
+        spec = self.page.spec
+        context = spec.context
         challenge = params.get("authChallenge", {})
         url = str(params.get("request", {}).get("url", ""))
+        credentials: tuple[str, str] | None = None
+        if challenge.get("source") == "Proxy":
+            if context is not None and context.proxy_username:
+                credentials = (context.proxy_username, context.proxy_password or "")
+        elif same_origin(url, spec.url):
+            credentials = spec.basic_credentials
         response: dict[str, Any] = {"response": "CancelAuth"}
-        if (
-            context is not None
-            and context.proxy_username
-            and challenge.get("source") == "Proxy"
-            and url not in self._credentials_given
-        ):
+        if credentials is not None and url not in self._credentials_given:
             self._credentials_given.add(url)
             response = {
                 "response": "ProvideCredentials",
-                "username": context.proxy_username,
-                "password": context.proxy_password or "",
+                "username": credentials[0],
+                "password": credentials[1],
             }
         try:
             await self.page.command(

@@ -161,8 +161,10 @@ def fetch_params(
     context has the proxy (not on a dedicated server, ``"proxy"`` in
     ``unsupported``: it sends the credentials itself; nor with
     ``proxy_credentials_in_url``, Lightpanda's: the context's proxy URL
-    carries them); with ``block_favicon``, the browser's own ``/favicon.ico`` requests (resource
-    type ``Other``: a page's ``<img>`` or ``fetch()`` of it is not one), which
+    carries them), and a server's where the request has basic credentials
+    (:attr:`RenderSpec.basic_credentials`); with ``block_favicon``, the
+    browser's own ``/favicon.ico`` requests (resource type ``Other``: a
+    page's ``<img>`` or ``fetch()`` of it is not one), which
     :class:`~scrapy_cdp_pool.render.interception.FetchInterceptor` fails."""
     patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
     if guard_cache:
@@ -174,7 +176,13 @@ def fetch_params(
         and "proxy" not in unsupported
         and not proxy_credentials_in_url
     )
-    if spec.overrides_request or proxy_auth or spec.pause_navigations:
+    server_auth = spec.basic_credentials is not None
+    if server_auth:
+        # The page's own calls may be challenged (HTTP basic auth): Lightpanda
+        # raises Fetch.authRequired only for a request paused at the request
+        # stage, so every request is.
+        patterns.append({"requestStage": "Request"})
+    elif spec.overrides_request or proxy_auth or spec.pause_navigations:
         # Lightpanda raises Fetch.authRequired only for a request paused at
         # the request stage; otherwise the proxy's 407 is the response.
         patterns.append({"resourceType": "Document", "requestStage": "Request"})
@@ -186,6 +194,6 @@ def fetch_params(
         patterns.append({"urlPattern": FAVICON_URL_PATTERN, "resourceType": "Other",
                          "requestStage": "Request"})  # fmt: skip
     params: dict[str, Any] = {"patterns": patterns}
-    if proxy_auth:
+    if proxy_auth or server_auth:
         params["handleAuthRequests"] = True
     return params

@@ -7,6 +7,8 @@ distributed queues.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -112,6 +114,25 @@ class RenderSpec:
     #: each navigation the page starts itself is asked about
     #: (``RenderHooks.allows_navigation``: robots.txt)
     pause_navigations: bool = False
+
+    @property
+    def basic_credentials(self) -> tuple[str, str] | None:
+        """The user name and password of the request's own ``Authorization:
+        Basic`` header (Scrapy's ``HttpAuthMiddleware`` sets it where
+        ``HTTPAUTH_DOMAIN`` allows), ``None`` without one: the page's
+        same-origin calls are answered with them when challenged
+        (:meth:`~scrapy_cdp_pool.render.interception.FetchInterceptor.on_auth`)."""
+        for name, value in self.headers:
+            scheme, _, token = value.partition(" ")
+            if name.lower() != "authorization" or scheme.lower() != "basic":
+                continue
+            try:
+                decoded = base64.b64decode(token.strip(), validate=True).decode("latin-1")
+            except (binascii.Error, ValueError):
+                return None
+            user, colon, password = decoded.partition(":")
+            return (user, password) if colon else None
+        return None
 
     @property
     def overrides_request(self) -> bool:

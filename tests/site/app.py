@@ -27,6 +27,7 @@ Routes live in small modules grouped by purpose:
 - ``shadow``: /shadow/* (content in open shadow roots)
 - ``bigpages``: /big/* (large rendered pages)
 - ``encodings``: /enc/* (one text in many encodings)
+- ``auth``: /auth/* (a page's own calls to an API behind basic auth)
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from aiohttp import web
 from . import (
     actions,
     assets,
+    auth,
     behaviour,
     bigpages,
     browser,
@@ -98,6 +100,8 @@ def make_app() -> web.Application:
     app.router.add_routes(shadow.routes)
     app.router.add_routes(bigpages.routes)
     app.router.add_routes(encodings.routes)
+    app[auth.SEEN] = []
+    app.router.add_routes(auth.routes)
     return app
 
 
