@@ -9,7 +9,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.core.boundary import error_kind
-from scrapy_cdp_pool.render.interception import FAVICON
+from scrapy_cdp_pool.render.interception import FAVICON, PRIVATE_NETWORK
 from scrapy_cdp_pool.render.redirects import is_handed_back
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ class RenderStats:
         self.crawler = crawler
         self.stats = crawler.stats
         self.own_pool = own_pool
+        self._private_hosts_logged: set[str] = set()
 
     def page(self, pool: ConnectionPool, lease: ContextLease) -> None:
         """This crawler's pages per connection of the pool (or on dedicated
@@ -44,6 +45,23 @@ class RenderStats:
             self.stats.inc_value(f"cdp_pool/connection/{connection.index}/pages")
         else:
             self.stats.inc_value("cdp_pool/dedicated_servers/pages")
+
+    def _log_private_hosts(self, request: Request, hosts: list[str]) -> None:
+        """One WARNING per host a page was refused by the private-network rule."""
+        for host in hosts:
+            if host in self._private_hosts_logged:
+                continue
+            self._private_hosts_logged.add(host)
+            logger.warning(
+                "A page's request to %s was refused: a private network address (loopback, "
+                "private, link-local or unspecified) the page %s may not reach "
+                "(CDP_POOL_ALLOW_PRIVATE_NETWORKS = True allows it; further ones to %s are "
+                "counted in cdp_pool/private_network_blocked)",
+                host,
+                request.url,
+                host,
+                extra={"crawler": self.crawler},
+            )
 
     def error(self, error: BaseException) -> None:
         """A failed render: ``cdp_pool/errors/<kind>``."""
@@ -65,8 +83,12 @@ class RenderStats:
             if resource_type == FAVICON:  # the browser's own request, not the page's
                 self.stats.inc_value("cdp_pool/favicon_requests_blocked", count)
                 continue
+            if resource_type == PRIVATE_NETWORK:
+                self.stats.inc_value("cdp_pool/private_network_blocked", count)
+                continue
             self.stats.inc_value("cdp_pool/resources_blocked", count)
             self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
+        self._log_private_hosts(request, result.private_hosts)
         if result.network is not None:
             self.stats.inc_value("cdp_pool/network_captured", len(result.network))
             skipped = sum(1 for entry in result.network if entry["body_skipped"])

@@ -82,6 +82,9 @@ class DocumentTracker:
     crashed: str | None = None
     failure: str | None = None
     blocked: dict[str, int] = field(default_factory=dict)
+    #: hosts (``host:port``) of the page's requests refused by the
+    #: private-network rule (render/private_network.py)
+    private_hosts: set[str] = field(default_factory=set)
     set_cookies: dict[str, list[str]] = field(default_factory=dict)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     #: the current document replaced the previous one in the frame

@@ -18,6 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy.http import HtmlResponse
 from scrapy.responsetypes import responsetypes
@@ -25,6 +26,7 @@ from scrapy.responsetypes import responsetypes
 from scrapy_cdp_pool.browser.cdp import CDPError, CDPRequestTooLarge
 from scrapy_cdp_pool.errors import NavigationForbidden, ResponseTooLarge
 from scrapy_cdp_pool.render.document import DocumentResponse
+from scrapy_cdp_pool.render.private_network import PrivateNetworkRule
 from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
 from scrapy_cdp_pool.settings.url_patterns import matches_any
 
@@ -104,6 +106,11 @@ def _content_length(headers: list[tuple[str, str]]) -> int | None:
     return None
 
 
+PRIVATE_NETWORK = "private_network"
+"""The key of ``DocumentTracker.blocked`` for the page's requests refused by
+the private-network rule (``cdp_pool/private_network_blocked``; the hosts in
+``DocumentTracker.private_hosts``)."""
+
 FAVICON = "favicon"
 """The key of ``DocumentTracker.blocked`` for the browser's own favicon
 requests failed (``cdp_pool/favicon_requests_blocked``)."""
@@ -125,6 +132,8 @@ class FetchInterceptor:
         self._credentials_given: set[str] = set()  # URLs answered with credentials
         #: see RenderHooks.allows_navigation
         self.allows_navigation: Callable[[str], bool] | None = None
+        spec = page.spec
+        self.private_rule = None if spec.allow_private_networks else PrivateNetworkRule(spec.url)
 
     async def on_paused(self, params: dict[str, Any]) -> None:
         request_id = params["requestId"]
@@ -138,6 +147,10 @@ class FetchInterceptor:
                 await self._block(request_id, FAVICON)
             elif self._blocks_url(params):
                 await self._block(request_id, "url")
+            elif await self._refuses_private(params, resource_type):
+                url = str(params.get("request", {}).get("url", ""))
+                self.page.tracker.private_hosts.add(urlsplit(url).netloc)
+                await self._block(request_id, PRIVATE_NETWORK)
             elif self._refuses_navigation(params, resource_type):
                 url = str(params.get("request", {}).get("url", ""))
                 await self._refuse_navigation(request_id, url)
@@ -196,6 +209,23 @@ class FetchInterceptor:
             and self.page.tracker.document is not None
             and not allows(str(params.get("request", {}).get("url", "")))
         )
+
+    async def _refuses_private(self, params: dict[str, Any], resource_type: str) -> bool:
+        """Whether a request paused at the request stage is one the page
+        started itself to a non-public address it may not reach
+        (:mod:`~scrapy_cdp_pool.render.private_network`); never the request's
+        own navigation (the main frame's document before the first arrived,
+        redirects of it included)."""
+        rule = self.private_rule
+        if rule is None:
+            return False
+        if (
+            resource_type == "document"
+            and params.get("frameId") == self.page.target_id
+            and self.page.tracker.document is None
+        ):
+            return False
+        return await rule.refuses(str(params.get("request", {}).get("url", "")))
 
     def _blocks_url(self, params: dict[str, Any]) -> bool:
         """Whether a request paused at the request stage matches

@@ -61,6 +61,8 @@ class RenderResult:
     redirects: list[tuple[str, int | str]] = field(default_factory=list)
     results: list[Any] = field(default_factory=list)
     blocked: dict[str, int] = field(default_factory=dict)
+    #: hosts of the page's requests refused by the private-network rule
+    private_hosts: list[str] = field(default_factory=list)
     latency_s: float = 0.0
     #: Playwright ``storageState`` of the context at the end, when the spec's
     #: context options ask to save it
@@ -311,6 +313,7 @@ async def _render_page(
         redirects=list(tracker.redirects),
         results=results,
         blocked=dict(tracker.blocked),
+        private_hosts=sorted(tracker.private_hosts),
         latency_s=document.received_at - page.started_at,
         storage_state=storage_state,
         cookies=cookies,

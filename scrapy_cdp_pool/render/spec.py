@@ -107,6 +107,10 @@ class RenderSpec:
     #: each navigation the page starts itself is asked about
     #: (``RenderHooks.allows_navigation``: robots.txt)
     pause_navigations: bool = False
+    #: ``CDP_POOL_ALLOW_PRIVATE_NETWORKS``: when false, every request the page
+    #: starts is paused and refused if it goes to a non-public address other
+    #: than its own host's (render/private_network.py)
+    allow_private_networks: bool = False
 
     @property
     def overrides_request(self) -> bool:
@@ -178,6 +182,7 @@ def build_spec(
         action_timeout_s=config.action_timeout_s,
         block_resources=config.block_resources,
         block_urls=config.block_urls,
+        allow_private_networks=config.allow_private_networks,
         maxsize=values.maxsize,
         warnsize=values.warnsize,
         max_self_navigations=config.redirect_max_times,

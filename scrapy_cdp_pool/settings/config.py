@@ -76,6 +76,8 @@ class PoolConfig:
     block_resources: frozenset[str] = frozenset()
     #: URL patterns of requests aborted in the browser (``CDP_POOL_BLOCK_URLS``)
     block_urls: tuple[str, ...] = ()
+    #: page-started requests to non-public addresses allowed (``CDP_POOL_ALLOW_PRIVATE_NETWORKS``)
+    allow_private_networks: bool = False
     download_timeout_s: float = 180.0
     #: ``REDIRECT_MAX_TIMES``: also the most documents a page may navigate
     #: itself to during one render (:class:`~scrapy_cdp_pool.errors.NavigationLoop`)

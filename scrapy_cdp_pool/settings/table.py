@@ -101,6 +101,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_DEDICATED_SERVERS",              "dedicated_servers",       k.integer(0),         4,                  "pool", shared=True),
     S("CDP_POOL_BLOCK_RESOURCES",                "block_resources",         k.resource_types(RESOURCE_TYPES), (), "render"),
     S("CDP_POOL_BLOCK_URLS",                     "block_urls",              k.URL_PATTERNS,       (),                 "render"),
+    S("CDP_POOL_ALLOW_PRIVATE_NETWORKS",         "allow_private_networks",  k.BOOL,               False,              "render"),
     S("CDP_POOL_WAIT_UNTIL",                     "wait_until",              k.choice(WAIT_UNTIL), "load",             "render"),
     S("CDP_POOL_DIALOGS",                        "dialogs",                 k.choice(DIALOG_ANSWERS), "dismiss",      "render"),
     S("CDP_POOL_PAGE_HEAP_LIMIT_MB",             "page_heap_limit_mb",      k.HEAP_LIMIT,         DEFAULT_PAGE_HEAP_LIMIT_MB, "pool"),

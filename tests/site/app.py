@@ -25,6 +25,7 @@ Routes live in small modules grouped by purpose:
 - ``oversize``: /oversize/* (bodies streamed past DOWNLOAD_MAXSIZE)
 - ``history``: /hist/* (URL changes without a new document: pushState, fragments)
 - ``shadow``: /shadow/* (content in open shadow roots)
+- ``private``: /private/* (a page reaching into the crawler's own machine)
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from . import (
     livepage,
     oversize,
     pagecontrol,
+    private,
     protocol,
     sessions,
     shadow,
@@ -92,14 +94,15 @@ def make_app() -> web.Application:
     app.router.add_routes(oversize.routes)
     app.router.add_routes(history.routes)
     app.router.add_routes(shadow.routes)
+    app.router.add_routes(private.routes)
     return app
 
 
-async def serve(port: int = 0, ssl_context: ssl.SSLContext | None = None) -> None:
-    """Serve on 127.0.0.1:``port`` until SIGTERM or SIGINT; over HTTPS with
-    ``ssl_context``.
+async def serve(port: int = 0, ssl_context: ssl.SSLContext | None = None, host: str = HOST) -> None:
+    """Serve on ``host`` (a loopback address, 127.0.0.1 by default):``port``
+    until SIGTERM or SIGINT; over HTTPS with ``ssl_context``.
 
-    Prints ``LISTENING http://127.0.0.1:<port>`` (``https://`` with TLS; the
+    Prints ``LISTENING http://<host>:<port>`` (``https://`` with TLS; the
     bound port) once the socket accepts connections; nothing else goes to
     stdout.
     """
@@ -118,11 +121,11 @@ async def serve(port: int = 0, ssl_context: ssl.SSLContext | None = None) -> Non
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        site = web.TCPSite(runner, HOST, port, ssl_context=ssl_context)
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
         await site.start()
         bound_port = runner.addresses[0][1]
         scheme = "https" if ssl_context is not None else "http"
-        print(f"LISTENING {scheme}://{HOST}:{bound_port}", flush=True)
+        print(f"LISTENING {scheme}://{host}:{bound_port}", flush=True)
         await stop.wait()
     finally:
         await runner.cleanup()

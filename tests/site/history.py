@@ -24,7 +24,8 @@ async def pushed(request: web.Request) -> web.Response:
 
 @routes.get("/hist/hash")
 async def hashed(request: web.Request) -> web.Response:
-    """Sets location.hash at load (when=now) or not at all (when=never: only a click on the anchor to #done sets it)."""
+    """Sets location.hash at load (when=now) or not at all (when=never: only
+    a click on the anchor to #done sets it)."""
     when = request.query.get("when", "now")
     setters = {
         "now": 'location.hash = "filter";',
