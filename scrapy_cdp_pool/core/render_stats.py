@@ -33,6 +33,7 @@ class RenderStats:
         self.stats = crawler.stats
         self.own_pool = own_pool
         self._private_hosts_logged: set[str] = set()
+        self._warned_whole_downloads = False
 
     def page(self, pool: ConnectionPool, lease: ContextLease) -> None:
         """This crawler's pages per connection of the pool (or on dedicated
@@ -89,6 +90,22 @@ class RenderStats:
             self.stats.inc_value("cdp_pool/resources_blocked", count)
             self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
         self._log_private_hosts(request, result.private_hosts)
+        if result.downloads:
+            self.stats.inc_value("cdp_pool/page_downloads", result.downloads)
+        if result.downloads_cut:
+            self.stats.inc_value("cdp_pool/page_downloads_cut", result.downloads_cut)
+        if result.downloads_fetched_whole and not self._warned_whole_downloads:
+            self._warned_whole_downloads = True
+            logger.warning(
+                "The page %s started a download, which Lightpanda fetched whole before it "
+                "could be stopped (up to DOWNLOAD_MAXSIZE, its --http-max-response-size; a "
+                "larger one fails the page's navigation): the page was kept, but the bytes "
+                "were transferred to the browser. CDP_POOL_PAGE_DOWNLOAD_MAX_MB bounds what is "
+                "kept, and what is fetched on Chromium only; lower DOWNLOAD_MAXSIZE to bound "
+                "the transfer on Lightpanda (warned once)",
+                request.url,
+                extra={"crawler": self.crawler},
+            )
         if result.network is not None:
             self.stats.inc_value("cdp_pool/network_captured", len(result.network))
             skipped = sum(1 for entry in result.network if entry["body_skipped"])

@@ -26,6 +26,7 @@ from scrapy.responsetypes import responsetypes
 from scrapy_cdp_pool.browser.cdp import CDPError, CDPRequestTooLarge
 from scrapy_cdp_pool.errors import NavigationForbidden, ResponseTooLarge
 from scrapy_cdp_pool.render.document import DocumentResponse
+from scrapy_cdp_pool.render.downloads import PageDownload, download_name, is_download
 from scrapy_cdp_pool.render.private_network import PrivateNetworkRule
 from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
 from scrapy_cdp_pool.settings.url_patterns import matches_any
@@ -293,8 +294,68 @@ class FetchInterceptor:
             answer["postData"] = base64.b64encode(spec.body).decode("ascii")
         return answer
 
+    def _is_page_download(self, params: dict[str, Any]) -> bool:
+        """Whether a document response paused at the response stage is a
+        download the page started (render/downloads.py): any frame's, but
+        never the request's own document (the main frame's first)."""
+        if str(params.get("resourceType", "")).lower() != "document":
+            return False
+        if "responseErrorReason" in params or "responseStatusCode" not in params:
+            return False
+        if params.get("frameId") == self.page.target_id and self.page.tracker.document is None:
+            return False
+        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
+        return is_download(int(params["responseStatusCode"]), headers)
+
+    async def _take_download(self, params: dict[str, Any]) -> None:
+        """Record a download the page started, with at most
+        ``spec.download_max_bytes`` of its body when the request asked for
+        downloads, and stop it: the page stays."""
+        request_id = params["requestId"]
+        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
+        url = str(params.get("request", {}).get("url", ""))
+        length = _content_length(headers)
+        content_type = next((v for k, v in headers if k.lower() == "content-type"), "")
+        record = PageDownload(
+            url=url,
+            name=download_name(url, headers),
+            type=content_type.split(";")[0].strip().lower(),
+            size=length,
+            body=None,
+            truncated=False,
+        )
+        spec = self.page.spec
+        try:
+            if spec.downloads:
+                bound = spec.download_max_bytes
+                if length is not None and length > bound:
+                    record.truncated = True
+                elif self.page.backend.streams_response_bodies:
+                    record.body, complete = await read_body_prefix(self.page, request_id, bound)
+                    record.truncated = not complete
+                    if complete:
+                        record.size = len(record.body)
+                elif length is not None:
+                    result = await self.page.command(
+                        "Fetch.getResponseBody", {"requestId": request_id}
+                    )
+                    data = result.get("body", "")
+                    body = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
+                    record.body = body[:bound]
+                    record.truncated = len(body) > bound
+                else:  # no size announced, and no reading in parts: not read
+                    record.truncated = True
+        finally:
+            if not self.page.backend.pauses_before_body:
+                self.page.tracker.downloads_fetched_whole += 1
+            self.page.tracker.on_download(record)
+            await self._abort(request_id)
+
     async def _on_response(self, params: dict[str, Any]) -> None:
         request_id = params["requestId"]
+        if self._is_page_download(params):
+            await self._take_download(params)
+            return
         is_main = (
             params.get("frameId") == self.page.target_id
             and str(params.get("resourceType", "")).lower() == "document"
@@ -472,6 +533,33 @@ class FetchInterceptor:
 
 #: bytes asked for per ``IO.read`` of a streamed body
 STREAM_READ_BYTES = 1 << 20
+
+
+async def read_body_prefix(page: Page, request_id: str, limit: int) -> tuple[bytes, bool]:
+    """At most ``limit`` bytes of a paused response's body, read in chunks of
+    :data:`STREAM_READ_BYTES`, and whether that is all of it; reading stops
+    as soon as it passes ``limit`` (the stream is closed; the caller then
+    fails the request, which ends the transfer)."""
+    if limit <= 0:
+        return b"", False
+    taken = await page.command("Fetch.takeResponseBodyAsStream", {"requestId": request_id})
+    handle = taken["stream"]
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            result = await page.command("IO.read", {"handle": handle, "size": STREAM_READ_BYTES})
+            data = result.get("data", "")
+            chunk = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                return b"".join(chunks)[:limit], False
+            if result.get("eof"):
+                return b"".join(chunks), True
+    finally:
+        closing = asyncio.ensure_future(page.command("IO.close", {"handle": handle}))
+        closing.add_done_callback(_ignore_result)
 
 
 async def read_body_stream(page: Page, request_id: str, url: str, maxsize: int) -> bytes:

@@ -54,6 +54,8 @@ class RenderValues(Protocol):
     @property
     def include_page(self) -> bool: ...
     @property
+    def downloads(self) -> bool: ...
+    @property
     def init_scripts(self) -> tuple[str, ...]: ...
     @property
     def maxsize(self) -> int: ...
@@ -111,6 +113,10 @@ class RenderSpec:
     #: starts is paused and refused if it goes to a non-public address other
     #: than its own host's (render/private_network.py)
     allow_private_networks: bool = False
+    #: ``meta["cdp_downloads"]``: keep what the page downloads (render/downloads.py)
+    downloads: bool = False
+    #: most bytes of one download kept (``CDP_POOL_PAGE_DOWNLOAD_MAX_MB``)
+    download_max_bytes: int = 10 * 1024 * 1024
 
     @property
     def overrides_request(self) -> bool:
@@ -194,6 +200,8 @@ def build_spec(
         init_scripts=values.init_scripts,
         console=values.console,
         include_page=values.include_page,
+        downloads=values.downloads,
+        download_max_bytes=config.page_download_max_bytes,
     )
 
 

@@ -129,6 +129,8 @@ class PoolConfig:
     #: network capture (``meta["cdp_capture"]``): the largest body kept, and
     #: the most body bytes kept per request
     capture_max_body: int = 10 * 1024 * 1024
+    #: most bytes kept of a download a page starts (``CDP_POOL_PAGE_DOWNLOAD_MAX_MB``)
+    page_download_max_bytes: int = 10 * 1024 * 1024
     capture_max_total: int = 50 * 1024 * 1024
     #: JavaScript sources run in every new document before the page's own
     #: (``CDP_POOL_INIT_SCRIPTS``, files read at start)

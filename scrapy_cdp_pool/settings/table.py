@@ -115,6 +115,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_REUSE_PAGES",                    "reuse_pages",             k.OPTIONAL_BOOL,      None,               "pool", doc_default="`None` (Chromium: yes, Lightpanda: no)"),
     S("CDP_POOL_IGNORE_HTTPS_ERRORS",            "ignore_https_errors",     k.BOOL,               False,              "render"),
     S("CDP_POOL_CAPTURE_MAX_BODY_MB",            "capture_max_body",        k.MEGABYTES_AS_BYTES, 10,                 "render"),
+    S("CDP_POOL_PAGE_DOWNLOAD_MAX_MB",           "page_download_max_bytes", k.MEGABYTES_AS_BYTES, 10,                 "render"),
     S("CDP_POOL_CAPTURE_MAX_TOTAL_MB",           "capture_max_total",       k.MEGABYTES_AS_BYTES, 50,                 "render"),
     S("CDP_POOL_INIT_SCRIPTS",                   "init_scripts",            k.INIT_SCRIPTS,       (),                 "render"),
     S("CDP_POOL_SNAPSHOT_DIR",                   "snapshot_dir",            k.OPTIONAL_PATH,      None,               "render"),

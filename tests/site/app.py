@@ -26,6 +26,7 @@ Routes live in small modules grouped by purpose:
 - ``history``: /hist/* (URL changes without a new document: pushState, fragments)
 - ``shadow``: /shadow/* (content in open shadow roots)
 - ``private``: /private/* (a page reaching into the crawler's own machine)
+- ``downloads``: /dl/* (pages that start a download)
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from . import (
     behaviour,
     browser,
     cache,
+    downloads,
     faults,
     fidelity,
     fidelity2,
@@ -95,6 +97,7 @@ def make_app() -> web.Application:
     app.router.add_routes(history.routes)
     app.router.add_routes(shadow.routes)
     app.router.add_routes(private.routes)
+    app.router.add_routes(downloads.routes)
     return app
 
 
