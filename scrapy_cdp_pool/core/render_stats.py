@@ -9,6 +9,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.core.boundary import error_kind
+from scrapy_cdp_pool.render.cookies import MAX_COOKIE_BYTES, MAX_COOKIES_PER_DOMAIN
 from scrapy_cdp_pool.render.interception import FAVICON, PRIVATE_NETWORK
 from scrapy_cdp_pool.render.redirects import is_handed_back
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
     from scrapy_cdp_pool.browser.pool.lease import ContextLease
     from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
+    from scrapy_cdp_pool.render.cookies import Merged
     from scrapy_cdp_pool.render.live_page import LivePages
     from scrapy_cdp_pool.render.session import RenderResult
 
@@ -34,6 +36,7 @@ class RenderStats:
         self.own_pool = own_pool
         self._private_hosts_logged: set[str] = set()
         self._warned_whole_downloads = False
+        self._warned_cookie_caps = False
 
     def page(self, pool: ConnectionPool, lease: ContextLease) -> None:
         """This crawler's pages per connection of the pool (or on dedicated
@@ -63,6 +66,28 @@ class RenderStats:
                 host,
                 extra={"crawler": self.crawler},
             )
+
+    def cookies_dropped(self, request: Request, merged: Merged) -> None:
+        """Cookies the browser had that were not copied into Scrapy's jar,
+        past a browser's caps: counted, and one WARNING per crawl."""
+        self.stats.inc_value("cdp_pool/cookies_dropped", merged.dropped)
+        if self._warned_cookie_caps:
+            return
+        self._warned_cookie_caps = True
+        domains = sorted(set(merged.too_many) | set(merged.too_large))
+        logger.warning(
+            "%s: %d cookie(s) the page set for %s were not copied into Scrapy's cookie jar: "
+            "past %d cookies per domain (%d) or %d bytes of name and value (%d), as a browser "
+            "caps its store (warned once; further ones are counted in cdp_pool/cookies_dropped)",
+            request,
+            merged.dropped,
+            ", ".join(domains),
+            MAX_COOKIES_PER_DOMAIN,
+            sum(merged.too_many.values()),
+            MAX_COOKIE_BYTES,
+            sum(merged.too_large.values()),
+            extra={"crawler": self.crawler},
+        )
 
     def error(self, error: BaseException) -> None:
         """A failed render: ``cdp_pool/errors/<kind>``."""

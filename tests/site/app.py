@@ -27,6 +27,7 @@ Routes live in small modules grouped by purpose:
 - ``shadow``: /shadow/* (content in open shadow roots)
 - ``private``: /private/* (a page reaching into the crawler's own machine)
 - ``downloads``: /dl/* (pages that start a download)
+- ``cookie_flood``: /flood/* (a page writing hundreds of cookies)
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from . import (
     behaviour,
     browser,
     cache,
+    cookie_flood,
     downloads,
     faults,
     fidelity,
@@ -98,6 +100,7 @@ def make_app() -> web.Application:
     app.router.add_routes(shadow.routes)
     app.router.add_routes(private.routes)
     app.router.add_routes(downloads.routes)
+    app.router.add_routes(cookie_flood.routes)
     return app
 
 
