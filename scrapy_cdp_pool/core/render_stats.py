@@ -164,6 +164,7 @@ class RenderStats:
         if live.opened:
             self.stats.set_value("cdp_pool/live_pages_open_max", live.open_max)
             self.stats.set_value("cdp_pool/live_pages_closed_at_deadline", live.closed_at_deadline)
+            self.stats.set_value("cdp_pool/live_pages_closed_unreached", live.closed_unreached)
         pool = self.own_pool
         await pool.wait_disposed()
         rows = pool.snapshot()
