@@ -38,6 +38,7 @@ logger = logging.getLogger(__name__)
 HANDLER = "scrapy_cdp_pool.core.handler.CDPDownloadHandler"
 PRIORITY_QUEUE = "scrapy_cdp_pool.core.queue.ProfileAwarePriorityQueue"
 GATE_RELEASE_MIDDLEWARE = "scrapy_cdp_pool.core.release.GateReleaseMiddleware"
+LIVE_PAGE_FATE_MIDDLEWARE = "scrapy_cdp_pool.core.live_page_fate.LivePageFateMiddleware"
 PROFILE_MIDDLEWARE = "scrapy_cdp_pool.profiles.middleware.ProfileMiddleware"
 EXTENSION = "scrapy_cdp_pool.telemetry.EngineStatusExtension"
 CACHE_STORAGE = "scrapy_cdp_pool.httpcache.RenderAwareCacheStorage"
@@ -59,6 +60,8 @@ COMPONENTS = (
     ("DOWNLOADER_MIDDLEWARES", GATE_RELEASE_MIDDLEWARE, 950),
     ("DOWNLOADER_MIDDLEWARES", "scrapy_cdp_pool.resilience.HostPauseMiddleware", 960),
     ("DOWNLOADER_MIDDLEWARES", PROFILE_MIDDLEWARE, 970),
+    # innermost: sees only the responses that reach the callback
+    ("SPIDER_MIDDLEWARES", LIVE_PAGE_FATE_MIDDLEWARE, 10000),
     ("EXTENSIONS", "scrapy_cdp_pool.resilience.HostLimits", 0),
     ("EXTENSIONS", BUDGET_EXTENSION, 0),
     ("EXTENSIONS", EXTENSION, 500),

@@ -30,11 +30,12 @@ START_DEADLINE_S = 20.0
 
 class SiteServer:
     """The test site in a subprocess; ``url(path)`` builds absolute URLs.
-    ``tls``: over HTTPS with a self-signed certificate."""
+    ``tls``: over HTTPS with a self-signed certificate; ``host``: another
+    loopback address to listen on (a second machine's worth of address)."""
 
-    def __init__(self, *, tls: bool = False) -> None:
+    def __init__(self, *, tls: bool = False, host: str = "127.0.0.1") -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.site", *(["--tls"] if tls else [])],
+            [sys.executable, "-m", "tests.site", "--host", host, *(["--tls"] if tls else [])],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             text=True,

@@ -113,6 +113,11 @@ class Backend:
     #: (``Fetch.takeResponseBodyAsStream``, ``IO.read``), so a raw main
     #: document is cut at ``DOWNLOAD_MAXSIZE`` instead of read whole
     streams_response_bodies: bool = True
+    #: a response is paused at the ``Fetch`` response stage as soon as its
+    #: headers arrive, before its body (Chromium); Lightpanda 1.0.2 pauses
+    #: once it has the whole body (at most its ``--http-max-response-size``):
+    #: a download a page starts is then fetched whole before it can be stopped
+    pauses_before_body: bool = True
 
     def can(self, capability: Capability | str) -> bool:
         """Whether it honours ``capability``."""
@@ -163,6 +168,7 @@ LIGHTPANDA = Backend(
     fetches_favicon=False,
     streams_response_bodies=False,
     sniffs_byte_order_mark=False,
+    pauses_before_body=False,
     heap_limit_flag="--v8-max-heap-mb",
     heap_limit_args_format=("--v8-max-heap-mb", "{mb}"),
     ignore_https_errors_by_command=False,

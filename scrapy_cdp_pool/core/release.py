@@ -49,6 +49,11 @@ class GateReleaseMiddleware:
     def request_scheduled(self, request: Request) -> None:
         if _TOKEN_META_KEY in request.meta:  # its download ended with a new request
             self.gates.on_finished(request)
+        page = request.meta.get(LIVE_PAGE_META_KEY)
+        if page is not None and self.live_pages is not None:
+            # a copy of a request whose response held a live page (a retry,
+            # a redirect): that response never reaches a callback
+            self.live_pages.unreached(page, "its response was replaced by a new request")
 
     async def process_request(self, request: Request) -> None:
         profile = profile_of(request)

@@ -9,7 +9,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.core.boundary import error_kind
-from scrapy_cdp_pool.render.interception import FAVICON
+from scrapy_cdp_pool.render.cookies import MAX_COOKIE_BYTES, MAX_COOKIES_PER_DOMAIN
+from scrapy_cdp_pool.render.interception import FAVICON, PRIVATE_NETWORK
 from scrapy_cdp_pool.render.redirects import is_handed_back
 
 if TYPE_CHECKING:
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
     from scrapy_cdp_pool.browser.pool.lease import ContextLease
     from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
+    from scrapy_cdp_pool.render.cookies import Merged
     from scrapy_cdp_pool.render.live_page import LivePages
     from scrapy_cdp_pool.render.session import RenderResult
 
@@ -32,6 +34,9 @@ class RenderStats:
         self.crawler = crawler
         self.stats = crawler.stats
         self.own_pool = own_pool
+        self._private_hosts_logged: set[str] = set()
+        self._warned_whole_downloads = False
+        self._warned_cookie_caps = False
 
     def page(self, pool: ConnectionPool, lease: ContextLease) -> None:
         """This crawler's pages per connection of the pool (or on dedicated
@@ -44,6 +49,45 @@ class RenderStats:
             self.stats.inc_value(f"cdp_pool/connection/{connection.index}/pages")
         else:
             self.stats.inc_value("cdp_pool/dedicated_servers/pages")
+
+    def _log_private_hosts(self, request: Request, hosts: list[str]) -> None:
+        """One WARNING per host a page was refused by the private-network rule."""
+        for host in hosts:
+            if host in self._private_hosts_logged:
+                continue
+            self._private_hosts_logged.add(host)
+            logger.warning(
+                "A page's request to %s was refused: a private network address (loopback, "
+                "private, link-local or unspecified) the page %s may not reach "
+                "(CDP_POOL_ALLOW_PRIVATE_NETWORKS = True allows it; further ones to %s are "
+                "counted in cdp_pool/private_network_blocked)",
+                host,
+                request.url,
+                host,
+                extra={"crawler": self.crawler},
+            )
+
+    def cookies_dropped(self, request: Request, merged: Merged) -> None:
+        """Cookies the browser had that were not copied into Scrapy's jar,
+        past a browser's caps: counted, and one WARNING per crawl."""
+        self.stats.inc_value("cdp_pool/cookies_dropped", merged.dropped)
+        if self._warned_cookie_caps:
+            return
+        self._warned_cookie_caps = True
+        domains = sorted(set(merged.too_many) | set(merged.too_large))
+        logger.warning(
+            "%s: %d cookie(s) the page set for %s were not copied into Scrapy's cookie jar: "
+            "past %d cookies per domain (%d) or %d bytes of name and value (%d), as a browser "
+            "caps its store (warned once; further ones are counted in cdp_pool/cookies_dropped)",
+            request,
+            merged.dropped,
+            ", ".join(domains),
+            MAX_COOKIES_PER_DOMAIN,
+            sum(merged.too_many.values()),
+            MAX_COOKIE_BYTES,
+            sum(merged.too_large.values()),
+            extra={"crawler": self.crawler},
+        )
 
     def error(self, error: BaseException) -> None:
         """A failed render: ``cdp_pool/errors/<kind>``."""
@@ -65,8 +109,28 @@ class RenderStats:
             if resource_type == FAVICON:  # the browser's own request, not the page's
                 self.stats.inc_value("cdp_pool/favicon_requests_blocked", count)
                 continue
+            if resource_type == PRIVATE_NETWORK:
+                self.stats.inc_value("cdp_pool/private_network_blocked", count)
+                continue
             self.stats.inc_value("cdp_pool/resources_blocked", count)
             self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
+        self._log_private_hosts(request, result.private_hosts)
+        if result.downloads:
+            self.stats.inc_value("cdp_pool/page_downloads", result.downloads)
+        if result.downloads_cut:
+            self.stats.inc_value("cdp_pool/page_downloads_cut", result.downloads_cut)
+        if result.downloads_fetched_whole and not self._warned_whole_downloads:
+            self._warned_whole_downloads = True
+            logger.warning(
+                "The page %s started a download, which Lightpanda fetched whole before it "
+                "could be stopped (up to DOWNLOAD_MAXSIZE, its --http-max-response-size; a "
+                "larger one fails the page's navigation): the page was kept, but the bytes "
+                "were transferred to the browser. CDP_POOL_PAGE_DOWNLOAD_MAX_MB bounds what is "
+                "kept, and what is fetched on Chromium only; lower DOWNLOAD_MAXSIZE to bound "
+                "the transfer on Lightpanda (warned once)",
+                request.url,
+                extra={"crawler": self.crawler},
+            )
         if result.network is not None:
             self.stats.inc_value("cdp_pool/network_captured", len(result.network))
             skipped = sum(1 for entry in result.network if entry["body_skipped"])
@@ -100,6 +164,7 @@ class RenderStats:
         if live.opened:
             self.stats.set_value("cdp_pool/live_pages_open_max", live.open_max)
             self.stats.set_value("cdp_pool/live_pages_closed_at_deadline", live.closed_at_deadline)
+            self.stats.set_value("cdp_pool/live_pages_closed_unreached", live.closed_unreached)
         pool = self.own_pool
         await pool.wait_disposed()
         rows = pool.snapshot()

@@ -125,7 +125,9 @@ class Renderer:
             result, live_page = await self._in_slot(request, pool, inputs, timeout_s, attempts)
         seconds = time.monotonic() - attempts.slot_at  # the render, not its wait for a slot
         if result.cookies and inputs.jar is not None:
-            merge_into_jar(inputs.jar, request, result.cookies, inputs.spec.cookies)
+            merged = merge_into_jar(inputs.jar, request, result.cookies, inputs.spec.cookies)
+            if merged.dropped:
+                self.stats.cookies_dropped(request, merged)
         if inputs.context is not None and result.storage_state is not None:
             await self.profiles.save_state(request, result.storage_state)
         self.stats.result(request, result, seconds, pool, inputs.spec.warnsize)

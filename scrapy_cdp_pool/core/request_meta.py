@@ -42,6 +42,7 @@ REQUEST_KEYS = frozenset(
         "cdp_capture",
         "cdp_console",
         "cdp_dialogs",
+        "cdp_downloads",
         "cdp_expect",
         "cdp_include_page",
         "cdp_init_scripts",
@@ -59,6 +60,7 @@ RESPONSE_KEYS = frozenset(
         "cdp_console_messages",
         "cdp_dialogs_seen",
         "cdp_document_url",
+        "cdp_downloaded",
         "cdp_fallback_reason",
         "cdp_ignored_navigations",
         "cdp_ladder",
@@ -84,6 +86,7 @@ class RenderMeta:
     capture: CaptureRule | None
     console: bool
     include_page: bool
+    downloads: bool
     init_scripts: tuple[str, ...]
     maxsize: int
     warnsize: int
@@ -173,6 +176,9 @@ def read_render_meta(request: Request, config: PoolConfig) -> RenderMeta:
             _parsed(request, "cdp_console", parse_console, meta.get("cdp_console"), sep=" = ")
         ),
         include_page=include_page,
+        downloads=bool(
+            _parsed(request, "cdp_downloads", parse_console, meta.get("cdp_downloads"), sep=" = ")
+        ),
         init_scripts=config.init_scripts
         + _parsed(
             request,

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from scrapy_cdp_pool.render.downloads import PageDownload
+
 MAX_SET_COOKIE_RESPONSES = 256
 """Most responses whose ``Set-Cookie`` values a page keeps (Chromium reports
 them apart from the document, see :meth:`DocumentTracker.set_cookie_values`)."""
@@ -82,6 +84,14 @@ class DocumentTracker:
     crashed: str | None = None
     failure: str | None = None
     blocked: dict[str, int] = field(default_factory=dict)
+    #: hosts (``host:port``) of the page's requests refused by the
+    #: private-network rule (render/private_network.py)
+    private_hosts: set[str] = field(default_factory=set)
+    #: downloads the page started, stopped (render/downloads.py)
+    downloads: list[PageDownload] = field(default_factory=list)
+    #: of them, those the browser had fetched whole before they were paused
+    #: (``Backend.pauses_before_body``: Lightpanda)
+    downloads_fetched_whole: int = 0
     set_cookies: dict[str, list[str]] = field(default_factory=dict)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     #: the current document replaced the previous one in the frame
@@ -244,6 +254,13 @@ class DocumentTracker:
         self.changed.set()
         if self.on_response is not None:
             self.on_response(document)
+
+    def on_download(self, download: PageDownload) -> None:
+        """A document response was a download, stopped: the page stays, and
+        a navigation of the main frame waiting for it is over."""
+        self.downloads.append(download)
+        self.navigation_pending = False
+        self.changed.set()
 
     def count_navigations_from_here(self) -> None:
         """An action starts: the navigations it causes, and those after it,

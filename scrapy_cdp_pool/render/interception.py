@@ -26,6 +26,8 @@ from scrapy.responsetypes import responsetypes
 from scrapy_cdp_pool.browser.cdp import CDPError, CDPRequestTooLarge
 from scrapy_cdp_pool.errors import NavigationForbidden, ResponseTooLarge
 from scrapy_cdp_pool.render.document import DocumentResponse
+from scrapy_cdp_pool.render.downloads import PageDownload, download_name, is_download
+from scrapy_cdp_pool.render.private_network import PrivateNetworkRule
 from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
 from scrapy_cdp_pool.settings.url_patterns import matches_any
 
@@ -134,6 +136,11 @@ def _content_length(headers: list[tuple[str, str]]) -> int | None:
     return None
 
 
+PRIVATE_NETWORK = "private_network"
+"""The key of ``DocumentTracker.blocked`` for the page's requests refused by
+the private-network rule (``cdp_pool/private_network_blocked``; the hosts in
+``DocumentTracker.private_hosts``)."""
+
 FAVICON = "favicon"
 """The key of ``DocumentTracker.blocked`` for the browser's own favicon
 requests failed (``cdp_pool/favicon_requests_blocked``)."""
@@ -155,6 +162,8 @@ class FetchInterceptor:
         self._credentials_given: set[str] = set()  # URLs answered with credentials
         #: see RenderHooks.allows_navigation
         self.allows_navigation: Callable[[str], bool] | None = None
+        spec = page.spec
+        self.private_rule = None if spec.allow_private_networks else PrivateNetworkRule(spec.url)
 
     async def on_paused(self, params: dict[str, Any]) -> None:
         request_id = params["requestId"]
@@ -168,6 +177,10 @@ class FetchInterceptor:
                 await self._block(request_id, FAVICON)
             elif self._blocks_url(params):
                 await self._block(request_id, "url")
+            elif await self._refuses_private(params, resource_type):
+                url = str(params.get("request", {}).get("url", ""))
+                self.page.tracker.private_hosts.add(urlsplit(url).netloc)
+                await self._block(request_id, PRIVATE_NETWORK)
             elif self._refuses_navigation(params, resource_type):
                 url = str(params.get("request", {}).get("url", ""))
                 await self._refuse_navigation(request_id, url)
@@ -226,6 +239,23 @@ class FetchInterceptor:
             and self.page.tracker.document is not None
             and not allows(str(params.get("request", {}).get("url", "")))
         )
+
+    async def _refuses_private(self, params: dict[str, Any], resource_type: str) -> bool:
+        """Whether a request paused at the request stage is one the page
+        started itself to a non-public address it may not reach
+        (:mod:`~scrapy_cdp_pool.render.private_network`); never the request's
+        own navigation (the main frame's document before the first arrived,
+        redirects of it included)."""
+        rule = self.private_rule
+        if rule is None:
+            return False
+        if (
+            resource_type == "document"
+            and params.get("frameId") == self.page.target_id
+            and self.page.tracker.document is None
+        ):
+            return False
+        return await rule.refuses(str(params.get("request", {}).get("url", "")))
 
     def _blocks_url(self, params: dict[str, Any]) -> bool:
         """Whether a request paused at the request stage matches
@@ -297,8 +327,68 @@ class FetchInterceptor:
             answer["postData"] = base64.b64encode(spec.body).decode("ascii")
         return answer
 
+    def _is_page_download(self, params: dict[str, Any]) -> bool:
+        """Whether a document response paused at the response stage is a
+        download the page started (render/downloads.py): any frame's, but
+        never the request's own document (the main frame's first)."""
+        if str(params.get("resourceType", "")).lower() != "document":
+            return False
+        if "responseErrorReason" in params or "responseStatusCode" not in params:
+            return False
+        if params.get("frameId") == self.page.target_id and self.page.tracker.document is None:
+            return False
+        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
+        return is_download(int(params["responseStatusCode"]), headers)
+
+    async def _take_download(self, params: dict[str, Any]) -> None:
+        """Record a download the page started, with at most
+        ``spec.download_max_bytes`` of its body when the request asked for
+        downloads, and stop it: the page stays."""
+        request_id = params["requestId"]
+        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
+        url = str(params.get("request", {}).get("url", ""))
+        length = _content_length(headers)
+        content_type = next((v for k, v in headers if k.lower() == "content-type"), "")
+        record = PageDownload(
+            url=url,
+            name=download_name(url, headers),
+            type=content_type.split(";")[0].strip().lower(),
+            size=length,
+            body=None,
+            truncated=False,
+        )
+        spec = self.page.spec
+        try:
+            if spec.downloads:
+                bound = spec.download_max_bytes
+                if length is not None and length > bound:
+                    record.truncated = True
+                elif self.page.backend.streams_response_bodies:
+                    record.body, complete = await read_body_prefix(self.page, request_id, bound)
+                    record.truncated = not complete
+                    if complete:
+                        record.size = len(record.body)
+                elif length is not None:
+                    result = await self.page.command(
+                        "Fetch.getResponseBody", {"requestId": request_id}
+                    )
+                    data = result.get("body", "")
+                    body = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
+                    record.body = body[:bound]
+                    record.truncated = len(body) > bound
+                else:  # no size announced, and no reading in parts: not read
+                    record.truncated = True
+        finally:
+            if not self.page.backend.pauses_before_body:
+                self.page.tracker.downloads_fetched_whole += 1
+            self.page.tracker.on_download(record)
+            await self._abort(request_id)
+
     async def _on_response(self, params: dict[str, Any]) -> None:
         request_id = params["requestId"]
+        if self._is_page_download(params):
+            await self._take_download(params)
+            return
         is_main = (
             params.get("frameId") == self.page.target_id
             and str(params.get("resourceType", "")).lower() == "document"
@@ -502,6 +592,33 @@ class FetchInterceptor:
 
 #: bytes asked for per ``IO.read`` of a streamed body
 STREAM_READ_BYTES = 1 << 20
+
+
+async def read_body_prefix(page: Page, request_id: str, limit: int) -> tuple[bytes, bool]:
+    """At most ``limit`` bytes of a paused response's body, read in chunks of
+    :data:`STREAM_READ_BYTES`, and whether that is all of it; reading stops
+    as soon as it passes ``limit`` (the stream is closed; the caller then
+    fails the request, which ends the transfer)."""
+    if limit <= 0:
+        return b"", False
+    taken = await page.command("Fetch.takeResponseBodyAsStream", {"requestId": request_id})
+    handle = taken["stream"]
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while True:
+            result = await page.command("IO.read", {"handle": handle, "size": STREAM_READ_BYTES})
+            data = result.get("data", "")
+            chunk = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                return b"".join(chunks)[:limit], False
+            if result.get("eof"):
+                return b"".join(chunks), True
+    finally:
+        closing = asyncio.ensure_future(page.command("IO.close", {"handle": handle}))
+        closing.add_done_callback(_ignore_result)
 
 
 async def read_body_stream(page: Page, request_id: str, url: str, maxsize: int) -> bytes:

@@ -12,7 +12,10 @@ gates: a profile's lock, a budget's share, a host's count, released by
 it (``await page.close()``); then the relay and Playwright's connection are
 closed and the context is disposed, which frees the slot. A page still open at
 the request's deadline (``download_timeout``, counted from the moment it
-got its slot) is closed then, with a WARNING.
+got its slot) is closed then, with a WARNING. A page whose response will
+never reach a callback (a middleware retried or redirected it into a new
+request, or ``HttpErrorMiddleware`` filtered it and the request has no
+errback) is closed at once (:meth:`LivePages.unreached`), freeing its slot.
 
 Playwright's driver (one Node.js process) is started at the crawl's first live
 page and stopped with the crawl (:meth:`LivePages.close`).
@@ -60,6 +63,8 @@ class LivePage:
         self.page = page
         self.timeout_s = timeout_s
         self.closed_at_deadline = False
+        #: the response reached the spider's callback (see LivePages.delivered)
+        self.delivered = False
         self.closing: asyncio.Task[None] | None = None
         #: set once Playwright's connection and the relay are closed
         self.closed = asyncio.Event()
@@ -118,6 +123,8 @@ class LivePages:
         self.opened = 0
         self.open_max = 0
         self.closed_at_deadline = 0
+        #: live pages closed because their response would never reach a callback
+        self.closed_unreached = 0
         self._playwright: Playwright | None = None
         self._starting: asyncio.Lock | None = None
         self._closed = False
@@ -254,6 +261,35 @@ class LivePages:
 
                 self._playwright = await async_playwright().start()
         return self._playwright
+
+    def _find(self, page: object) -> LivePage | None:
+        return next((live for live in self.open if live.page is page), None)
+
+    def delivered(self, page: object) -> None:
+        """``page``'s response is going to the spider's callback: it is the
+        callback's to close from now on."""
+        live = self._find(page)
+        if live is not None:
+            live.delivered = True
+
+    def unreached(self, page: object, why: str) -> bool:
+        """Close ``page`` now, a live page whose response will never reach a
+        callback (``why``); ``False`` when it is none, was delivered or is
+        closing already."""
+        live = self._find(page)
+        if live is None or live.delivered or live.relay.done.is_set():
+            return False
+        self.closed_unreached += 1
+        if self.closed_unreached == 1:
+            logger.info(
+                "The live page of %s was closed at once: %s, so no callback gets it "
+                "(further ones are counted in cdp_pool/live_pages_closed_unreached)",
+                live.request,
+                why,
+                extra={"crawler": self.crawler},
+            )
+        live.close_soon(why)
+        return True
 
     def when_closed(self, page: object, callback: Callable[[], None]) -> bool:
         """Call ``callback()`` once ``page``, a live page still open, is closed

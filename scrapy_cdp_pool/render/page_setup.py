@@ -157,7 +157,8 @@ def fetch_params(
     """``Fetch.enable`` parameters: the main document at the response stage
     (every response with ``guard_cache``), its request when it must be
     rewritten, the blocked resource types, the requests ``CDP_POOL_BLOCK_URLS``
-    may match (each checked again); proxy challenges answered where the
+    may match (each checked again), every request when private networks are
+    not allowed (``CDP_POOL_ALLOW_PRIVATE_NETWORKS``); proxy challenges answered where the
     context has the proxy (not on a dedicated server, ``"proxy"`` in
     ``unsupported``: it sends the credentials itself; nor with
     ``proxy_credentials_in_url``, Lightpanda's: the context's proxy URL
@@ -186,6 +187,9 @@ def fetch_params(
         # Lightpanda raises Fetch.authRequired only for a request paused at
         # the request stage; otherwise the proxy's 407 is the response.
         patterns.append({"resourceType": "Document", "requestStage": "Request"})
+    if not spec.allow_private_networks:
+        # every request the page starts is asked about (render/private_network.py)
+        patterns.append({"requestStage": "Request"})
     for resource_type in sorted(spec.block_resources):
         patterns.append({"resourceType": cdp_resource_type(resource_type)})
     for url_pattern in sorted({fetch_url_pattern(p) for p in spec.block_urls}):

@@ -61,6 +61,14 @@ class RenderResult:
     redirects: list[tuple[str, int | str]] = field(default_factory=list)
     results: list[Any] = field(default_factory=list)
     blocked: dict[str, int] = field(default_factory=dict)
+    #: hosts of the page's requests refused by the private-network rule
+    private_hosts: list[str] = field(default_factory=list)
+    #: downloads the page started, stopped (render/downloads.py): how many,
+    #: how many cut at the bound; their records when the request asked
+    #: (``meta["cdp_downloads"]``), for ``meta["cdp_downloaded"]``
+    downloads: int = 0
+    downloads_cut: int = 0
+    downloads_fetched_whole: int = 0
     latency_s: float = 0.0
     #: Playwright ``storageState`` of the context at the end, when the spec's
     #: context options ask to save it
@@ -296,6 +304,8 @@ async def _render_page(
         meta["cdp_document_url"] = document.url  # the page's URL changed within it
     if page.schemes.ignored:
         meta["cdp_ignored_navigations"] = list(page.schemes.ignored)
+    if spec.downloads:
+        meta["cdp_downloaded"] = [d.as_meta() for d in tracker.downloads]
     result = RenderResult(
         remote_ip=document.remote_ip,
         protocol=document.protocol,
@@ -307,6 +317,10 @@ async def _render_page(
         redirects=list(tracker.redirects),
         results=results,
         blocked=dict(tracker.blocked),
+        private_hosts=sorted(tracker.private_hosts),
+        downloads=len(tracker.downloads),
+        downloads_cut=sum(1 for d in tracker.downloads if d.truncated),
+        downloads_fetched_whole=tracker.downloads_fetched_whole,
         latency_s=document.received_at - page.started_at,
         storage_state=storage_state,
         cookies=cookies,

@@ -58,6 +58,8 @@ class RenderValues(Protocol):
     @property
     def include_page(self) -> bool: ...
     @property
+    def downloads(self) -> bool: ...
+    @property
     def init_scripts(self) -> tuple[str, ...]: ...
     @property
     def maxsize(self) -> int: ...
@@ -114,6 +116,14 @@ class RenderSpec:
     #: each navigation the page starts itself is asked about
     #: (``RenderHooks.allows_navigation``: robots.txt)
     pause_navigations: bool = False
+    #: ``CDP_POOL_ALLOW_PRIVATE_NETWORKS``: when false, every request the page
+    #: starts is paused and refused if it goes to a non-public address other
+    #: than its own host's (render/private_network.py)
+    allow_private_networks: bool = False
+    #: ``meta["cdp_downloads"]``: keep what the page downloads (render/downloads.py)
+    downloads: bool = False
+    #: most bytes of one download kept (``CDP_POOL_PAGE_DOWNLOAD_MAX_MB``)
+    download_max_bytes: int = 10 * 1024 * 1024
 
     @property
     def basic_credentials(self) -> tuple[str, str] | None:
@@ -205,6 +215,7 @@ def build_spec(
         action_timeout_s=config.action_timeout_s,
         block_resources=config.block_resources,
         block_urls=config.block_urls,
+        allow_private_networks=config.allow_private_networks,
         maxsize=values.maxsize,
         warnsize=values.warnsize,
         max_self_navigations=config.redirect_max_times,
@@ -216,6 +227,8 @@ def build_spec(
         init_scripts=values.init_scripts,
         console=values.console,
         include_page=values.include_page,
+        downloads=values.downloads,
+        download_max_bytes=config.page_download_max_bytes,
     )
 
 

@@ -79,6 +79,8 @@ class PoolConfig:
     block_resources: frozenset[str] = frozenset()
     #: URL patterns of requests aborted in the browser (``CDP_POOL_BLOCK_URLS``)
     block_urls: tuple[str, ...] = ()
+    #: page-started requests to non-public addresses allowed (``CDP_POOL_ALLOW_PRIVATE_NETWORKS``)
+    allow_private_networks: bool = False
     download_timeout_s: float = 180.0
     #: ``REDIRECT_MAX_TIMES``: also the most documents a page may navigate
     #: itself to during one render (:class:`~scrapy_cdp_pool.errors.NavigationLoop`)
@@ -130,6 +132,8 @@ class PoolConfig:
     #: network capture (``meta["cdp_capture"]``): the largest body kept, and
     #: the most body bytes kept per request
     capture_max_body: int = 10 * 1024 * 1024
+    #: most bytes kept of a download a page starts (``CDP_POOL_PAGE_DOWNLOAD_MAX_MB``)
+    page_download_max_bytes: int = 10 * 1024 * 1024
     capture_max_total: int = 50 * 1024 * 1024
     #: JavaScript sources run in every new document before the page's own
     #: (``CDP_POOL_INIT_SCRIPTS``, files read at start)

@@ -1,4 +1,4 @@
-"""``python -m tests.site [--port N] [--tls]``: serve the test site on 127.0.0.1
+"""``python -m tests.site [--port N] [--tls] [--host 127.x.y.z]``: serve the test site on 127.0.0.1
 (over HTTPS with a fresh self-signed certificate with ``--tls``).
 
 With no ``--port`` (or ``--port 0``) an ephemeral port is used; the first
@@ -20,13 +20,18 @@ def main() -> None:
     parser.add_argument(
         "--tls", action="store_true", help="serve HTTPS with a fresh self-signed certificate"
     )
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="a loopback address to listen on (default: 127.0.0.1)"
+    )
     args = parser.parse_args()
+    if not args.host.startswith("127."):
+        parser.error("--host: only a loopback address (127.x.y.z)")
     ssl_context = None
     if args.tls:
         from .tls import self_signed_context
 
         ssl_context = self_signed_context()
-    asyncio.run(serve(args.port, ssl_context))
+    asyncio.run(serve(args.port, ssl_context, args.host))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,9 @@ Routes live in small modules grouped by purpose:
 - ``bigpages``: /big/* (large rendered pages)
 - ``encodings``: /enc/* (one text in many encodings)
 - ``auth``: /auth/* (a page's own calls to an API behind basic auth)
+- ``private``: /private/* (a page reaching into the crawler's own machine)
+- ``downloads``: /dl/* (pages that start a download)
+- ``cookie_flood``: /flood/* (a page writing hundreds of cookies)
 """
 
 from __future__ import annotations
@@ -47,6 +50,8 @@ from . import (
     bigpages,
     browser,
     cache,
+    cookie_flood,
+    downloads,
     encodings,
     faults,
     fidelity,
@@ -57,6 +62,7 @@ from . import (
     livepage,
     oversize,
     pagecontrol,
+    private,
     protocol,
     sessions,
     shadow,
@@ -102,14 +108,17 @@ def make_app() -> web.Application:
     app.router.add_routes(encodings.routes)
     app[auth.SEEN] = []
     app.router.add_routes(auth.routes)
+    app.router.add_routes(private.routes)
+    app.router.add_routes(downloads.routes)
+    app.router.add_routes(cookie_flood.routes)
     return app
 
 
-async def serve(port: int = 0, ssl_context: ssl.SSLContext | None = None) -> None:
-    """Serve on 127.0.0.1:``port`` until SIGTERM or SIGINT; over HTTPS with
-    ``ssl_context``.
+async def serve(port: int = 0, ssl_context: ssl.SSLContext | None = None, host: str = HOST) -> None:
+    """Serve on ``host`` (a loopback address, 127.0.0.1 by default):``port``
+    until SIGTERM or SIGINT; over HTTPS with ``ssl_context``.
 
-    Prints ``LISTENING http://127.0.0.1:<port>`` (``https://`` with TLS; the
+    Prints ``LISTENING http://<host>:<port>`` (``https://`` with TLS; the
     bound port) once the socket accepts connections; nothing else goes to
     stdout.
     """
@@ -128,11 +137,11 @@ async def serve(port: int = 0, ssl_context: ssl.SSLContext | None = None) -> Non
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        site = web.TCPSite(runner, HOST, port, ssl_context=ssl_context)
+        site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
         await site.start()
         bound_port = runner.addresses[0][1]
         scheme = "https" if ssl_context is not None else "http"
-        print(f"LISTENING {scheme}://{HOST}:{bound_port}", flush=True)
+        print(f"LISTENING {scheme}://{host}:{bound_port}", flush=True)
         await stop.wait()
     finally:
         await runner.cleanup()

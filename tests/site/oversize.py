@@ -2,11 +2,13 @@
 for the tests that a larger main document is cancelled while it arrives.
 
 - ``/oversize/stream?key=K&bytes=N&chunk=C&type=html|text&length=L``: ``N``
-  bytes (at most 512 MiB) in chunks of ``C`` bytes (default 64 KiB), as fast
+  bytes (at most 1 GiB) in chunks of ``C`` bytes (default 64 KiB), as fast
   as the client reads them, without ``Content-Length`` (chunked), or with a
   ``Content-Length: L`` that lies low when ``length`` is given (with
-  ``Connection: close``). ``type=html``
-  (default) is an HTML page of ``x`` filler, ``text`` is ``text/plain``.
+  ``Connection: close``), or with its true ``Content-Length`` when
+  ``announce=1``. ``type=html`` (default) is an HTML page of ``x`` filler,
+  ``text`` is ``text/plain``, ``attachment`` is ``application/octet-stream``
+  with ``Content-Disposition: attachment; filename="big.bin"`` (a download).
 - ``/oversize/sent?key=K``: JSON ``{"sent": bytes, "finished": bool}`` for
   the stream of key ``K`` once its handler has ended (the client went away or
   all was sent; waits up to 30 s for it): ``sent`` is the body bytes handed
@@ -48,15 +50,21 @@ def _record(request: web.Request, key: str) -> StreamRecord:
 @routes.get("/oversize/stream")
 async def stream(request: web.Request) -> web.StreamResponse:
     key = request.query.get("key", "")
-    total = int_query(request, "bytes", 64 * 1024 * 1024, 0, 512 * 1024 * 1024)
+    total = int_query(request, "bytes", 64 * 1024 * 1024, 0, 1024 * 1024 * 1024)
     chunk_size = int_query(request, "chunk", 64 * 1024, 1024, 4 * 1024 * 1024)
-    html = request.query.get("type", "html") != "text"
+    kind = request.query.get("type", "html")
+    html = kind == "html"
     record = _record(request, key)
+    content_type = {"html": "text/html", "attachment": "application/octet-stream"}
     response = web.StreamResponse(
-        headers={"Content-Type": "text/html" if html else "text/plain", "Cache-Control": "no-store"}
+        headers={"Content-Type": content_type.get(kind, "text/plain"), "Cache-Control": "no-store"}
     )
+    if kind == "attachment":
+        response.headers["Content-Disposition"] = 'attachment; filename="big.bin"'
     lie = request.query.get("length")
-    if lie is not None:
+    if request.query.get("announce") == "1":
+        response.content_length = total
+    elif lie is not None:
         response.headers["Content-Length"] = str(int(lie))
         # The bytes past it must not be read as the next response of a kept
         # connection (Lightpanda 1.0.2 reuses it: WeirdServerReply).

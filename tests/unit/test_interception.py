@@ -27,6 +27,7 @@ class Spec:
     block_urls: tuple[str, ...] = ()
     overrides_request: bool = False
     maxsize: int = 0
+    allow_private_networks: bool = True
 
 
 @dataclass

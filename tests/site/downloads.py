@@ -1,0 +1,43 @@
+"""``/dl/*``: pages that start a download (issues 27 and 31).
+
+- ``/dl/page?to=URL&when=click|load``: a page that sends its main frame to
+  ``URL`` when ``#get`` is clicked (``when=click``, default) or from its
+  inline script, while it loads (``when=load``); ``#ready`` is in it.
+- ``/dl/report.csv``: a small attachment (``Content-Disposition: attachment;
+  filename="report.csv"``, ``text/csv``).
+"""
+
+from __future__ import annotations
+
+import json
+
+from aiohttp import web
+
+from .common import html_response
+
+routes = web.RouteTableDef()
+
+REPORT = b"id,name\n1,alpha\n2,beta\n"
+
+
+@routes.get("/dl/page")
+async def page(request: web.Request) -> web.Response:
+    to = json.dumps(request.query["to"])
+    if request.query.get("when", "click") == "load":
+        script = f"<script>location.href = {to};</script>"
+    else:
+        handler = f"() => {{ location.href = {to}; }}"
+        script = f'<script>document.getElementById("get").onclick = {handler};</script>'
+    body = f'<p id="ready">ready</p><button id="get">get</button>{script}'
+    return html_response("Download page", body)
+
+
+@routes.get("/dl/report.csv")
+async def report(request: web.Request) -> web.Response:
+    return web.Response(
+        body=REPORT,
+        headers={
+            "Content-Type": "text/csv",
+            "Content-Disposition": 'attachment; filename="report.csv"',
+        },
+    )
