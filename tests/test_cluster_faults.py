@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,8 +20,9 @@ from twisted.internet import task
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY
 from scrapy_cdp_pool.cluster.keys import key_prefix
-from tests.cluster_harness import RedisServer
+from tests.cluster_harness import RedisServer, Worker, kill_left, wait_for_item
 from tests.crawl import RecordingSpider, crawl
+from tests.jobdir_project.harness import EXIT_DEADLINE_S
 from tests.profiles import token
 from tests.servers import SiteServer
 
@@ -235,3 +237,54 @@ async def test_a_worker_stalled_past_its_lease_does_not_start_the_request(
     assert spider.failures == []
     assert stats["cdp_pool/cluster/lease_lost_not_started"] == 1
     assert stats["finish_reason"] == "finished"
+
+
+def run_worker(site: SiteServer, redis_server: RedisServer, tmp_path: Path, **extra: str) -> Worker:
+    tag = token()
+    url = site.url(f"/jobsite/0?tag={tag}&total=200&hubs=4")
+    settings = {"JOBSITE_URL": url, "JOBSITE_HUBS": "4", "CDP_POOL_CLUSTER_NAME": f"jobsite-{tag}",
+                "CONCURRENT_REQUESTS": "2", "CDP_POOL_CONNECTIONS": "2", **extra}  # fmt: skip
+    return Worker(tmp_path, 0, redis_server.url, settings)
+
+
+def test_scrapy_crawl_exits_1_when_redis_lost_the_crawl(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """A real ``scrapy crawl`` worker; Redis is flushed mid-crawl (its
+    state lost, as by a restart without persistence). Before: finish_reason
+    ``cdp_pool_cluster_state_lost`` and exit status 0. Now: exit status 1."""
+    worker = run_worker(site, redis_server, tmp_path)
+    try:
+        wait_for_item([worker], count=3)
+        with redis_server.client() as client:
+            client.flushall()
+        worker.proc.wait(timeout=EXIT_DEADLINE_S)
+        worker._close()
+    finally:
+        kill_left()
+    log = worker.log_file.read_text(encoding="utf-8", errors="replace")
+    assert "'finish_reason': 'cdp_pool_cluster_state_lost'" in log, log[-3000:]
+    assert worker.proc.returncode == 1, log[-3000:]
+    assert "exit status 1" in log
+
+
+def test_scrapy_crawl_exits_1_when_an_error_stopped_a_cluster_worker(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """The crawl's request hash in Redis is of the wrong type (an operator's
+    mistake: not an outage, an error), so storing the start request fails
+    and Scrapy stops the engine (finish_reason ``shutdown``) though nobody
+    asked. Before: exit status 0. Now 1; a worker stopped by SIGINT still
+    exits 0 (test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice)."""
+    name = f"broken-{token()}"
+    with redis_server.client() as client:
+        client.set(f"{key_prefix(name)}req", "not a hash")
+    worker = run_worker(site, redis_server, tmp_path, CDP_POOL_CLUSTER_NAME=name)
+    try:
+        worker.proc.wait(timeout=EXIT_DEADLINE_S)
+        worker._close()
+    finally:
+        kill_left()
+    log = worker.log_file.read_text(encoding="utf-8", errors="replace")
+    assert "'finish_reason': 'shutdown'" in log, log[-3000:]
+    assert worker.proc.returncode == 1, log[-3000:]

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from scrapy_cdp_pool.cluster.feed import feed_key_for
 from scrapy_cdp_pool.cluster.frontier import Frontier, connect, redis_outage, worker_id
+from scrapy_cdp_pool.core.exit_status import fail_exit_on
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import RedisUnavailable
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+STATE_LOST = "cdp_pool_cluster_state_lost"
+"""The ``finish_reason`` of a worker whose Redis lost the crawl (exit status 1)."""
 FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
 CALL_TIMEOUT_S = 1.0
@@ -86,6 +89,8 @@ class ClusterLink:
         #: the crawl's ``<prefix>epoch`` as this worker first saw it
         self.epoch: bytes | str | None = None
         self._state_lost = False
+        # a worker whose crawl was lost, or stopped by an error, exits 1
+        fail_exit_on(crawler, [STATE_LOST], unasked_shutdown=True)
 
     @property
     def down(self) -> bool:
@@ -172,7 +177,7 @@ class ClusterLink:
         engine = self.crawler.engine
         if engine is not None:
             asyncio.get_running_loop().create_task(
-                engine.close_spider_async(reason="cdp_pool_cluster_state_lost"),
+                engine.close_spider_async(reason=STATE_LOST),
                 name="cdp-pool close spider: cluster state lost",
             )
         return False
