@@ -419,6 +419,15 @@ class RequestPoisoned(CDPPoolError):
         self.deliveries = deliveries
 
 
+class LeaseLost(CDPPoolError, IgnoreRequest):
+    """Right before the request was to leave for the browser or the download,
+    this cluster worker no longer held its lease (it ran out: the worker was
+    stalled or cut off, and another worker may do the request) or its
+    profile lock's fencing token: the request is dropped here, not started.
+    An ``IgnoreRequest``; the request's errback is not called (the worker that
+    holds it now runs its callback or errback)."""
+
+
 # Render ladder ----------------------------------------------------------
 
 

@@ -25,7 +25,14 @@ or overrides these internals (all present from Scrapy 2.13 to 2.19):
 - ``engine.downloader.middleware.middlewares``: the running downloader
   middlewares (the cookie jar and the render ladder find Scrapy's own there);
 - ``Scheduler.dqdir``, ``dqclass`` and ``df``, which the durable scheduler
-  (a subclass) reads from itself.
+  (a subclass) reads from itself;
+- the exit status of ``scrapy crawl`` (core/exit_status.py): Scrapy's crawler
+  process sets ``bootstrap_failed`` (exit status 1) for a crawler that ends
+  without a ``spider``, and offers an extension no other way to fail the
+  command, so :func:`mark_crawl_failed` clears ``crawler.spider`` once the
+  engine has stopped; and it tells a shutdown asked by a signal from one an
+  error caused by the handler Scrapy installs after the first signal
+  (``CrawlerProcessBase._signal_kill``).
 
 :func:`check` runs once when the add-on reads its settings: a Scrapy whose
 internals moved stops the crawl at start with :class:`ScrapyInternalsError`
@@ -36,6 +43,7 @@ reads a private Scrapy attribute.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Container
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -128,6 +136,22 @@ def check() -> None:
             raise _missing(f"the scraper slot's '{name}' (engine.scraper.slot.{name})")
     if not callable(getattr(slot_cls, "needs_backout", None)):
         raise _missing("the scraper slot's 'needs_backout' (engine.scraper.slot.needs_backout)")
+
+
+def mark_crawl_failed(crawler: Crawler) -> None:
+    """After the engine stopped: ``scrapy crawl`` (a ``CrawlerProcess``, or a
+    ``CrawlerRunner``'s ``bootstrap_failed``) counts this crawl as failed
+    and exits with status 1. The spider stays reachable as
+    ``crawler.cdp_pool_closed_spider``."""
+    crawler.cdp_pool_closed_spider = crawler.spider  # type: ignore[attr-defined]
+    crawler.spider = None
+
+
+def shutdown_signal_received() -> bool:
+    """Whether Scrapy's crawler process received SIGINT or SIGTERM (its
+    handler is then its ``_signal_kill``, or ignored after a second one)."""
+    handler = signal.getsignal(signal.SIGTERM)
+    return handler == signal.SIG_IGN or getattr(handler, "__name__", "") == "_signal_kill"
 
 
 def _assigned_by_init(cls: type) -> set[str]:

@@ -69,6 +69,7 @@ async def crawl(
     runner = CrawlerRunner({**BASE_SETTINGS, **(settings or {})})
     crawler = runner.create_crawler(spider_cls)
     await runner.crawl(crawler, requests=requests)
-    spider = crawler.spider
+    # a crawl that fails its exit status (core/exit_status.py) keeps its spider there
+    spider = crawler.spider or getattr(crawler, "cdp_pool_closed_spider", None)
     assert isinstance(spider, RecordingSpider)
     return spider, crawler

@@ -5,8 +5,9 @@ with redis-py's blocking client: Scrapy's scheduler interface
 (``enqueue_request``, ``next_request``) is synchronous, and a request must be
 taken in the call that hands it out (taking ahead, asynchronously, would hold
 profile locks and host slots for requests not started). A round trip on the
-same machine is ~0.1 ms (``benchmarks/cluster.py`` measures it). Errors of the
-connection (:data:`REDIS_ERRORS`) are the caller's to handle.
+same machine is ~0.1 ms (``benchmarks/cluster.py`` measures it). Errors that
+mean Redis cannot serve now (:func:`redis_outage`: unreachable, timed out, out
+of memory, read-only, loading...) are the caller's to handle.
 """
 
 from __future__ import annotations
@@ -18,6 +19,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import redis
+from redis.exceptions import (
+    AskError,
+    BusyLoadingError,
+    ClusterDownError,
+    OutOfMemoryError,
+    ReadOnlyError,
+    ResponseError,
+    TryAgainError,
+)
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -28,7 +38,56 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
 REDIS_ERRORS = (RedisConnectionError, RedisTimeoutError, OSError)
-"""Redis could not be reached, or did not answer in time."""
+"""Redis could not be reached, or did not answer in time (a subset of what
+:func:`redis_outage` calls an outage)."""
+_OUTAGE_CODES = {
+    "OOM": "out of memory (maxmemory reached, maxmemory-policy noeviction): writes refused",
+    "READONLY": "read-only (a replica, or a primary demoted by a failover): writes refused",
+    "LOADING": "loading its data set (just restarted)",
+    "MASTERDOWN": "a replica whose primary is down",
+    "MISCONF": "refusing writes: it cannot persist (MISCONF, e.g. a full disk)",
+    "NOREPLICAS": "refusing writes: not enough replicas (min-replicas-to-write)",
+    "BUSY": "busy running a script",
+    "TRYAGAIN": "a Redis Cluster slot being migrated (TRYAGAIN)",
+    "CLUSTERDOWN": "a Redis Cluster that is down (CLUSTERDOWN)",
+    "MOVED": "a Redis Cluster slot moved or being migrated (MOVED/ASK)",
+    "ASK": "a Redis Cluster slot moved or being migrated (MOVED/ASK)",
+}
+_OUTAGE_CLASSES: tuple[tuple[type[BaseException], str], ...] = (
+    (BusyLoadingError, "LOADING"),  # a ConnectionError: before it
+    (OutOfMemoryError, "OOM"),
+    (ReadOnlyError, "READONLY"),
+    (TryAgainError, "TRYAGAIN"),
+    (ClusterDownError, "CLUSTERDOWN"),  # MasterDownError too
+    (AskError, "MOVED"),  # MovedError too
+)
+
+
+def redis_outage(error: BaseException) -> str | None:
+    """What ``error`` (raised by a redis-py call) says about Redis when it
+    means "Redis cannot serve now, try again later", as a phrase for the
+    log; ``None`` for any other error (a bug: a script error, a wrong type).
+
+    The one place that tells an outage from a fault of the caller: every
+    cluster caller retries an outage with backoff and keeps what it could not
+    send (:class:`~scrapy_cdp_pool.cluster.link.ClusterLink`)."""
+    for cls, code in _OUTAGE_CLASSES:
+        if isinstance(error, cls):
+            return _OUTAGE_CODES[code]
+    if isinstance(error, (RedisTimeoutError, TimeoutError)):
+        return "timed out"
+    if isinstance(error, (RedisConnectionError, OSError)):
+        return "unreachable"
+    if isinstance(error, ResponseError):
+        # codes redis-py has no class for, also when a Lua script passes them
+        # on ("MISCONF ...", "... script: ..., -OOM command not allowed ...")
+        text = str(error)
+        for code, cause in _OUTAGE_CODES.items():
+            if text.startswith(code + " ") or f"-{code} " in text:
+                return cause
+    return None
+
+
 PRIORITY_LIMIT = 2**19
 """Priorities must lie in ``(-PRIORITY_LIMIT, PRIORITY_LIMIT)``: a request's
 score is ``-priority * 2**33 + id``, exact in Redis's doubles (< 2**53) for
@@ -114,6 +173,13 @@ class Frontier:
         self._lock = client.register_script(scripts.LOCK_PROFILE)
         self._unlock = client.register_script(scripts.UNLOCK_PROFILE)
         self._pause = client.register_script(scripts.PAUSE_HOST)
+        self._holds = client.register_script(scripts.HOLDS)
+
+    def allow_oom(self) -> None:
+        """Redis is 7 or later: renewals and settlements run when it is out
+        of memory too (:data:`~scrapy_cdp_pool.cluster.scripts.ALLOW_OOM`)."""
+        self._settle = self.client.register_script(scripts.ALLOW_OOM + scripts.SETTLE)
+        self._renew = self.client.register_script(scripts.ALLOW_OOM + scripts.RENEW)
 
     def _run(self, script: Any, *args: object) -> Any:
         self.calls += 1
@@ -178,8 +244,13 @@ class Frontier:
         lost = self._run(self._renew, self.worker, self.lease_ms, *args)
         return [item.decode() for item in lost]
 
+    def holds(self, lease: str) -> bool:
+        """Whether this worker still holds ``lease`` (not run out) and its
+        profile lock (the fencing token it was taken with)."""
+        return bool(self._run(self._holds, self.worker, lease))
+
     def lock_profile(self, profile: str) -> int | None:
-        """Lock ``profile`` outside the queue; its fencing token, ``None`` if busy."""
+        """Lock ``identity`` outside the queue; its fencing token, ``None`` if busy."""
         token = int(self._run(self._lock, self.worker, self.lease_ms, profile))
         return token or None
 

@@ -8,14 +8,24 @@ the acknowledgement.
 - :meth:`finished`: the leases of the requests the engine is done with, for the
   scheduler's next call to acknowledge;
 - every third of ``CDP_POOL_CLUSTER_LEASE_SECONDS`` all leases (and profile
-  locks taken outside the queue) are renewed in one round trip; a lease found
-  lost (it ran out: this worker was cut off or stalled) is dropped, counted in
-  ``cdp_pool/cluster/leases_lost`` and logged.
+  locks taken outside the queue) are renewed in one round trip, during an
+  outage too (a renewal never stops); a lease found lost (it ran out: this
+  worker was cut off or stalled) is dropped, counted in
+  ``cdp_pool/cluster/leases_lost`` and logged;
+- :meth:`check_launch` (a launch check of the gates), right before a request
+  leaves for the browser or the download: a request whose lease ran out, or
+  whose profile lock no longer has its fencing token, is dropped there
+  (:class:`~scrapy_cdp_pool.errors.LeaseLost`, its errback not called; stat
+  ``cdp_pool/cluster/lease_lost_not_started``): another worker may have it.
+  Known lost locally when its last renewal is a lease old (a worker stalled
+  past its lease finds out at once, before any renewal); else asked of Redis
+  (one round trip); while Redis cannot answer, the local view decides.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Container, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +34,7 @@ from scrapy.utils.asyncio import call_later
 from scrapy_cdp_pool.cluster.figures import read_figures
 from scrapy_cdp_pool.cluster.link import ClusterLink
 from scrapy_cdp_pool.core.gates import _TOKEN_META_KEY, RequestGates
-from scrapy_cdp_pool.errors import RedisUnavailable
+from scrapy_cdp_pool.errors import LeaseLost, RedisUnavailable
 from scrapy_cdp_pool.telemetry.signals import cluster_figures_updated
 
 if TYPE_CHECKING:
@@ -53,17 +63,58 @@ class HeldRequests:
         self.link = link
         self.gates = gates
         self._requests: dict[str, Request] = {}  # lease id -> request handed out
+        self._renewed: dict[str, float] = {}  # lease id -> monotonic time of take or renewal
         self._ops: list[str] = []  # releases waiting for Redis
         self._renewal: Any = None
         gates.add_finish_hook(self.release)
+        gates.add_launch_check(self.check_launch)
 
     def add(self, lease: str, request: Request) -> None:
         request.meta[LEASE_META_KEY] = lease
         self._requests[lease] = request
+        self._renewed[lease] = time.monotonic()
 
     def forget(self, leases: list[str]) -> None:
         for lease in leases:
             self._requests.pop(lease, None)
+            self._renewed.pop(lease, None)
+
+    def check_launch(self, request: Request) -> None:
+        """Right before ``request`` leaves for the browser or the download.
+
+        :raises LeaseLost: this worker no longer holds its lease (or its
+            profile lock's fencing token): dropped, not started."""
+        lease = request.meta.get(LEASE_META_KEY)
+        if lease is None:
+            return  # not from the cluster's queue
+        why = self._lost(lease)
+        if why is None:
+            return
+        self._requests.pop(lease, None)
+        self._renewed.pop(lease, None)
+        self.crawler.stats.inc_value("cdp_pool/cluster/lease_lost_not_started")
+        logger.warning(
+            "Cluster crawl %r: %s not started: %s; another worker may do it",
+            self.link.name, request, why, extra={"crawler": self.crawler},
+        )  # fmt: skip
+        request.errback = None  # the worker holding it now answers for it
+        raise LeaseLost(f"{request}: {why}")
+
+    def _lost(self, lease: str) -> str | None:
+        """Why this worker no longer holds ``lease``; ``None`` if it does."""
+        renewed = self._renewed.get(lease)
+        if lease not in self._requests or renewed is None:
+            return "its lease was found lost at a renewal"
+        idle_s = time.monotonic() - renewed
+        if idle_s >= self.link.lease_s:
+            return f"its lease was last renewed {idle_s:.1f} s ago (lease {self.link.lease_s:g} s)"
+        try:
+            held = self.link.call("lease check", lambda: self.link.frontier.holds(lease))
+        except RedisUnavailable:
+            return None  # within its lease by this worker's clock
+        if not held:
+            return "Redis says its lease or identity lock is no longer this worker's"
+        return None
 
     def finished(self, in_progress: Container[Request]) -> list[str]:
         """Leases of the requests the engine no longer holds (not acknowledged yet)."""
@@ -112,27 +163,48 @@ class HeldRequests:
             self._renewal = None
 
     def _renew(self) -> None:
+        """Renew every lease held, then schedule the next renewal, whatever
+        happened (an outage, or a bug logged here: renewals never stop)."""
+        try:
+            self._renew_now()
+            if self.send_figures:
+                self._send_figures()
+        except Exception:
+            logger.exception(
+                "Cluster crawl %r: renewing leases failed", self.link.name,
+                extra={"crawler": self.crawler},
+            )  # fmt: skip
+        finally:
+            if self._renewal is not None:  # not stopped meanwhile
+                self.start_renewal()
+
+    def _renew_now(self) -> None:
         locks = getattr(self.gates.locks, "direct", {})
         leases = list(self._requests)
-        if leases or locks:
-            try:
-                lost = self.link.call(
-                    "renew", lambda: self.link.frontier.renew(leases, list(locks.items()))
-                )
-            except RedisUnavailable:
-                lost = []
-            for lease in lost:
-                if self._requests.pop(lease, None) is not None:
-                    self.crawler.stats.inc_value("cdp_pool/cluster/leases_lost")
-                    logger.warning(
-                        "Cluster crawl %r: lease %s expired before it was renewed; another "
-                        "worker may do its request again", self.link.name, lease,
-                        extra={"crawler": self.crawler},
-                    )  # fmt: skip
-        if self.send_figures:
-            self._send_figures()
-        if self._renewal is not None:  # not stopped meanwhile
-            self.start_renewal()
+        if not (leases or locks):
+            return
+        try:
+            # tried during an outage's backoff too: a Redis that refuses
+            # writes for lack of memory still renews (the script may use memory)
+            lost = self.link.call(
+                "renew",
+                lambda: self.link.frontier.renew(leases, list(locks.items())),
+                in_outage=True,
+            )
+        except RedisUnavailable:
+            return
+        now = time.monotonic()
+        for lease in leases:
+            self._renewed[lease] = now
+        for lease in lost:
+            self._renewed.pop(lease, None)
+            if self._requests.pop(lease, None) is not None:
+                self.crawler.stats.inc_value("cdp_pool/cluster/leases_lost")
+                logger.warning(
+                    "Cluster crawl %r: lease %s expired before it was renewed; another "
+                    "worker may do its request again", self.link.name, lease,
+                    extra={"crawler": self.crawler},
+                )  # fmt: skip
 
     def _send_figures(self) -> None:
         """The cluster's figures to the metrics (``CDP_POOL_METRICS_PORT``)."""

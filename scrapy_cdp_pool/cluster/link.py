@@ -4,10 +4,15 @@ when Redis cannot be reached.
 Every part of a worker (scheduler, dupefilter, host pauses, profile locks)
 goes through the crawler's one link (:func:`link_for`): one client, one
 worker id, one :class:`~scrapy_cdp_pool.cluster.frontier.Frontier`, one view of
-whether Redis is reachable. A failed call (:data:`REDIS_ERRORS`) starts an
-outage: no call is tried again before a backoff (0.5 s doubled per failure, up
-to :data:`MAX_BACKOFF_S`), the outage is logged once when it starts and once
-when it ends, and ``cdp_pool/cluster/redis_errors`` counts the failures.
+whether Redis can serve. A call that fails with an error meaning "Redis cannot
+serve now" (:func:`~scrapy_cdp_pool.cluster.frontier.redis_outage`:
+unreachable, timed out, out of memory, read-only, loading, a cluster
+redirect...) starts an outage: no call is tried again before a backoff (0.5 s
+doubled per failure, up to :data:`MAX_BACKOFF_S`; renewals of leases are tried
+at their time all the same), the outage is logged once when it starts (one
+ERROR naming the cause) and once when it ends, and
+``cdp_pool/cluster/redis_errors`` counts the failures. Any other error of a
+call is a bug and is raised as it is.
 
 The link checks that Redis still holds the crawl when an outage ends and
 before the scheduler calls the crawl done: the first worker writes a random
@@ -29,7 +34,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from scrapy_cdp_pool.cluster.feed import feed_key_for
-from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, Frontier, connect, worker_id
+from scrapy_cdp_pool.cluster.frontier import Frontier, connect, redis_outage, worker_id
+from scrapy_cdp_pool.core.exit_status import fail_exit_on
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import RedisUnavailable
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
@@ -41,10 +47,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+STATE_LOST = "cdp_pool_cluster_state_lost"
+"""The ``finish_reason`` of a worker whose Redis lost the crawl (exit status 1)."""
 FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
-CALL_TIMEOUT_S = 5.0
-"""Socket timeout of each Redis call: a call blocks the reactor at most this long."""
+CALL_TIMEOUT_S = 1.0
+"""Socket timeout of each Redis call: a call blocks the reactor at most this
+long (a round trip takes ~0.1-1 ms; a Redis that does not answer within this
+is an outage, tried again after the backoff)."""
 
 
 class ClusterLink:
@@ -79,6 +89,8 @@ class ClusterLink:
         #: the crawl's ``<prefix>epoch`` as this worker first saw it
         self.epoch: bytes | str | None = None
         self._state_lost = False
+        # a worker whose crawl was lost, or stopped by an error, exits 1
+        fail_exit_on(crawler, [STATE_LOST], unasked_shutdown=True)
 
     @property
     def down(self) -> bool:
@@ -89,19 +101,25 @@ class ClusterLink:
     def retry_in_s(self) -> float:
         return max(0.0, self._retry_at - time.monotonic())
 
-    def call(self, what: str, fn: Callable[[], T]) -> T:
-        """``fn()``, a Redis call.
+    def call(self, what: str, fn: Callable[[], T], *, in_outage: bool = False) -> T:
+        """``fn()``, a Redis call. ``in_outage``: tried within the backoff
+        too (renewals: a Redis refusing writes for lack of memory still
+        renews leases), and its success does not end the outage.
 
-        :raises RedisUnavailable: Redis failed now (an outage starts or goes
-            on) or within the backoff (``fn`` is not called)."""
-        if self.down:
-            raise RedisUnavailable(f"Redis unreachable; retrying in {self.retry_in_s:.1f} s")
+        :raises RedisUnavailable: Redis cannot serve now (an outage starts
+            or goes on: :func:`~scrapy_cdp_pool.cluster.frontier.redis_outage`)
+            or within the backoff (``fn`` is not called)."""
+        if self.down and not in_outage:
+            raise RedisUnavailable(f"Redis cannot serve; retrying in {self.retry_in_s:.1f} s")
         try:
             result = fn()
-        except REDIS_ERRORS as e:
-            self._failed(what, e)
-            raise RedisUnavailable(scrub_secrets(e, self.url)) from None
-        if self._down_since is not None:
+        except Exception as e:
+            cause = redis_outage(e)
+            if cause is None:
+                raise
+            self._failed(what, e, cause, backoff=not (in_outage and self._down_since))
+            raise RedisUnavailable(f"{cause}: {scrub_secrets(e, self.url)}") from None
+        if self._down_since is not None and not in_outage:
             logger.warning(
                 "Redis %s reachable again after %.1f s; taking requests again",
                 redact_url(self.url), time.monotonic() - self._down_since,
@@ -118,11 +136,18 @@ class ClusterLink:
 
     def remember_crawl(self) -> None:
         """Write the crawl's epoch if no worker has (``SET NX``) and keep
-        it; ``None`` when Redis cannot say now (then nothing is checked)."""
+        it; ``None`` when Redis cannot say now (then nothing is checked).
+        On Redis 7 and later, renewals and settlements are made to run when
+        Redis is out of memory (:meth:`Frontier.allow_oom`)."""
         try:
+            version = str(self.client.info("server").get("redis_version", "0"))
+            if int(version.split(".", 1)[0]) >= 7:
+                self.frontier.allow_oom()
             self.client.set(self.epoch_key, secrets.token_hex(8), nx=True)
             self.epoch = self.client.get(self.epoch_key)
-        except REDIS_ERRORS:
+        except Exception as e:
+            if redis_outage(e) is None:
+                raise
             self.epoch = None
 
     def crawl_is_there(self) -> bool:
@@ -135,7 +160,9 @@ class ClusterLink:
             return True
         try:
             now = self.client.get(self.epoch_key)
-        except REDIS_ERRORS:
+        except Exception as e:
+            if redis_outage(e) is None:
+                raise
             return True  # down: checked when it is back
         if now == self.epoch:
             return True
@@ -150,27 +177,29 @@ class ClusterLink:
         engine = self.crawler.engine
         if engine is not None:
             asyncio.get_running_loop().create_task(
-                engine.close_spider_async(reason="cdp_pool_cluster_state_lost"),
+                engine.close_spider_async(reason=STATE_LOST),
                 name="cdp-pool close spider: cluster state lost",
             )
         return False
 
-    def _failed(self, what: str, error: BaseException) -> None:
+    def _failed(self, what: str, error: BaseException, cause: str, *, backoff: bool) -> None:
         self.crawler.stats.inc_value("cdp_pool/cluster/redis_errors")
-        self._backoff_s = min(MAX_BACKOFF_S, self._backoff_s * 2 or FIRST_BACKOFF_S)
-        self._retry_at = time.monotonic() + self._backoff_s
+        if backoff:
+            self._backoff_s = min(MAX_BACKOFF_S, self._backoff_s * 2 or FIRST_BACKOFF_S)
+            self._retry_at = time.monotonic() + self._backoff_s
         if self._down_since is None:
             self._down_since = time.monotonic()
             logger.error(
-                "Redis %s unreachable (%s: %s): not taking requests, finishing those held, "
-                "retrying with backoff", redact_url(self.url), what, scrub_secrets(error, self.url),
+                "Redis %s cannot serve: %s (%s: %s: %s); not taking requests, finishing those "
+                "held, keeping what is not stored, retrying with backoff", redact_url(self.url),
+                cause, what, type(error).__name__, scrub_secrets(error, self.url),
                 extra={"crawler": self.crawler},
             )  # fmt: skip
         else:
             logger.info(
-                "Redis still unreachable (%s: %s); next try in %.1f s", what,
-                scrub_secrets(error, self.url),
-                self._backoff_s, extra={"crawler": self.crawler},
+                "Redis still cannot serve (%s; %s: %s); next try in %.1f s", cause, what,
+                scrub_secrets(error, self.url), self.retry_in_s,
+                extra={"crawler": self.crawler},
             )  # fmt: skip
 
 

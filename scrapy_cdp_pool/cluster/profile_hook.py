@@ -48,6 +48,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+PROFILE_CALL_TIMEOUT_S = 5.0
+"""Socket timeout of the profile store's Redis calls (made in threads)."""
+
 ORDER = 965
 #: where the frontier's take leaves the profile lock's fencing token (an
 #: int): the cluster scheduler's ``FENCE_META_KEY``
@@ -94,7 +97,13 @@ class SharedProfilesMiddleware:
         from redis import Redis
 
         prefix = cluster_prefix(config, crawler)
-        client = Redis.from_url(config.cluster_redis_url)
+        # read and written in threads: bounded, so a Redis that does not
+        # answer fails a profile read or save-back by name, never hangs it
+        client = Redis.from_url(
+            config.cluster_redis_url,
+            socket_timeout=PROFILE_CALL_TIMEOUT_S,
+            socket_connect_timeout=PROFILE_CALL_TIMEOUT_S,
+        )
         shared = SharedProfiles(
             client,
             prefix,

@@ -314,6 +314,32 @@ return lost
 """Extend this worker's leases (and the identity locks and host slots they
 hold) by the lease time from now; returns those it no longer holds."""
 
+HOLDS = (
+    _PRELUDE
+    + r"""
+-- ARGV: prefix, worker, request id: whether this worker still holds the
+-- request's lease (not run out) and, while it is not released, the identity
+-- lock with the fencing token it was taken with. Writes nothing.
+local lease = lease_of(ARGV[3])
+if lease == nil or lease.owner ~= ARGV[2] then return 0 end
+local expiry = redis.call('ZSCORE', P .. 'leases', ARGV[3])
+if not expiry or tonumber(expiry) <= now_ms() then return 0 end
+if lease.identity ~= '' and lease.released ~= '1' and
+    redis.call('HGET', P .. 'identity:' .. lease.identity, 'token') ~= lease.token then
+  return 0
+end
+return 1
+"""
+)
+"""Whether a request's lease (and its identity lock) is still this worker's:
+1 or 0. Asked right before the request leaves for the browser or download."""
+
+ALLOW_OOM = "#!lua flags=allow-oom\n"
+"""Prefix of :data:`RENEW` and :data:`SETTLE` on Redis 7 and later: they run
+when Redis refuses writes for lack of memory (``maxmemory``, ``noeviction``),
+since renewing a lease or acknowledging a request frees or keeps memory; so an
+out-of-memory Redis does not let the leases of running requests run out."""
+
 LOCK_PROFILE = (
     _PRELUDE
     + r"""

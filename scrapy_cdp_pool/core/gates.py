@@ -62,6 +62,9 @@ HostCheck = Callable[[str], bool]
 DequeueHook = Callable[[Request, float], None]
 """``hook(request, now)``: ``request`` was handed out at ``time.monotonic()`` ``now``."""
 FinishHook = Callable[[Request], None]
+LaunchCheck = Callable[[Request], None]
+"""``check(request)``, right before ``request`` leaves for the browser (its
+navigation) or the download: raises (an ``IgnoreRequest``) to drop it."""
 StartCheck = Callable[[], bool]
 """``check() -> bool``: whether the crawler may take any request from its
 scheduler now (a shared concurrency budget)."""
@@ -186,6 +189,7 @@ class RequestGates:
         self._dequeue_hooks: list[DequeueHook] = []
         self._finish_hooks: list[FinishHook] = []
         self._start_checks: list[StartCheck] = []
+        self._launch_checks: list[LaunchCheck] = []
         self._wakes: dict[float, Any] = {}
         #: ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS``: the latest a valid
         #: ``cdp_not_before`` may be, from now (:func:`not_before_problem`)
@@ -207,6 +211,20 @@ class RequestGates:
 
     def add_finish_hook(self, hook: FinishHook) -> None:
         self._finish_hooks.append(hook)
+
+    def add_launch_check(self, check: LaunchCheck) -> None:
+        self._launch_checks.append(check)
+
+    @property
+    def has_launch_checks(self) -> bool:
+        return bool(self._launch_checks)
+
+    def check_launch(self, request: Request) -> None:
+        """Right before ``request`` leaves for the browser or the download
+        (no await between this and the start): the launch checks (a cluster
+        worker's lease). :raises IgnoreRequest: drop the request."""
+        for check in self._launch_checks:
+            check(request)
 
     def add_start_check(self, check: StartCheck) -> None:
         self._start_checks.append(check)

@@ -9,8 +9,10 @@ a browser slot, again once it has one (the slot is given back,
 :class:`HostPaused`) and right before its navigation starts; a response whose
 headers ask for a pause starts it at once, as soon as they arrive. Right
 before the navigation (or a plain request's download), in this order: the
-wait for the slot's delay, the host's pause checked, the start claimed, and
-the navigation command queued, with no await between the last three.
+wait for the slot's delay, the host's pause checked, the launch checks (a
+cluster worker's lease, :meth:`RequestGates.check_launch`), the start
+claimed, and the navigation command queued, with no await between the last
+four.
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ class HostGate:
                 if turn is not None:
                     await spacing.wait(turn)
                 self.check(host)
+                self._gates.check_launch(request)
             except HostPaused:
                 spacing.end(turn)
                 continue
@@ -113,7 +116,7 @@ class HostGate:
         headers that ask for a pause start it at once (before the page's slot
         is released); ``None`` without host pauses or a turn."""
         pauses = self._pauses
-        if pauses is None and turn is None:
+        if pauses is None and turn is None and not self._gates.has_launch_checks:
             return None
         spacing = self._gates.spacing
 
@@ -121,6 +124,7 @@ class HostGate:
             if turn is not None:
                 await spacing.wait(turn)
             self.check(host)
+            self._gates.check_launch(request)
             if turn is not None:
                 spacing.claim(turn)
 

@@ -14,6 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scrapy.exceptions import IgnoreRequest
+
 from scrapy_cdp_pool.core.boundary import scrapy_errors
 from scrapy_cdp_pool.core.download_signals import send_download_signals
 from scrapy_cdp_pool.core.gates import host_of
@@ -256,7 +258,7 @@ class Renderer:
         return hooks
 
     def _failed(self, error: BaseException) -> None:
-        if not isinstance(error, HostPaused):
+        if not isinstance(error, (HostPaused, IgnoreRequest)):  # waits or drops, not failures
             self._on_failure(error)
 
     def _failure_hook(self, request: Request, spec: RenderSpec) -> Any:

@@ -1,0 +1,290 @@
+"""Faults of a cluster worker's Redis and of the worker itself, on a real
+``redis-server`` and a real crawl (embedded Lightpanda, in this process):
+Redis out of memory (``maxmemory`` with ``noeviction``) and read-only, and a
+worker stalled past its lease."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_twisted
+import redis
+import scrapy
+from twisted.internet import task
+
+from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage
+from scrapy_cdp_pool.cluster.held import LEASE_META_KEY
+from scrapy_cdp_pool.cluster.keys import key_prefix
+from tests.cluster_harness import RedisServer, Worker, kill_left, wait_for_item
+from tests.crawl import RecordingSpider, crawl
+from tests.jobdir_project.harness import EXIT_DEADLINE_S
+from tests.profiles import token
+from tests.servers import SiteServer
+
+pytestmark = pytest.mark.timeout(180)
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+def cluster(redis_server: RedisServer, name: str, **extra: Any) -> dict[str, Any]:
+    return {"CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": name,
+            "CDP_POOL_RENDER_ALL": True, **extra}  # fmt: skip
+
+
+def test_redis_errors_that_mean_it_cannot_serve_now_are_outages(
+    redis_server: RedisServer,
+) -> None:
+    """Real errors of a real Redis: out of memory and read-only are outages
+    (named), a wrong-type error (a bug) is not."""
+    with redis_server.client() as client:
+        frontier = Frontier(client, token(), "w", lease_s=5)
+        client.set("a-string", "x")
+        client.config_set("maxmemory", 1)
+        try:
+            with pytest.raises(redis.RedisError) as oom:
+                frontier.push(b"data", "h||", 0)
+            with pytest.raises(redis.RedisError) as oom_set:
+                client.set("k", "v")
+        finally:
+            client.config_set("maxmemory", 0)
+        client.execute_command("REPLICAOF", "127.0.0.1", "1")  # no primary there
+        try:
+            with pytest.raises(redis.RedisError) as read_only:
+                frontier.push(b"data", "h||", 0)
+        finally:
+            client.execute_command("REPLICAOF", "NO", "ONE")
+        with pytest.raises(redis.RedisError) as wrong_type:
+            client.lpush("a-string", "x")
+    assert "out of memory" in (redis_outage(oom.value) or ""), oom.value
+    assert "out of memory" in (redis_outage(oom_set.value) or ""), oom_set.value
+    assert "read-only" in (redis_outage(read_only.value) or ""), read_only.value
+    assert redis_outage(wrong_type.value) is None
+    assert redis_outage(redis.ConnectionError("gone")) == "unreachable"
+    assert redis_outage(redis.TimeoutError("slow")) == "timed out"
+
+
+class OutOfMemorySpider(RecordingSpider):
+    """Its first page's callback makes Redis refuse writes (``maxmemory``
+    below what it uses, ``noeviction``) and then yields the rest of the crawl."""
+
+    client: redis.Redis | None = None
+    follow: list[str] = []
+    lease_scores: list[float] = []
+
+    def parse(self, response: scrapy.http.Response) -> Any:
+        yield from super().parse(response)
+        if response.meta.get("first"):
+            client = type(self).client
+            assert client is not None
+            client.config_set("maxmemory", 1)
+            leases = client.zrange(f"{key_prefix(self.cluster_name)}leases", 0, -1, withscores=True)
+            type(self).lease_scores = [score for _, score in leases]
+            for url in type(self).follow:
+                yield self.prepare(scrapy.Request(url))
+
+    @property
+    def cluster_name(self) -> str:
+        return str(self.settings["CDP_POOL_CLUSTER_NAME"])
+
+
+@pytest_twisted.ensureDeferred
+async def test_redis_out_of_memory_is_an_outage_that_loses_nothing(
+    site: SiteServer, redis_server: RedisServer
+) -> None:
+    """Redis refuses writes (out of memory) while the first page's callback
+    yields 12 requests. Before: ``OutOfMemoryError`` was not handled (the
+    requests yielded were lost: 1 of 13 pages crawled, tracebacks, renewals
+    stopped). Now: one ERROR naming the cause, the requests kept in memory,
+    the held lease renewed during the outage (Redis 7 scripts run with
+    ``allow-oom``), and once Redis accepts writes again every page is crawled
+    once, none failed, nothing lost."""
+    name = token()
+    follow = [site.url(f"/js?n=1&k={name}&i={i}") for i in range(1, 13)]
+    client = redis_server.client()
+    OutOfMemorySpider.client = client
+    OutOfMemorySpider.follow = follow
+    lifted: list[str] = []
+    crawlers: list[Any] = []
+    prefix = key_prefix(name)
+
+    def lift_when_seen() -> None:
+        """Redis accepts writes again once the worker has counted the outage
+        and its lease was either renewed during it or ran out (before the
+        fix: once the worker logged an error, as the outage was never counted)."""
+        if lifted or not crawlers or not OutOfMemorySpider.lease_scores:
+            return
+        stats = crawlers[0].stats
+        scores = [score for _, score in client.zrange(f"{prefix}leases", 0, -1, withscores=True)]
+        seconds, micros = client.time()
+        now_ms = seconds * 1000 + micros // 1000
+        renewed = max(scores, default=0) > max(OutOfMemorySpider.lease_scores)
+        ran_out = max(scores, default=0) < now_ms
+        outage = stats.get_value("cdp_pool/cluster/redis_errors", 0) >= 1
+        if (outage and (renewed or ran_out)) or (
+            not outage and stats.get_value("log_count/ERROR", 0) >= 1
+        ):
+            client.config_set("maxmemory", 0)
+            lifted.append("renewed" if renewed else "ran out")
+
+    from scrapy.crawler import CrawlerRunner
+
+    from tests.crawl import BASE_SETTINGS
+
+    runner = CrawlerRunner(
+        {**BASE_SETTINGS, **cluster(redis_server, name, CDP_POOL_CLUSTER_LEASE_SECONDS=1.5)}
+    )
+    crawler = runner.create_crawler(OutOfMemorySpider)
+    crawlers.append(crawler)
+    poll = task.LoopingCall(lift_when_seen)
+    poll.start(0.05)
+    try:
+        first = scrapy.Request(site.url(f"/js?n=1&k={name}&i=0"), meta={"first": True})
+        await runner.crawl(crawler, requests=[first])
+    finally:
+        poll.stop()
+        client.config_set("maxmemory", 0)
+        client.close()
+    spider = crawler.spider
+    assert isinstance(spider, OutOfMemorySpider)
+    stats = crawler.stats.get_stats()
+    urls = Counter(response.url for response in spider.responses)
+    assert urls == Counter([first.url, *follow]), urls  # every page once: 0 lost, 0 twice
+    assert spider.failures == []  # no errback saw a Redis error
+    assert stats["finish_reason"] == "finished"
+    assert stats["cdp_pool/cluster/redis_errors"] >= 1
+    assert lifted == ["renewed"]  # the lease was renewed while Redis refused writes
+    assert stats.get("cdp_pool/cluster/leases_lost", 0) == 0
+    assert stats["log_count/ERROR"] == 1  # the outage, naming its cause
+
+
+class StallingSpider(RecordingSpider):
+    """The worker stalls (its reactor blocked) after it took the request and
+    before the request starts, until its lease ran out in Redis; meanwhile
+    another worker takes the request (a real take, as any worker does)."""
+
+    client: redis.Redis | None = None
+    stalled: list[str] = []
+
+    @classmethod
+    def stall(cls, request: scrapy.Request, name: str) -> None:
+        lease = request.meta.get(LEASE_META_KEY)
+        if lease is None or cls.stalled:
+            return
+        client = cls.client
+        assert client is not None
+        prefix = key_prefix(name)
+        while True:  # the lease runs out in Redis (its clock) while this worker is stuck
+            seconds, micros = client.time()
+            score = client.zscore(f"{prefix}leases", lease)
+            if score is None or score <= seconds * 1000 + micros // 1000:
+                break
+            time.sleep(0.05)  # this worker's reactor is stalled: the fault itself
+        other = Frontier(client, name, "another-worker", lease_s=1.0)
+        taken = other.take()
+        assert taken.lease == lease, taken
+        cls.stalled.append(lease)
+
+
+class StallMiddleware:
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> StallMiddleware:
+        return cls(str(crawler.settings["CDP_POOL_CLUSTER_NAME"]))
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def process_request(self, request: scrapy.Request) -> None:
+        StallingSpider.stall(request, self.name)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_worker_stalled_past_its_lease_does_not_start_the_request(
+    site: SiteServer, redis_server: RedisServer
+) -> None:
+    """Before: the stalled worker started the request whose lease had gone to
+    another worker (the page was fetched twice: by the stale worker at once,
+    and again once the other's lease ran out). Now it is dropped right before
+    it leaves for the browser (stat ``cdp_pool/cluster/lease_lost_not_started``,
+    no errback), and fetched once, by whoever holds it when it is due."""
+    name = token()
+    StallingSpider.client = redis_server.client()
+    StallingSpider.stalled = []
+    url = site.url(f"/js?n=1&k={name}&stall")
+    try:
+        spider, crawler = await crawl(
+            [scrapy.Request(url)],
+            cluster(
+                redis_server, name, CDP_POOL_CLUSTER_LEASE_SECONDS=1.0,
+                DOWNLOADER_MIDDLEWARES={f"{__name__}.StallMiddleware": 1},
+            ),
+            spider_cls=StallingSpider,
+        )  # fmt: skip
+    finally:
+        StallingSpider.client.close()
+    stats = crawler.stats.get_stats()
+    assert StallingSpider.stalled  # the fault happened
+    assert [response.url for response in spider.responses] == [url]  # once, not twice
+    assert spider.failures == []
+    assert stats["cdp_pool/cluster/lease_lost_not_started"] == 1
+    assert stats["finish_reason"] == "finished"
+
+
+def run_worker(site: SiteServer, redis_server: RedisServer, tmp_path: Path, **extra: str) -> Worker:
+    tag = token()
+    url = site.url(f"/jobsite/0?tag={tag}&total=200&hubs=4")
+    settings = {"JOBSITE_URL": url, "JOBSITE_HUBS": "4", "CDP_POOL_CLUSTER_NAME": f"jobsite-{tag}",
+                "CONCURRENT_REQUESTS": "2", "CDP_POOL_CONNECTIONS": "2", **extra}  # fmt: skip
+    return Worker(tmp_path, 0, redis_server.url, settings)
+
+
+def test_scrapy_crawl_exits_1_when_redis_lost_the_crawl(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """A real ``scrapy crawl`` worker; Redis is flushed mid-crawl (its
+    state lost, as by a restart without persistence). Before: finish_reason
+    ``cdp_pool_cluster_state_lost`` and exit status 0. Now: exit status 1."""
+    worker = run_worker(site, redis_server, tmp_path)
+    try:
+        wait_for_item([worker], count=3)
+        with redis_server.client() as client:
+            client.flushall()
+        worker.proc.wait(timeout=EXIT_DEADLINE_S)
+        worker._close()
+    finally:
+        kill_left()
+    log = worker.log_file.read_text(encoding="utf-8", errors="replace")
+    assert "'finish_reason': 'cdp_pool_cluster_state_lost'" in log, log[-3000:]
+    assert worker.proc.returncode == 1, log[-3000:]
+    assert "exit status 1" in log
+
+
+def test_scrapy_crawl_exits_1_when_an_error_stopped_a_cluster_worker(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """The crawl's request hash in Redis is of the wrong type (an operator's
+    mistake: not an outage, an error), so storing the start request fails
+    and Scrapy stops the engine (finish_reason ``shutdown``) though nobody
+    asked. Before: exit status 0. Now 1; a worker stopped by SIGINT still
+    exits 0 (test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice)."""
+    name = f"broken-{token()}"
+    with redis_server.client() as client:
+        client.set(f"{key_prefix(name)}req", "not a hash")
+    worker = run_worker(site, redis_server, tmp_path, CDP_POOL_CLUSTER_NAME=name)
+    try:
+        worker.proc.wait(timeout=EXIT_DEADLINE_S)
+        worker._close()
+    finally:
+        kill_left()
+    log = worker.log_file.read_text(encoding="utf-8", errors="replace")
+    assert "'finish_reason': 'shutdown'" in log, log[-3000:]
+    assert worker.proc.returncode == 1, log[-3000:]
