@@ -61,8 +61,9 @@ from scrapy.utils.reactor import install_reactor  # noqa: E402
 from scrapy.utils.test import get_crawler  # noqa: E402
 
 from scrapy_cdp_pool import Addon  # noqa: E402
-from scrapy_cdp_pool.cluster.frontier import Frontier, connect  # noqa: E402
+from scrapy_cdp_pool.cluster.frontier import Frontier  # noqa: E402
 from scrapy_cdp_pool.cluster.keys import gate_of, key_prefix  # noqa: E402
+from scrapy_cdp_pool.cluster.redis_client import connect  # noqa: E402
 from scrapy_cdp_pool.core.runtime import runtime_of  # noqa: E402
 from tests.cluster_harness import RedisServer  # noqa: E402
 

@@ -18,6 +18,7 @@ from scrapy_cdp_pool.cluster.install import (
     check_redis,
     cluster_settings,
 )
+from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix
 from scrapy_cdp_pool.core.paths import check_directory, check_writable_file, make_private_directory
 from scrapy_cdp_pool.core.playwright_keys import warn_playwright_handler, warn_playwright_settings
 from scrapy_cdp_pool.core.runtime import CrawlerRuntime, RuntimeOwner
@@ -199,10 +200,11 @@ def _install_scheduler(
     if config.cluster_redis_url is not None:
         for name, value, priority in cluster_settings(settings):
             settings.set(name, value, priority)
-        feed_key = None
+        feed_key = prefix = None
         if crawler is not None:
             feed_key = feed_key_for(crawler.spidercls, settings, config.cluster_feed_key)
-        check_redis(config.cluster_redis_url, feed_key)
+            prefix = cluster_prefix(config, crawler)
+        check_redis(config.cluster_redis_url, feed_key, prefix)
     elif settings.get("JOBDIR") and config.jobdir_durable:
         changes = durable_settings(settings)
         for name, value, priority in changes:

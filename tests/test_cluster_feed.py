@@ -19,8 +19,9 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.spiders import Rule
 from scrapy_redis.spiders import RedisCrawlSpider, RedisSpider
 
-from scrapy_cdp_pool.cluster.frontier import Frontier, connect
+from scrapy_cdp_pool.cluster.frontier import Frontier
 from scrapy_cdp_pool.cluster.keys import key_prefix
+from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
 from tests.cluster_harness import RedisServer, Worker, all_items, kill_left
 from tests.crawl import BASE_SETTINGS, crawl

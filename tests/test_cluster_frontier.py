@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 from scrapy_cdp_pool.cluster.figures import read_figures
-from scrapy_cdp_pool.cluster.frontier import Frontier, connect
+from scrapy_cdp_pool.cluster.frontier import Frontier
 from scrapy_cdp_pool.cluster.keys import gate_of, key_prefix
+from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.tools.cli import main
 from tests.cluster_harness import RedisServer
 from tests.profiles import token

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from scrapy_cdp_pool.cluster.frontier import Frontier, connect
+from scrapy_cdp_pool.cluster.frontier import Frontier
 from scrapy_cdp_pool.cluster.keys import gate_of
+from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.tools.cluster_cli import status
 from tests.cluster_harness import RedisServer, Worker, kill_left
 from tests.jobdir_project.harness import EXIT_DEADLINE_S

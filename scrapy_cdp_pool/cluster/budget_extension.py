@@ -25,6 +25,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy_cdp_pool.budget.registry import crawler_name
 from scrapy_cdp_pool.cluster.budget import FleetBudget
 from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix, worker_id
+from scrapy_cdp_pool.cluster.redis_client import connect, connect_async
 from scrapy_cdp_pool.core.gates import RequestGates
 from scrapy_cdp_pool.core.runtime import runtime_of
 
@@ -57,18 +58,15 @@ class FleetBudgetExtension:
         config = runtime.config
         if config.cluster_redis_url is None or config.cluster_budget_max is None:
             raise NotConfigured
-        from redis import Redis as SyncRedis
-        from redis.asyncio import Redis
-
         budget = FleetBudget(
-            Redis.from_url(config.cluster_redis_url),
+            connect_async(config.cluster_redis_url),
             cluster_prefix(config, crawler),
             max=config.cluster_budget_max,
             owner=worker_id(),
             lease_s=config.cluster_budget_lease_s,
             crawler=crawler,
         )
-        with SyncRedis.from_url(config.cluster_redis_url) as client:  # refused now, not mid-crawl
+        with connect(config.cluster_redis_url, None) as client:  # refused now, not mid-crawl
             client.set(budget.max_key, config.cluster_budget_max, nx=True)
             stored = client.get(budget.max_key)
         budget.check_stored_max(stored)

@@ -33,6 +33,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from scrapy_cdp_pool.cluster import scripts
 from scrapy_cdp_pool.cluster.keys import key_prefix
+from scrapy_cdp_pool.cluster.redis_client import route_key
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -105,14 +106,6 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-def connect(url: str, timeout_s: float) -> redis.Redis:
-    """A client of ``url`` (``redis://``, ``rediss://`` or ``unix://``); no
-    connection is made until the first call."""
-    return redis.Redis.from_url(
-        url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s, retry_on_timeout=False
-    )
-
-
 def score_base(priority: int) -> int:
     """:raises ValueError: ``priority`` is outside what the frontier orders."""
     if not -PRIORITY_LIMIT < priority < PRIORITY_LIMIT:
@@ -158,6 +151,9 @@ class Frontier:
     ) -> None:
         self.client = client
         self.prefix = key_prefix(name)
+        #: declared first by every script: a Redis Cluster runs it on the
+        #: crawl's shard (see redis_client)
+        self.route_key = route_key(self.prefix)
         self.worker = worker
         self.lease_ms = max(1, round(lease_s * 1000))
         self.host_concurrency = host_concurrency or 0
@@ -183,7 +179,7 @@ class Frontier:
 
     def _run(self, script: Any, *args: object) -> Any:
         self.calls += 1
-        return script(args=[self.prefix, *args])
+        return script(keys=[self.route_key], args=[self.prefix, *args])
 
     def push(self, data: bytes, gate: str, priority: int, seen: str = "", fp: bytes = b"") -> bool:
         """Store a request under ``gate``; ``False`` when ``fp`` was in the set
@@ -199,7 +195,7 @@ class Frontier:
         ops = [f"a:{lease}" for lease in acks]
         self.calls += 1
         raw = self._take(
-            keys=[feed_key] if feed_key else [],
+            keys=[self.route_key, feed_key] if feed_key else [self.route_key],
             args=[
                 self.prefix,
                 self.worker,

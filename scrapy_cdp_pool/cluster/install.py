@@ -55,18 +55,25 @@ def cluster_settings(settings: BaseSettings) -> list[tuple[str, str, int]]:
     return changes
 
 
-def check_redis(url: str, feed_key: str | None = None) -> None:
+def check_redis(url: str, feed_key: str | None = None, prefix: str | None = None) -> None:
     """Ask Redis at ``url`` once (``PING``) before the crawl starts, and the
-    type of ``feed_key`` (:func:`~scrapy_cdp_pool.cluster.feed.feed_key_for`).
+    type of ``feed_key`` (:func:`~scrapy_cdp_pool.cluster.feed.feed_key_for`);
+    on a Redis Cluster, check that ``feed_key`` shares the hash slot of the
+    crawl's keys (``prefix``).
 
     :raises ValueError: Redis does not answer (the message names the setting
         and the URL without its password), or the feed key holds what the
         feed cannot read (not a list, a set or a sorted set: the message
-        names the key and its type).
+        names the key and its type), or, on a Redis Cluster, is in another
+        hash slot than the crawl's keys.
     """
     # Imported here, with a cluster configured: without one, a crawl never
     # loads redis-py (the add-on imports this module in every crawl).
-    from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
+    from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS
+    from scrapy_cdp_pool.cluster.redis_client import check_same_slot, connect, is_cluster_url
+
+    if feed_key and prefix and is_cluster_url(url):
+        check_same_slot(prefix, feed_key, "CDP_POOL_CLUSTER_FEED_KEY")
 
     try:
         client = connect(url, 5.0)

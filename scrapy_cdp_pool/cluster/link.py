@@ -34,7 +34,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from scrapy_cdp_pool.cluster.feed import feed_key_for
-from scrapy_cdp_pool.cluster.frontier import Frontier, connect, redis_outage, worker_id
+from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage, worker_id
+from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.core.exit_status import fail_exit_on
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import RedisUnavailable

@@ -36,6 +36,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix, worker_id
 from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
 from scrapy_cdp_pool.cluster.profile_store import ProfileStoreUnreachable, SharedProfiles
+from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.core.gates import profile_of
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import ProfileFileError
@@ -94,16 +95,10 @@ class SharedProfilesMiddleware:
         config = runtime.config
         if config.cluster_redis_url is None:
             raise NotConfigured
-        from redis import Redis
-
         prefix = cluster_prefix(config, crawler)
         # read and written in threads: bounded, so a Redis that does not
         # answer fails a profile read or save-back by name, never hangs it
-        client = Redis.from_url(
-            config.cluster_redis_url,
-            socket_timeout=PROFILE_CALL_TIMEOUT_S,
-            socket_connect_timeout=PROFILE_CALL_TIMEOUT_S,
-        )
+        client = connect(config.cluster_redis_url, PROFILE_CALL_TIMEOUT_S)
         shared = SharedProfiles(
             client,
             prefix,

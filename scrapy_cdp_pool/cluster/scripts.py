@@ -131,7 +131,8 @@ or 0 when the fingerprint was seen already."""
 TAKE = (
     _PRELUDE
     + r"""
--- KEYS: the feed key, if any; ARGV: prefix, worker, lease ms, host concurrency
+-- KEYS: the crawl's route key, then the feed key, if any; ARGV: prefix, worker,
+-- lease ms, host concurrency
 -- (0: none), host interval ms (0: none), most gates to look at, leases of a
 -- request that may run out before it is poisoned, then settle ops ('a:<id>' acks)
 local worker = ARGV[2]
@@ -142,18 +143,18 @@ local now = now_ms()
 local max_deliveries = tonumber(ARGV[7])
 local settled = settle_all(worker, 8)
 local feed_type = ''
-if #KEYS > 0 and tonumber(redis.call('GET', P .. 'queued') or '0') < FEED_BATCH then
+if #KEYS > 1 and tonumber(redis.call('GET', P .. 'queued') or '0') < FEED_BATCH then
   -- items pushed to the feed (a list, set or sorted set, read as scrapy-redis
   -- reads each) become frontier entries, converted into requests by the
   -- worker that takes them
-  feed_type = redis.call('TYPE', KEYS[1])['ok']
+  feed_type = redis.call('TYPE', KEYS[2])['ok']
   local items = {}
   if feed_type == 'list' then
-    items = redis.call('LPOP', KEYS[1], FEED_BATCH) or {}
+    items = redis.call('LPOP', KEYS[2], FEED_BATCH) or {}
   elseif feed_type == 'set' then
-    items = redis.call('SPOP', KEYS[1], FEED_BATCH)
+    items = redis.call('SPOP', KEYS[2], FEED_BATCH)
   elseif feed_type == 'zset' then
-    local popped = redis.call('ZPOPMAX', KEYS[1], FEED_BATCH)
+    local popped = redis.call('ZPOPMAX', KEYS[2], FEED_BATCH)
     for i = 1, #popped, 2 do table.insert(items, popped[i]) end
   end
   if feed_type == 'list' or feed_type == 'set' or feed_type == 'zset' or feed_type == 'none' then
@@ -260,7 +261,8 @@ queued, leased, ms to the next parked gate (-1: none), the feed key's type
 when the take could not read it ('' otherwise)]``; ``id`` is empty when none
 may start; then how many leases of the request ran out when that reached
 the most allowed (it is poisoned: fail it, do not download it), else 0. The
-feed key is the script's one declared key (``KEYS[1]``)."""
+feed key is the script's second declared key (``KEYS[2]``), after the crawl's
+route key (see :mod:`~scrapy_cdp_pool.cluster.redis_client`)."""
 
 SETTLE = (
     _PRELUDE

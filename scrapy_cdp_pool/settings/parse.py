@@ -402,20 +402,21 @@ def _optional_name(settings: BaseSettings, name: str, default: Any) -> str | Non
     return raw
 
 
-REDIS_SCHEMES = ("redis", "rediss", "unix")
+REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+cluster", "rediss+cluster")
 
 
 def _redis_url(settings: BaseSettings, name: str, default: Any) -> str | None:
-    """A Redis URL (``redis://``, ``rediss://``, ``unix://``), or None; the
-    message never shows its password."""
+    """A Redis URL (``redis://``, ``rediss://``, ``unix://``, or
+    ``redis+cluster://``/``rediss+cluster://`` for a Redis Cluster), or None;
+    the message never shows its password."""
     raw: Any = settings.get(name, default)
     if raw is None or raw == "":
         return None
     if not isinstance(raw, str) or raw.partition("://")[0] not in REDIS_SCHEMES:
         shown = repr(raw) if not isinstance(raw, str) else repr(redact_url(raw))
         raise ValueError(
-            f"{name}: {shown} is not a Redis URL; use redis://host:port/db, rediss://... or "
-            "unix:///path/to/redis.sock, or None"
+            f"{name}: {shown} is not a Redis URL; use redis://host:port/db, rediss://..., "
+            "unix:///path/to/redis.sock, redis+cluster://node:port for a Redis Cluster, or None"
         )
     return raw
 

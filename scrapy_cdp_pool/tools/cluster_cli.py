@@ -34,9 +34,10 @@ import sys
 import time
 from typing import Any
 
-from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, connect
+from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS
 from scrapy_cdp_pool.cluster.keys import glob_escaped, key_prefix, redis_time_ms
 from scrapy_cdp_pool.cluster.profile_store import SharedProfiles, export_profiles
+from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 

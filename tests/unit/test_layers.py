@@ -59,6 +59,7 @@ LAZY_IMPORTS = {
     ("tools/cli.py", "*"): "each subcommand's modules, loaded when it runs",
     ("tools/profiles_cli.py", "*"): "each subcommand's modules, loaded when it runs",
     ("cluster/install.py", "scrapy_cdp_pool.cluster.frontier"): "redis-py, with a cluster only",
+    ("cluster/install.py", "scrapy_cdp_pool.cluster.redis_client"): "redis-py, with a cluster only",
 }
 
 

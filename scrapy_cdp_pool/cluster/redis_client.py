@@ -1,0 +1,86 @@
+"""The cluster's Redis clients, one way for every part of it.
+
+``CDP_POOL_CLUSTER_REDIS_URL`` is ``redis://``, ``rediss://`` or ``unix://``
+for one Redis (a primary, with or without replicas), or ``redis+cluster://``
+/ ``rediss+cluster://`` for a Redis Cluster: the URL names any one node, and
+redis-py's cluster client finds the others and follows ``MOVED``/``ASK``.
+
+A crawl keeps all its keys in one hash slot (the ``{<name>}`` hash tag of
+:func:`~scrapy_cdp_pool.cluster.keys.key_prefix`), so one crawl lives on one
+shard of a Redis Cluster, and each script declares a key of that slot first
+(:data:`route_key`), so the cluster client sends it to that shard; several
+crawls (``CDP_POOL_CLUSTER_NAME``) spread over the shards by their names. The
+feed key must share the crawl's slot (:func:`check_same_slot`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+import redis.asyncio
+import redis.asyncio.cluster
+import redis.cluster
+from redis.crc import key_slot
+
+#: URL schemes of a Redis Cluster, and the scheme redis-py reads for each
+CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+
+
+def is_cluster_url(url: str) -> bool:
+    """Whether ``url`` names a Redis Cluster (``redis+cluster://``...)."""
+    return url.partition("://")[0] in CLUSTER_SCHEMES
+
+
+def _node_url(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    return f"{CLUSTER_SCHEMES[scheme]}{sep}{rest}"
+
+
+def connect(url: str, timeout_s: float | None, **kwargs: Any) -> Any:
+    """A client of ``url``: redis-py's cluster client for a Redis Cluster,
+    else its client of one Redis; calls time out after ``timeout_s`` seconds
+    (``None``: never). No connection is made before the first call, except
+    that a cluster client asks the node for the cluster's layout at once.
+
+    :raises ValueError: redis-py cannot read the URL.
+    :raises redis.exceptions.RedisError: a cluster node does not answer.
+    """
+    options: dict[str, Any] = {
+        "socket_timeout": timeout_s,
+        "socket_connect_timeout": timeout_s,
+        **kwargs,
+    }
+    if is_cluster_url(url):
+        return redis.cluster.RedisCluster.from_url(_node_url(url), **options)
+    return redis.Redis.from_url(url, **options)
+
+
+def connect_async(url: str, **kwargs: Any) -> Any:
+    """The asyncio client of ``url`` (see :func:`connect`)."""
+    if is_cluster_url(url):
+        return redis.asyncio.cluster.RedisCluster.from_url(_node_url(url), **kwargs)
+    return redis.asyncio.Redis.from_url(url, **kwargs)
+
+
+def route_key(prefix: str) -> str:
+    """A key of the crawl's hash slot, declared first by every script of the
+    crawl so that a cluster client sends it to the slot's shard (on one
+    Redis it changes nothing)."""
+    return f"{prefix}seq"
+
+
+def check_same_slot(prefix: str, key: str, setting: str) -> None:
+    """Check that ``key`` shares the hash slot of the crawl's keys (``prefix``).
+
+    :raises ValueError: it does not, which a Redis Cluster cannot use in one
+        script; the message names the setting and the key to use instead.
+    """
+    crawl_slot, slot = key_slot(prefix.encode()), key_slot(key.encode())
+    if slot != crawl_slot:
+        tag = prefix[prefix.index("{") : prefix.index("}") + 1]
+        raise ValueError(
+            f"{setting}: {key!r} is in hash slot {slot} of the Redis Cluster, the crawl's keys "
+            f"in slot {crawl_slot}: a cluster runs one script on one slot; give the key the "
+            f"crawl's hash tag, e.g. '{tag}:start_urls', and push the feed there"
+        )
