@@ -17,7 +17,6 @@ import scrapy
 from scrapy.utils.test import get_crawler
 
 from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
-from scrapy_cdp_pool.cluster.profile_hook import FENCING_TOKEN_META_KEY
 from scrapy_cdp_pool.cluster.profile_store import (
     STALE_WRITES_STAT,
     ProfileStoreUnreachable,
@@ -170,17 +169,15 @@ async def test_two_workers_hand_an_identity_over(
 ) -> None:
     """Worker 1 (files in its CDP_POOL_PROFILES_DIR) seeds the cluster and
     saves back the cookie /refresh set; worker 2 (no profile files) sends it
-    on its next request of the identity. A request whose identity was taken
-    by another worker meanwhile saves nothing. (The test takes the identity
-    lock as the cluster's frontier does; with the frontier installed, its own
-    take replaces the token.)"""
+    on its next request of the profile. A request whose profile was taken by
+    another worker meanwhile saves nothing. (The frontier's take locks the
+    profile and gives the request its fencing token.)"""
     write_profile(tmp_path, "alice", session="valid-alice")
     client = redis_server.client()
     cluster = {"CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": "test",
                "CDP_POOL_BROWSER": browser, "CDP_POOL_PROFILE_SAVE_STATE": True}  # fmt: skip
 
-    token = take_identity(client, "alice", "worker-1")
-    meta = {"cdp_profile": "alice", FENCING_TOKEN_META_KEY: token}
+    meta = {"cdp_profile": "alice"}
     spider, crawler = await crawl(
         [scrapy.Request(site.url("/refresh?w1"), meta=meta)],
         {**cluster, "CDP_POOL_PROFILES_DIR": str(tmp_path)},
@@ -188,8 +185,6 @@ async def test_two_workers_hand_an_identity_over(
     assert not spider.failures
     assert crawler.stats.get_value("cdp_pool/profile/alice/state_saves") == 1
 
-    token = take_identity(client, "alice", "worker-2")
-    meta = {"cdp_profile": "alice", FENCING_TOKEN_META_KEY: token}
     spider, crawler = await crawl([scrapy.Request(site.url("/whoami?w2"), meta=meta)], cluster)
     assert not spider.failures
     whoami = json.loads(spider.by_url("/whoami").css("#server::text").get(""))
@@ -197,8 +192,7 @@ async def test_two_workers_hand_an_identity_over(
 
     # Worker 2 again; while its request is in flight its lease runs out and
     # another worker takes the identity: its save-back is refused.
-    token = take_identity(client, "alice", "worker-2")
-    meta = {"cdp_profile": "alice", FENCING_TOKEN_META_KEY: token, "steal_identity": True}
+    meta = {"cdp_profile": "alice", "steal_identity": True}
     steal = {"DOWNLOADER_MIDDLEWARES": {"tests.cluster_ops.StealIdentityMiddleware": 968}}
     spider, crawler = await crawl(
         [scrapy.Request(site.url("/refresh?late"), meta=meta)], {**cluster, **steal}

@@ -48,7 +48,7 @@ class StatusSample:
     in requests: ``scheduler_requests`` (``len(scheduler)``),
     ``scheduler_memory_requests`` and ``scheduler_disk_requests`` (``None``
     without ``JOBDIR`` or with a scheduler that has no such queues), and
-    ``profile_waiting_requests`` (requests held back because their profile is
+    ``identity_waiting_requests`` (requests held back because their profile is
     busy; see :func:`scrapy_cdp_pool.telemetry.collect.profile_waiting`).
 
     Scraper: ``scraper_active_size_bytes`` against
@@ -82,7 +82,7 @@ class StatusSample:
     scheduler_requests: int | None
     scheduler_memory_requests: int | None
     scheduler_disk_requests: int | None
-    profile_waiting_requests: int
+    identity_waiting_requests: int
     scraper_active_size_bytes: int | None
     scraper_max_active_size_bytes: int
     scraper_needs_backout: bool | None
@@ -152,7 +152,7 @@ class StatusSample:
             _or_na(self.scheduler_requests),
             _or_na(self.scheduler_memory_requests),
             _or_na(self.scheduler_disk_requests),
-            self.profile_waiting_requests,
+            self.identity_waiting_requests,
             _bytes_as_mb(self.scraper_active_size_bytes),
             _bytes_as_mb(self.scraper_max_active_size_bytes),
             _yes_no(self.scraper_needs_backout),
