@@ -17,6 +17,7 @@ and ``message`` (cut to 2,000 characters, the original length said:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from datetime import UTC, datetime
@@ -27,6 +28,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.response import response_status_message
 
+from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
 from scrapy_cdp_pool.core.paths import open_private_for_append
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.messages import cap_message, without_password
@@ -90,9 +92,27 @@ class FailureRecorderMiddleware:
             "retry_times": request.meta.get("retry_times", 0),
             "message": cap_message(message),
         }
-        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        try:
+            self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        except OSError as e:
+            if not is_disk_full(e):
+                raise
+            self._abandon()  # the request's own failure is unchanged
+            stop_for_full_disk(self.crawler, str(self.path), "a line of CDP_POOL_FAILURES_FILE", e)
+
+    def _abandon(self) -> None:
+        """Stop writing (the disk is full): what is buffered is dropped."""
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as e:
+                if not is_disk_full(e):
+                    raise
+                stop_for_full_disk(self.crawler, str(self.path), "CDP_POOL_FAILURES_FILE", e)
             self._file = None
