@@ -45,14 +45,14 @@ def fill(directory: Path, leave_bytes: int) -> Path:
     it to free the space)."""
     filler = directory / "filler"
     chunk = b"\0" * 65536
-    with filler.open("wb") as file:
+    with filler.open("wb", buffering=0) as file:
         while True:
             stat = os.statvfs(directory)
             if stat.f_bavail * stat.f_frsize <= leave_bytes:
                 break
             try:
-                file.write(chunk)
-                file.flush()
+                if not file.write(chunk):
+                    break
             except OSError:
                 break  # full already
     return filler

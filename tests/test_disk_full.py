@@ -14,7 +14,7 @@ import scrapy
 
 from tests.crawl import crawl
 from tests.jobdir_project.harness import Job
-from tests.profiles import token
+from tests.profiles import token, write_profile
 from tests.servers import SiteServer
 from tests.small_filesystem import fill, small_tmpfs
 
@@ -65,28 +65,43 @@ def test_a_full_jobdir_disk_stops_the_crawl_cleanly_and_the_resume_loses_nothing
     assert set(job.fetches()) == set(range(job.total))
 
 
-@pytest.mark.parametrize("on_full_disk", ["HTTPCACHE_DIR", "CDP_POOL_FAILURES_FILE"])
+@pytest.mark.parametrize(
+    "on_full_disk",
+    ["HTTPCACHE_DIR", "CDP_POOL_FAILURES_FILE", "CDP_POOL_STATUS_FILE", "CDP_POOL_PROFILES_DIR"],
+)
 @pytest_twisted.ensureDeferred
-async def test_a_full_disk_under_the_http_cache_or_the_failures_file_stops_the_crawl(
+async def test_a_full_disk_under_a_file_of_the_crawl_stops_the_crawl(
     site: SiteServer, tmp_path: Path, full_disk: Path, on_full_disk: str
 ) -> None:
-    """The HTTP cache, or the failures file, on a full tmpfs (a real crawl in
-    this process). Before: ``OSError: [Errno 28] No space left on device``
-    tracebacks for each response (the cache) or each failure (the failures
-    file), and the crawl went on without its cache or record. Now: one ERROR
-    naming the file and the filesystem, the crawl stopped cleanly
-    (``cdp_pool_disk_full``), no errback saw the disk's error."""
-    target = full_disk / ("cache" if on_full_disk == "HTTPCACHE_DIR" else "failures.jsonl")
-    settings = {"HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(tmp_path / "cache"),
-                "CDP_POOL_RENDER_ALL": True, "CONCURRENT_REQUESTS": 1,
-                on_full_disk: str(target)}  # fmt: skip
-    fill(full_disk, leave_bytes=0)
+    """The HTTP cache, the failures file, the status file or the profiles
+    (saved back) on a full tmpfs (a real crawl in this process). Before:
+    ``OSError: [Errno 28] No space left on device`` tracebacks (per response,
+    failure or sample) or WARNINGs (save-back), and the crawl went on without
+    them (``finished``). Now: one ERROR naming the file and the filesystem,
+    the crawl stopped cleanly (``cdp_pool_disk_full``), no errback saw the
+    disk's error."""
     name = token()
-    requests = [scrapy.Request(site.url(f"/status/404?k={name}&i={i}")) for i in range(6)]
+    meta: dict[str, object] = {}
+    settings: dict[str, object] = {
+        "HTTPCACHE_ENABLED": True, "HTTPCACHE_DIR": str(tmp_path / "cache"),
+        "CDP_POOL_RENDER_ALL": True, "CONCURRENT_REQUESTS": 1,
+    }  # fmt: skip
+    if on_full_disk == "CDP_POOL_PROFILES_DIR":
+        write_profile(full_disk, f"p-{name}", session=f"s-{name}")
+        settings.update({"CDP_POOL_PROFILES_DIR": str(full_disk), "HTTPCACHE_ENABLED": False,
+                         "CDP_POOL_PROFILE_SAVE_STATE": True})  # fmt: skip
+        meta = {"cdp_profile": f"p-{name}"}
+    else:
+        files = {"HTTPCACHE_DIR": "cache", "CDP_POOL_FAILURES_FILE": "failures.jsonl",
+                 "CDP_POOL_STATUS_FILE": "status.jsonl"}  # fmt: skip
+        settings[on_full_disk] = str(full_disk / files[on_full_disk])
+    fill(full_disk, leave_bytes=0)
+    requests = [
+        scrapy.Request(site.url(f"/status/404?k={name}&i={i}"), meta=dict(meta)) for i in range(6)
+    ]
     spider, crawler = await crawl(requests, settings)
     stats = crawler.stats.get_stats()
     assert stats["finish_reason"] == "cdp_pool_disk_full"
     assert stats["cdp_pool/disk_full"] >= 1
     assert stats["log_count/ERROR"] == 1
     assert not [f for f in spider.failures if "No space" in str(f.value)]
-    assert len(spider.responses) < len(requests)  # stopped, not run to the end
