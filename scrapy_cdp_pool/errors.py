@@ -358,6 +358,13 @@ class JobdirError(CDPPoolError, RuntimeError):
     """The JOBDIR cannot be used as it is; the message says why and what to do."""
 
 
+class JobdirFull(JobdirError):
+    """The JOBDIR's database could not be written: its disk is full. Nothing
+    more is written to it in this run (so nothing is acknowledged that a
+    resume would need); the crawl stops (``finish_reason``
+    ``cdp_pool_disk_full``)."""
+
+
 class JobdirCorrupt(JobdirError):
     """The JOBDIR's database cannot be read, or is not one this plugin wrote
     (empty, tables missing): refused at start, never taken for a fresh crawl.

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.http import Headers
 from scrapy.utils.misc import load_object
 
+from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
 from scrapy_cdp_pool.render.spec import is_rendered
 from scrapy_cdp_pool.scrapy_internals import cache_fingerprinter, set_cache_fingerprinter
 
@@ -159,7 +160,14 @@ class RenderAwareCacheStorage:
             if ladder:
                 headers[LADDER_HEADER] = json.dumps(ladder)
             response = response.replace(headers=headers)
-        self.inner.store_response(spider, request, response)
+        try:
+            self.inner.store_response(spider, request, response)
+        except OSError as e:  # the response itself is good: a full disk stops the crawl
+            crawler = getattr(spider, "crawler", None)
+            if not is_disk_full(e) or crawler is None:
+                raise
+            where = getattr(e, "filename", None) or str(crawler.settings.get("HTTPCACHE_DIR"))
+            stop_for_full_disk(crawler, where, "a response for the HTTP cache", e)
 
 
 def make_private(directory: Path, spider: Spider) -> None:

@@ -48,6 +48,7 @@ from collections.abc import Container
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import scrapy
+from scrapy import crawler as scrapy_crawler
 from scrapy.core import engine as scrapy_engine
 from scrapy.core import scraper as scrapy_scraper
 from scrapy.core.downloader import Downloader
@@ -136,6 +137,15 @@ def check() -> None:
             raise _missing(f"the scraper slot's '{name}' (engine.scraper.slot.{name})")
     if not callable(getattr(slot_cls, "needs_backout", None)):
         raise _missing("the scraper slot's 'needs_backout' (engine.scraper.slot.needs_backout)")
+    _check_exit_status()
+
+
+def _check_exit_status() -> None:
+    """What :func:`mark_crawl_failed` and :func:`shutdown_signal_received` read."""
+    if not callable(getattr(scrapy_crawler.CrawlerProcess, "_signal_kill", None)):
+        raise _missing("CrawlerProcess._signal_kill (the exit status of a stopped crawl)")
+    if "spider" not in _assigned_by_init(scrapy_crawler.Crawler):
+        raise _missing("Crawler's 'spider' (the exit status of a failed crawl)")
 
 
 def mark_crawl_failed(crawler: Crawler) -> None:

@@ -10,13 +10,14 @@ workers (``xdist_group`` by test)."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.cluster_harness import RedisServer, Worker, all_items, kill_left, wait_for_item
-from tests.jobdir_project.harness import Job
+from tests.jobdir_project.harness import EXIT_DEADLINE_S, LINE_DEADLINE_S, Job
 from tests.profiles import token, write_profile
 from tests.servers import SiteServer
 from tests.test_resilience_hosts import records
@@ -209,3 +210,44 @@ def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
     # a 429 whose pause ends before one already running does not start or extend
     # one (cdp_pool/host_pauses counts those), so under load a few are absorbed
     assert 1 <= sum(worker.stat("cdp_pool/host_pauses") for worker in workers) <= requests // 3
+
+
+@pytest.mark.xdist_group("cluster-oom")
+def test_redis_out_of_memory_mid_crawl_loses_nothing_and_does_nothing_twice(
+    job: Job, redis_server: RedisServer
+) -> None:
+    """Two workers; after 40 items Redis refuses every write (``maxmemory``
+    below its use, ``noeviction``) until the workers have said so, then
+    accepts writes again. Before (issue 31): OutOfMemoryError tracebacks,
+    workers closing with ``shutdown`` at exit 0, pages lost. Now: every page
+    once, each identity in flight once at a time, exit status 0, one ERROR
+    naming the cause per worker that met it."""
+    workers = start_workers(job, redis_server, count=2)
+    wait_for_item(workers, count=40)
+    with redis_server.client() as client:
+        client.config_set("maxmemory-policy", "noeviction")
+        client.config_set("maxmemory", 1)
+        try:
+            deadline = time.monotonic() + LINE_DEADLINE_S
+            while not any(
+                "out of memory" in text or "OutOfMemoryError" in text
+                for text in (w.log_file.read_text(errors="replace") for w in workers)
+            ):  # until a worker met the refusal (its log says so)
+                assert time.monotonic() < deadline, [w.log() for w in workers]
+                time.sleep(0.1)
+        finally:
+            client.config_set("maxmemory", 0)
+    for worker in workers:
+        worker.proc.wait(timeout=EXIT_DEADLINE_S)
+        worker._close()
+    counts = all_items(workers)
+    lost = set(range(PAGES)) - set(counts)
+    twice = {n for n, count in counts.items() if count > ONCE[n]}
+    statuses = [worker.proc.returncode for worker in workers]
+    logs = [worker.log_file.read_text(errors="replace") for worker in workers]
+    figures = f"lost {len(lost)}, done twice {len(twice)}, exit {statuses}"
+    assert (lost, twice, statuses) == (set(), set(), [0, 0]), figures
+    assert job.fetches() == ONCE, figures
+    check_identities(job)
+    assert not [log for log in logs if "Traceback" in log], figures
+    assert sum("cannot serve: out of memory" in log for log in logs) >= 1

@@ -15,13 +15,14 @@ import pytest
 import pytest_twisted
 import redis
 import scrapy
+from scrapy.crawler import CrawlerRunner
 from twisted.internet import task
 
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY
 from scrapy_cdp_pool.cluster.keys import key_prefix
 from tests.cluster_harness import RedisServer, Worker, kill_left, wait_for_item
-from tests.crawl import RecordingSpider, crawl
+from tests.crawl import BASE_SETTINGS, RecordingSpider, crawl
 from tests.jobdir_project.harness import EXIT_DEADLINE_S
 from tests.profiles import token
 from tests.servers import SiteServer
@@ -80,13 +81,17 @@ class OutOfMemorySpider(RecordingSpider):
     client: redis.Redis | None = None
     follow: list[str] = []
     lease_scores: list[float] = []
+    read_only = False  # a replica's refusal (READONLY) instead
 
     def parse(self, response: scrapy.http.Response) -> Any:
         yield from super().parse(response)
         if response.meta.get("first"):
             client = type(self).client
             assert client is not None
-            client.config_set("maxmemory", 1)
+            if type(self).read_only:
+                client.execute_command("REPLICAOF", "127.0.0.1", "1")  # no primary there
+            else:
+                client.config_set("maxmemory", 1)
             leases = client.zrange(f"{key_prefix(self.cluster_name)}leases", 0, -1, withscores=True)
             type(self).lease_scores = [score for _, score in leases]
             for url in type(self).follow:
@@ -113,6 +118,7 @@ async def test_redis_out_of_memory_is_an_outage_that_loses_nothing(
     client = redis_server.client()
     OutOfMemorySpider.client = client
     OutOfMemorySpider.follow = follow
+    OutOfMemorySpider.lease_scores = []  # set by the first page's callback
     lifted: list[str] = []
     crawlers: list[Any] = []
     prefix = key_prefix(name)
@@ -135,10 +141,6 @@ async def test_redis_out_of_memory_is_an_outage_that_loses_nothing(
         ):
             client.config_set("maxmemory", 0)
             lifted.append("renewed" if renewed else "ran out")
-
-    from scrapy.crawler import CrawlerRunner
-
-    from tests.crawl import BASE_SETTINGS
 
     runner = CrawlerRunner(
         {**BASE_SETTINGS, **cluster(redis_server, name, CDP_POOL_CLUSTER_LEASE_SECONDS=1.5)}
@@ -288,3 +290,56 @@ def test_scrapy_crawl_exits_1_when_an_error_stopped_a_cluster_worker(
     log = worker.log_file.read_text(encoding="utf-8", errors="replace")
     assert "'finish_reason': 'shutdown'" in log, log[-3000:]
     assert worker.proc.returncode == 1, log[-3000:]
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_read_only_redis_is_an_outage_that_loses_nothing(
+    site: SiteServer, redis_server: RedisServer
+) -> None:
+    """Redis made a replica (writes refused with ``READONLY``, as after a
+    failover demoted it) while the first page's callback yields 12 requests,
+    then a primary again once the worker counted the outage. Before:
+    ``ReadOnlyError`` unhandled, the requests yielded lost. Now: one ERROR
+    naming the cause, every page once."""
+    name = token()
+    follow = [site.url(f"/js?n=1&k={name}&ro={i}") for i in range(1, 13)]
+    client = redis_server.client()
+    OutOfMemorySpider.client = client
+    OutOfMemorySpider.follow = follow
+    OutOfMemorySpider.lease_scores = []  # set by the first page's callback
+    OutOfMemorySpider.read_only = True
+    crawlers: list[Any] = []
+    lifted: list[str] = []
+
+    def lift_when_seen() -> None:
+        if lifted or not crawlers or not OutOfMemorySpider.lease_scores:
+            return
+        stats = crawlers[0].stats
+        if (
+            stats.get_value("cdp_pool/cluster/redis_errors", 0) >= 1
+            or stats.get_value("log_count/ERROR", 0) >= 1  # before the fix
+        ):
+            client.execute_command("REPLICAOF", "NO", "ONE")
+            lifted.append("primary")
+
+    runner = CrawlerRunner({**BASE_SETTINGS, **cluster(redis_server, name)})
+    crawler = runner.create_crawler(OutOfMemorySpider)
+    crawlers.append(crawler)
+    poll = task.LoopingCall(lift_when_seen)
+    poll.start(0.05)
+    try:
+        first = scrapy.Request(site.url(f"/js?n=1&k={name}&ro=0"), meta={"first": True})
+        await runner.crawl(crawler, requests=[first])
+    finally:
+        poll.stop()
+        OutOfMemorySpider.read_only = False
+        client.execute_command("REPLICAOF", "NO", "ONE")
+        client.close()
+    spider = crawler.spider
+    assert isinstance(spider, OutOfMemorySpider)
+    stats = crawler.stats.get_stats()
+    urls = Counter(response.url for response in spider.responses)
+    assert urls == Counter([first.url, *follow]), urls
+    assert spider.failures == []
+    assert stats["finish_reason"] == "finished"
+    assert stats["log_count/ERROR"] == 1

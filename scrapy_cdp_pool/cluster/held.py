@@ -64,6 +64,7 @@ class HeldRequests:
         self.gates = gates
         self._requests: dict[str, Request] = {}  # lease id -> request handed out
         self._renewed: dict[str, float] = {}  # lease id -> monotonic time of take or renewal
+        self._lost: set[str] = set()  # leases a renewal found lost (their requests not started)
         self._ops: list[str] = []  # releases waiting for Redis
         self._renewal: Any = None
         gates.add_finish_hook(self.release)
@@ -78,6 +79,7 @@ class HeldRequests:
         for lease in leases:
             self._requests.pop(lease, None)
             self._renewed.pop(lease, None)
+            self._lost.discard(lease)
 
     def check_launch(self, request: Request) -> None:
         """Right before ``request`` leaves for the browser or the download.
@@ -87,11 +89,12 @@ class HeldRequests:
         lease = request.meta.get(LEASE_META_KEY)
         if lease is None:
             return  # not from the cluster's queue
-        why = self._lost(lease)
+        why = self._why_lost(lease)
         if why is None:
             return
         self._requests.pop(lease, None)
         self._renewed.pop(lease, None)
+        self._lost.discard(lease)
         self.crawler.stats.inc_value("cdp_pool/cluster/lease_lost_not_started")
         logger.warning(
             "Cluster crawl %r: %s not started: %s; another worker may do it",
@@ -100,11 +103,15 @@ class HeldRequests:
         request.errback = None  # the worker holding it now answers for it
         raise LeaseLost(f"{request}: {why}")
 
-    def _lost(self, lease: str) -> str | None:
-        """Why this worker no longer holds ``lease``; ``None`` if it does."""
+    def _why_lost(self, lease: str) -> str | None:
+        """Why this worker no longer holds ``lease``; ``None`` if it does (or
+        if the lease is not held here any more: a copy of a request already
+        acknowledged, downloaded outside the scheduler, is not judged here)."""
+        if lease in self._lost:
+            return "its lease was found lost at a renewal"
         renewed = self._renewed.get(lease)
         if lease not in self._requests or renewed is None:
-            return "its lease was found lost at a renewal"
+            return None
         idle_s = time.monotonic() - renewed
         if idle_s >= self.link.lease_s:
             return f"its lease was last renewed {idle_s:.1f} s ago (lease {self.link.lease_s:g} s)"
@@ -199,6 +206,7 @@ class HeldRequests:
         for lease in lost:
             self._renewed.pop(lease, None)
             if self._requests.pop(lease, None) is not None:
+                self._lost.add(lease)
                 self.crawler.stats.inc_value("cdp_pool/cluster/leases_lost")
                 logger.warning(
                     "Cluster crawl %r: lease %s expired before it was renewed; another "

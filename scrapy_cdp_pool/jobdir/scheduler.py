@@ -38,8 +38,9 @@ from scrapy.exceptions import CloseSpider
 from scrapy.extensions.spiderstate import SpiderState
 from scrapy.pqueues import ScrapyPriorityQueue
 
+from scrapy_cdp_pool.core.disk_full import stop_for_full_disk
 from scrapy_cdp_pool.core.runtime import runtime_of
-from scrapy_cdp_pool.errors import JobdirError
+from scrapy_cdp_pool.errors import JobdirError, JobdirFull
 from scrapy_cdp_pool.jobdir.dupefilter import DurableDupeFilter
 from scrapy_cdp_pool.jobdir.queues import _SqliteQueue
 from scrapy_cdp_pool.jobdir.recovery import recover_state
@@ -161,29 +162,63 @@ class DurableScheduler(Scheduler):
         """Nothing: the state is rebuilt from the database on resume."""
 
     def enqueue_request(self, request: Request) -> bool:
+        """With the disk full the request is not stored (dropped: the
+        request that yielded it is not acknowledged, so the resumed crawl
+        does it again and yields it again)."""
         if self._job is None:
             return super().enqueue_request(request)
-        with self._job.store.transaction():
-            self._ack_finished(self._job)
-            return super().enqueue_request(request)
+        if self._job.store.full is not None:
+            return False
+        try:
+            with self._job.store.transaction():
+                self._ack_finished(self._job)
+                return super().enqueue_request(request)
+        except JobdirFull as e:
+            self._disk_full(self._job, e)
+            return False
 
     def next_request(self) -> Request | None:
         if self._job is None:
             return super().next_request()
-        with self._job.store.transaction():
-            self._ack_finished(self._job)
-            return super().next_request()
+        if self._job.store.full is not None:
+            return None  # stopping: nothing more is handed out
+        try:
+            with self._job.store.transaction():
+                self._ack_finished(self._job)
+                return super().next_request()
+        except JobdirFull as e:
+            self._disk_full(self._job, e)
+            return None
 
     def has_pending_requests(self) -> bool:
         if self._job is not None:
-            self._ack_finished(self._job)
+            if self._job.store.full is not None:
+                return False
+            try:
+                self._ack_finished(self._job)
+            except JobdirFull as e:
+                self._disk_full(self._job, e)
+                return False
         return super().has_pending_requests()
+
+    @staticmethod
+    def _disk_full(job: _Job, error: JobdirFull) -> None:
+        """Stop the crawl as Ctrl-C would (core/disk_full.py); from now on
+        nothing is written, so nothing is acknowledged."""
+        stop_for_full_disk(
+            job.crawler, job.store.path, "the JOBDIR database (requests, acknowledgements)",
+            error.__cause__ or error,
+        )  # fmt: skip
 
     def close(self, reason: str) -> Deferred[None] | None:
         job = self._job
         if job is None:
             return super().close(reason)
-        self._ack_finished(job)
+        if job.store.full is None:
+            try:
+                self._ack_finished(job)
+            except JobdirFull as e:
+                self._disk_full(job, e)
         queued, left = len(self), len(job.store.in_flight)
         try:
             return super().close(reason)

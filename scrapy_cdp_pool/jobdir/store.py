@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.job import job_dir
 
+from scrapy_cdp_pool.core.disk_full import is_disk_full
 from scrapy_cdp_pool.core.parts import PartKey
-from scrapy_cdp_pool.errors import JobdirError
+from scrapy_cdp_pool.errors import JobdirError, JobdirFull
 from scrapy_cdp_pool.jobdir.database import (
     create_database,
     make_private,
@@ -87,6 +88,8 @@ class JobStore:
         self.commits = 0
         self._depth = 0
         self._in_transaction = False
+        #: the write SQLite refused for lack of space; nothing is written after it
+        self.full: BaseException | None = None
         self._db: sqlite3.Connection | None = None
         self._lock: JobdirLock | None = JobdirLock(path.parent)
         try:
@@ -133,10 +136,17 @@ class JobStore:
             self._commit()
 
     def _write(self, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
-        if not self._in_transaction:
-            self.db.execute("BEGIN IMMEDIATE")
-            self._in_transaction = True
-        cursor = self.db.execute(sql, params)
+        """:raises JobdirFull: the disk is full (now or earlier in this run)."""
+        if self.full is not None:
+            raise JobdirFull(f"{self.path}: not written, the disk is full ({self.full})")
+        try:
+            if not self._in_transaction:
+                self.db.execute("BEGIN IMMEDIATE")
+                self._in_transaction = True
+            cursor = self.db.execute(sql, params)
+        except sqlite3.Error as e:
+            self._refused(e)
+            raise
         if self._depth == 0:
             self._commit()
         return cursor
@@ -144,8 +154,26 @@ class JobStore:
     def _commit(self) -> None:
         if self._in_transaction:
             self._in_transaction = False
-            self.db.execute("COMMIT")
+            try:
+                self.db.execute("COMMIT")
+            except sqlite3.Error as e:
+                self._in_transaction = True
+                self._refused(e)
+                raise
             self.commits += 1
+
+    def _refused(self, error: sqlite3.Error) -> None:
+        """A write failed: the transaction is rolled back; a full disk stops
+        every later write. :raises JobdirFull: the disk is full."""
+        if self._in_transaction:
+            self._in_transaction = False
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite rolled back itself
+        if is_disk_full(error):
+            self.full = error
+            raise JobdirFull(f"{self.path}: not written, the disk is full ({error})") from error
 
     def push(self, queue: str, data: bytes) -> int:
         cursor = self._write("INSERT INTO requests (queue, data) VALUES (?, ?)", (queue, data))
@@ -220,7 +248,8 @@ class JobStore:
         try:
             if self._db is not None:
                 db = self._db
-                self._commit()
+                if self.full is None:
+                    self._commit()
                 self._db = None
                 db.close()
         finally:

@@ -28,6 +28,7 @@ from scrapy import Request
 from scrapy.exceptions import DownloadTimeoutError
 from scrapy.http import Response
 
+from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
 from scrapy_cdp_pool.errors import (
     ActionError,
     ActionTimeout,
@@ -319,9 +320,16 @@ class Ladder:
         await self.chromium.close()
 
     def save(self) -> None:
-        """Save what was learned to the store (each change, and at the end)."""
+        """Save what was learned to the store (each change, and at the end).
+        A full disk stops the crawl (core/disk_full.py), not the request."""
         if self.store is not None:
-            self.store.save(self.learner.snapshot())
+            try:
+                self.store.save(self.learner.snapshot())
+            except OSError as e:
+                if not is_disk_full(e):
+                    raise
+                where = getattr(self.store, "path", "the render ladder's store")
+                stop_for_full_disk(self.crawler, where, "the render ladder's state", e)
 
 
 def _http_may_serve(request: Request) -> bool:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy import Request
 
+from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
 from scrapy_cdp_pool.core.gates import profile_of
 from scrapy_cdp_pool.core.parts import PROFILE_CONTEXTS, PartKey
 from scrapy_cdp_pool.errors import (
@@ -104,6 +105,9 @@ class ProfileRegistry:
             await asyncio.to_thread(self.store.save_state, name, state)
         except ProfileFileError as e:
             self.health.inc(name, "save_errors")
+            if is_disk_full(e):  # the response is good; the crawl stops cleanly
+                stop_for_full_disk(self.crawler, e.path, f"profile {name!r}'s storage state", e)
+                return
             self.report(e, "Cannot save the storage state of profile %r: %s")
             return
         self.health.inc(name, "state_saves")

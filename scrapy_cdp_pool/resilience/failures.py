@@ -18,6 +18,7 @@ also ``console``: the page's console messages and errors.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from datetime import UTC, datetime
@@ -28,6 +29,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.response import response_status_message
 
+from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
 from scrapy_cdp_pool.core.paths import open_private_for_append
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.messages import cap_message, without_password
@@ -94,9 +96,27 @@ class FailureRecorderMiddleware:
         console = request.meta.get("cdp_console_messages")  # meta["cdp_console"]
         if console is not None:
             line["console"] = console
-        self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        try:
+            self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+        except OSError as e:
+            if not is_disk_full(e):
+                raise
+            self._abandon()  # the request's own failure is unchanged
+            stop_for_full_disk(self.crawler, str(self.path), "a line of CDP_POOL_FAILURES_FILE", e)
+
+    def _abandon(self) -> None:
+        """Stop writing (the disk is full): what is buffered is dropped."""
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
 
     def close(self) -> None:
         if self._file is not None:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as e:
+                if not is_disk_full(e):
+                    raise
+                stop_for_full_disk(self.crawler, str(self.path), "CDP_POOL_FAILURES_FILE", e)
             self._file = None

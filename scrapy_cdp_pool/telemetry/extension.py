@@ -18,6 +18,7 @@ from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
 from scrapy_cdp_pool.browser.pool.pool import PoolState
+from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
 from scrapy_cdp_pool.core.process_memory import MB, process_rss_bytes
 from scrapy_cdp_pool.core.runtime import CrawlerRuntime, runtime_of
 from scrapy_cdp_pool.scrapy_internals import active_download_count, running_scheduler, scraper_load
@@ -111,6 +112,7 @@ class EngineStatusExtension:
             else None
         )
         self.status_file = StatusFile(config.status_file) if config.status_file else None
+        self.config_status_file = config.status_file
         self._task: AsyncioLoopingCall | LoopingCall | None = None
         self._last: StatusSample | None = None
         connect = crawler.signals.connect
@@ -216,7 +218,16 @@ class EngineStatusExtension:
         message, args = sample.log_message()
         logger.info(message, *args, extra={"crawler": self.crawler})
         if self.status_file is not None:
-            self.status_file.write(sample)
+            try:
+                self.status_file.write(sample)
+            except OSError as e:
+                if not is_disk_full(e):
+                    raise
+                self.status_file.abandon()
+                self.status_file = None
+                stop_for_full_disk(
+                    self.crawler, str(self.config_status_file), "a line of CDP_POOL_STATUS_FILE", e
+                )
         # For the Prometheus metrics (telemetry/metrics.py): the same figures.
         self.crawler.signals.send_catch_log(status_sampled, sample=sample)
         return sample

@@ -10,6 +10,7 @@ could read is made 0600, with an INFO line.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from pathlib import Path
@@ -44,6 +45,13 @@ class StatusFile:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+    def abandon(self) -> None:
+        """Stop writing (the disk is full): what is buffered is dropped."""
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
 
 
 def read_status_file(path: str | Path) -> tuple[list[dict[str, Any]], int]:
