@@ -128,3 +128,18 @@ async def test_lightpanda_fetches_a_download_whole_and_says_so_once(
     warnings = [r for r in caplog.records if "fetched whole" in r.getMessage()]
     assert len(warnings) == 1
     assert crawler.stats.get_value("cdp_pool/page_downloads") == 2
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_frames_download_is_recorded_on_chromium(site: SiteServer) -> None:
+    """An iframe loading an attachment: the page stays, the download is
+    recorded (Lightpanda 1.0.2 loads no iframe by default: nothing to record)."""
+    url = site.url("/dl/framed?" + urlencode({"to": site.url("/dl/report.csv")}))
+    meta = {"cdp": True, "cdp_downloads": True}
+    spider, crawler = await crawl([scrapy.Request(url, meta=meta)], BACKENDS["chromium"])
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    (response,) = spider.responses
+    assert response.css("title::text").get() == "Download page"
+    (download,) = response.meta["cdp_downloaded"]
+    assert (download["name"], download["body"]) == ("report.csv", REPORT)
+    assert crawler.stats.get_value("cdp_pool/page_downloads") == 1

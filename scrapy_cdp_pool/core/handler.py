@@ -24,7 +24,12 @@ from scrapy_cdp_pool.core.playwright_keys import PlaywrightMetaWarner
 from scrapy_cdp_pool.core.render_stats import RenderStats
 from scrapy_cdp_pool.core.rendering import Renderer
 from scrapy_cdp_pool.core.runtime import CrawlerRuntime, runtime_of
-from scrapy_cdp_pool.errors import CapabilityUnavailable, PoolUnavailable, ResponseTooLarge
+from scrapy_cdp_pool.errors import (
+    CapabilityUnavailable,
+    CDPConnectionClosed,
+    PoolUnavailable,
+    ResponseTooLarge,
+)
 from scrapy_cdp_pool.render.spec import is_rendered
 from scrapy_cdp_pool.scrapy_internals import running_engine
 
@@ -89,6 +94,7 @@ class CDPDownloadHandler:
         crawler.signals.connect(self._record_stats, signal=signals.spider_closed)
         self._bindaddress_warned = False
         self._dataloss_warned = False
+        self._stray_cancel_warned = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -116,10 +122,41 @@ class CDPDownloadHandler:
                 extra={"crawler": self.crawler},
             )
         timeout_s = float(request.meta.get("download_timeout", self.config.download_timeout_s))
-        expectation = self.ladder.expectation_for(request)
-        if expectation is None:  # no render ladder: today's render
-            return await self.renderer.render(request, self.pool, timeout_s)
-        return await self.ladder.fetch(request, expectation, self, timeout_s)
+        try:
+            expectation = self.ladder.expectation_for(request)
+            if expectation is None:  # no render ladder: today's render
+                return await self.renderer.render(request, self.pool, timeout_s)
+            return await self.ladder.fetch(request, expectation, self, timeout_s)
+        except asyncio.CancelledError as e:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # this download itself was cancelled (the crawl's end)
+            raise self._stray_cancel(request, e) from e
+
+    def _stray_cancel(self, request: Request, error: asyncio.CancelledError) -> BaseException:
+        """A cancellation of something the render awaited (a browser restart,
+        a connection retired with the page in flight), not of the download
+        itself: a retried download failure. Let out as ``CancelledError`` it
+        ended Scrapy 2.19's download task without firing the request's
+        Deferred (it catches ``Exception`` only): the request never ended and
+        the crawl never exited."""
+        self.render_stats.error(error)
+        if not self._stray_cancel_warned:
+            self._stray_cancel_warned = True
+            logger.warning(
+                "%s: the render was cancelled from inside (a browser restart or a retired "
+                "connection with the page in flight): failed as a retriable download error "
+                "(further ones are counted in cdp_pool/errors/CancelledError)",
+                request,
+                exc_info=error,
+                extra={"crawler": self.crawler},
+            )
+        return to_scrapy_error(
+            CDPConnectionClosed(
+                "the render was cancelled (a browser restart or a retired connection)"
+            ),
+            str(request),
+        )
 
     # What the render ladder fetches on its rungs (core.parts.RenderFetches)
 

@@ -31,6 +31,7 @@ Routes live in small modules grouped by purpose:
 - ``private``: /private/* (a page reaching into the crawler's own machine)
 - ``downloads``: /dl/* (pages that start a download)
 - ``cookie_flood``: /flood/* (a page writing hundreds of cookies)
+- ``hostile_pages``: /hostile/* (1,000 iframes, a window.open storm, 10,000 pushState)
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from . import (
     fidelity,
     fidelity2,
     history,
+    hostile_pages,
     jobsite,
     ladder,
     livepage,
@@ -111,6 +113,7 @@ def make_app() -> web.Application:
     app.router.add_routes(private.routes)
     app.router.add_routes(downloads.routes)
     app.router.add_routes(cookie_flood.routes)
+    app.router.add_routes(hostile_pages.routes)
     return app
 
 

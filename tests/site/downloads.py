@@ -3,6 +3,9 @@
 - ``/dl/page?to=URL&when=click|load``: a page that sends its main frame to
   ``URL`` when ``#get`` is clicked (``when=click``, default) or from its
   inline script, while it loads (``when=load``); ``#ready`` is in it.
+- ``/dl/framed?to=URL``: a page framing ``URL`` (a frame's download).
+- ``/dl/link?to=URL``: a page with a link to ``URL`` with the ``download``
+  attribute (``#get``).
 - ``/dl/report.csv``: a small attachment (``Content-Disposition: attachment;
   filename="report.csv"``, ``text/csv``).
 """
@@ -30,6 +33,20 @@ async def page(request: web.Request) -> web.Response:
         script = f'<script>document.getElementById("get").onclick = {handler};</script>'
     body = f'<p id="ready">ready</p><button id="get">get</button>{script}'
     return html_response("Download page", body)
+
+
+@routes.get("/dl/framed")
+async def framed(request: web.Request) -> web.Response:
+    src = json.dumps(request.query["to"])
+    return html_response("Download page", f'<p id="ready">ready</p><iframe src={src}></iframe>')
+
+
+@routes.get("/dl/link")
+async def link(request: web.Request) -> web.Response:
+    href = json.dumps(request.query["to"])
+    return html_response(
+        "Download page", f'<p id="ready">ready</p><a id="get" href={href} download>get</a>'
+    )
 
 
 @routes.get("/dl/report.csv")

@@ -47,3 +47,22 @@ async def redirect(request: web.Request) -> web.Response:
         status=302,
         headers={"Location": request.query["to"], "Access-Control-Allow-Origin": "*"},
     )
+
+
+@routes.get("/private/many")
+async def many(request: web.Request) -> web.Response:
+    """A page of ``n`` subresources (default 30): images and scripts of its
+    own origin, for the cost of asking about each (docs/backends.md)."""
+    n = int(request.query.get("n", "30"))
+    images = "".join(f'<img src="/image.png?i={i}">' for i in range(n // 2))
+    scripts = "".join(
+        f'<script src="/private/script.js?i={i}"></script>' for i in range(n - n // 2)
+    )
+    return html_response("Many", f"<p id=ready>ready</p>{images}{scripts}")
+
+
+@routes.get("/private/script.js")
+async def script(request: web.Request) -> web.Response:
+    return web.Response(
+        text="window.loaded = (window.loaded || 0) + 1;", content_type="text/javascript"
+    )

@@ -87,7 +87,13 @@ async def stop_page(
             if alongside is None:
                 await cleared
             else:
-                outcomes = await asyncio.gather(cleared, alongside, return_exceptions=True)
+                # shielded: a timeout here cancels the gather, which would
+                # cancel the caller's cookie read with it, and the caller's
+                # await of it would raise CancelledError into a task nobody
+                # cancelled: the request then never ended, the crawl never exited
+                outcomes = await asyncio.gather(
+                    cleared, asyncio.shield(alongside), return_exceptions=True
+                )
                 if isinstance(outcomes[0], BaseException):
                     raise outcomes[0]
             stopped_loading.clear()

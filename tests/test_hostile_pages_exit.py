@@ -1,0 +1,57 @@
+"""Every request ends, and the crawl exits, when hostile pages (1,000
+iframes, a ``window.open`` storm, 10,000 ``pushState``) make Chromium restart
+with pages in flight (issue 31 item 3). Before, a render could end in a
+``CancelledError`` (a cancellation of something it awaited, not of the
+download): Scrapy 2.19's download task catches ``Exception`` only, so the
+request's Deferred never fired, its task was garbage-collected ("Task was
+destroyed but it is pending!"), the spider logged ``Closing spider
+(finished)`` and the process never exited (1 of 1 runs here, 3 of 5 in the
+issue). The crawl runs in its own process, as ``scrapy crawl`` does; the
+only bound is the harness's, far above the crawl's ~100 s.
+
+PARTIAL (issue 31 item 3): the hang is intermittent, so this test does not
+fail on every run before the change; and a normal page beside the hostile ones
+can still fail with ``PageScriptStalled`` (not retried: 1 of 3 runs here), so
+only that every request *ends* is asserted, not that every normal page is
+fetched."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.servers import ROOT, SiteServer
+
+HARNESS_LIMIT_S = 360
+
+
+@pytest.mark.timeout(HARNESS_LIMIT_S + 60)
+def test_hostile_pages_beside_normal_ones_every_request_ends_and_the_crawl_exits(
+    site: SiteServer,
+) -> None:
+    settings = {
+        "CDP_POOL_BROWSER": "chromium",
+        "CDP_POOL_CONNECTIONS": 2,
+        "RETRY_ENABLED": True,
+        "DOWNLOAD_TIMEOUT": 20,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "tests.hostile_pages_crawl", site.base, json.dumps(settings)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=HARNESS_LIMIT_S,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Task was destroyed but it is pending" not in proc.stderr
+    line = [entry for entry in proc.stdout.splitlines() if entry.startswith("RESULT ")][-1]
+    result = json.loads(line.removeprefix("RESULT "))
+    assert result["finish_reason"] == "finished"
+    # every request ended: a response or its errback
+    assert sorted(result["ended"]) == sorted(result["sent"])
+    normal = {url: end for url, end in result["ended"].items() if "normal=" in url}
+    assert len(normal) == 30
