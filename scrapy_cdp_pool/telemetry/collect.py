@@ -173,7 +173,7 @@ class StatusCollector:
             scheduler_requests=_length(scheduler),
             scheduler_memory_requests=_length(memory_queue),
             scheduler_disk_requests=_length(disk_queue),
-            profile_waiting_requests=profile_waiting(scheduler),
+            identity_waiting_requests=profile_waiting(scheduler),
             scraper_active_size_bytes=load.active_size if load is not None else None,
             scraper_max_active_size_bytes=(
                 load.max_active_size if load is not None else self.max_active_size

@@ -82,7 +82,7 @@ class StatusSample:
     scheduler_requests: int | None
     scheduler_memory_requests: int | None
     scheduler_disk_requests: int | None
-    profile_waiting_requests: int
+    identity_waiting_requests: int
     scraper_active_size_bytes: int | None
     scraper_max_active_size_bytes: int
     scraper_needs_backout: bool | None
@@ -152,7 +152,7 @@ class StatusSample:
             _or_na(self.scheduler_requests),
             _or_na(self.scheduler_memory_requests),
             _or_na(self.scheduler_disk_requests),
-            self.profile_waiting_requests,
+            self.identity_waiting_requests,
             _bytes_as_mb(self.scraper_active_size_bytes),
             _bytes_as_mb(self.scraper_max_active_size_bytes),
             _yes_no(self.scraper_needs_backout),

@@ -149,4 +149,4 @@ class Run:
             self.proc.stdout.close()
 
     def log(self) -> str:
-        return self.log_file.read_text(encoding="utf-8", errors="replace")[-5000:]
+        return self.log_file.read_text(encoding="utf-8", errors="replace")
