@@ -601,6 +601,28 @@ async def read_body_prefix(page: Page, request_id: str, limit: int) -> tuple[byt
     fails the request, which ends the transfer)."""
     if limit <= 0:
         return b"", False
+    body, _, complete = await _read_stream(page, request_id, limit)
+    return body, complete
+
+
+async def read_body_stream(page: Page, request_id: str, url: str, maxsize: int) -> bytes:
+    """A paused response's body read in chunks of :data:`STREAM_READ_BYTES`
+    (``Fetch.takeResponseBodyAsStream``, ``IO.read``), stopped as soon as it
+    passes ``maxsize`` bytes; the stream is closed either way (the caller
+    then fails the request, which ends the transfer).
+
+    :raises ResponseTooLarge: past ``maxsize`` (not all of it read).
+    """
+    body, read, complete = await _read_stream(page, request_id, maxsize)
+    if not complete:
+        raise ResponseTooLarge(url, read, maxsize, expected=False)
+    return body
+
+
+async def _read_stream(page: Page, request_id: str, limit: int) -> tuple[bytes, int, bool]:
+    """The body as a stream, read until its end or until more than ``limit``
+    bytes came: ``(at most limit bytes, bytes read, whether it ended)``; the
+    stream is closed either way."""
     taken = await page.command("Fetch.takeResponseBodyAsStream", {"requestId": request_id})
     handle = taken["stream"]
     chunks: list[bytes] = []
@@ -613,37 +635,9 @@ async def read_body_prefix(page: Page, request_id: str, limit: int) -> tuple[byt
             chunks.append(chunk)
             size += len(chunk)
             if size > limit:
-                return b"".join(chunks)[:limit], False
+                return b"".join(chunks)[:limit], size, False
             if result.get("eof"):
-                return b"".join(chunks), True
-    finally:
-        closing = asyncio.ensure_future(page.command("IO.close", {"handle": handle}))
-        closing.add_done_callback(_ignore_result)
-
-
-async def read_body_stream(page: Page, request_id: str, url: str, maxsize: int) -> bytes:
-    """A paused response's body read in chunks of :data:`STREAM_READ_BYTES`
-    (``Fetch.takeResponseBodyAsStream``, ``IO.read``), stopped as soon as it
-    passes ``maxsize`` bytes; the stream is closed either way (the caller
-    then fails the request, which ends the transfer).
-
-    :raises ResponseTooLarge: past ``maxsize`` (not all of it read).
-    """
-    taken = await page.command("Fetch.takeResponseBodyAsStream", {"requestId": request_id})
-    handle = taken["stream"]
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        while True:
-            result = await page.command("IO.read", {"handle": handle, "size": STREAM_READ_BYTES})
-            data = result.get("data", "")
-            chunk = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > maxsize:
-                raise ResponseTooLarge(url, size, maxsize, expected=False)
-            if result.get("eof"):
-                return b"".join(chunks)
+                return b"".join(chunks), size, True
     finally:
         closing = asyncio.ensure_future(page.command("IO.close", {"handle": handle}))
         closing.add_done_callback(_ignore_result)
