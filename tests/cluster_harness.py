@@ -193,3 +193,10 @@ def wait_for_item(workers: list[Worker], key: str | None = None, count: int = 1)
 
 def all_items(workers: list[Worker]) -> Counter[int]:
     return Counter(item["n"] for worker in workers for item in worker.items())
+
+
+def cluster(redis_url: str, name: str, **extra: Any) -> dict[str, Any]:
+    """Settings of an in-process worker of cluster crawl ``name`` on the
+    Redis at ``redis_url``, every request rendered, plus ``extra``."""
+    return {"CDP_POOL_CLUSTER_REDIS_URL": redis_url, "CDP_POOL_CLUSTER_NAME": name,
+            "CDP_POOL_RENDER_ALL": True, **extra}  # fmt: skip

@@ -21,7 +21,7 @@ from twisted.internet import task
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY
 from scrapy_cdp_pool.cluster.keys import key_prefix
-from tests.cluster_harness import RedisServer, Worker, kill_left, wait_for_item
+from tests.cluster_harness import RedisServer, Worker, cluster, kill_left, wait_for_item
 from tests.crawl import BASE_SETTINGS, RecordingSpider, crawl
 from tests.jobdir_project.harness import EXIT_DEADLINE_S
 from tests.profiles import token
@@ -35,11 +35,6 @@ def redis_server() -> Iterator[RedisServer]:
     server = RedisServer()
     yield server
     server.stop()
-
-
-def cluster(redis_server: RedisServer, name: str, **extra: Any) -> dict[str, Any]:
-    return {"CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": name,
-            "CDP_POOL_RENDER_ALL": True, **extra}  # fmt: skip
 
 
 def test_redis_errors_that_mean_it_cannot_serve_now_are_outages(
@@ -143,7 +138,7 @@ async def test_redis_out_of_memory_is_an_outage_that_loses_nothing(
             lifted.append("renewed" if renewed else "ran out")
 
     runner = CrawlerRunner(
-        {**BASE_SETTINGS, **cluster(redis_server, name, CDP_POOL_CLUSTER_LEASE_SECONDS=1.5)}
+        {**BASE_SETTINGS, **cluster(redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=1.5)}
     )
     crawler = runner.create_crawler(OutOfMemorySpider)
     crawlers.append(crawler)
@@ -226,7 +221,7 @@ async def test_a_worker_stalled_past_its_lease_does_not_start_the_request(
         spider, crawler = await crawl(
             [scrapy.Request(url)],
             cluster(
-                redis_server, name, CDP_POOL_CLUSTER_LEASE_SECONDS=1.0,
+                redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=1.0,
                 DOWNLOADER_MIDDLEWARES={f"{__name__}.StallMiddleware": 1},
             ),
             spider_cls=StallingSpider,
@@ -322,7 +317,7 @@ async def test_a_read_only_redis_is_an_outage_that_loses_nothing(
             client.execute_command("REPLICAOF", "NO", "ONE")
             lifted.append("primary")
 
-    runner = CrawlerRunner({**BASE_SETTINGS, **cluster(redis_server, name)})
+    runner = CrawlerRunner({**BASE_SETTINGS, **cluster(redis_server.url, name)})
     crawler = runner.create_crawler(OutOfMemorySpider)
     crawlers.append(crawler)
     poll = task.LoopingCall(lift_when_seen)

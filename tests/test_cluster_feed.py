@@ -23,7 +23,7 @@ from scrapy_cdp_pool.cluster.frontier import Frontier
 from scrapy_cdp_pool.cluster.keys import key_prefix
 from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
-from tests.cluster_harness import RedisServer, Worker, all_items, kill_left
+from tests.cluster_harness import RedisServer, Worker, all_items, cluster, kill_left
 from tests.crawl import BASE_SETTINGS, crawl
 from tests.profiles import token
 from tests.servers import SiteServer
@@ -34,11 +34,6 @@ def redis_server() -> Iterator[RedisServer]:
     server = RedisServer()
     yield server
     server.stop()
-
-
-def cluster(redis_server: RedisServer, name: str, **extra: Any) -> dict[str, Any]:
-    return {"CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": name,
-            "CDP_POOL_RENDER_ALL": True, **extra}  # fmt: skip
 
 
 def fill(client: Any, kind: str, key: str, items: list[str]) -> None:
@@ -102,14 +97,14 @@ def test_a_feed_key_of_another_type_is_refused_at_start(redis_server: RedisServe
         pass
 
     Named.name = name
-    runner = CrawlerRunner({**BASE_SETTINGS, **cluster(redis_server, name)})
+    runner = CrawlerRunner({**BASE_SETTINGS, **cluster(redis_server.url, name)})
     with pytest.raises(ValueError, match=rf"feed key '{name}:start_urls' is a Redis string"):
         runner.create_crawler(Named)._apply_settings()
 
 
 def test_scrapy_redis_scheduler_is_refused_at_start_by_name(redis_server: RedisServer) -> None:
     runner = CrawlerRunner(
-        {**BASE_SETTINGS, **cluster(redis_server, token()),
+        {**BASE_SETTINGS, **cluster(redis_server.url, token()),
          "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter"}
     )  # fmt: skip
 
@@ -138,7 +133,9 @@ async def test_urls_and_json_items_of_each_form_are_crawled(
     items = [*urls, json.dumps(post), json.dumps(form)]
     with redis_server.client() as client:
         fill(client, kind, feed, items)
-    spider, crawler = await crawl([], cluster(redis_server, name, CDP_POOL_CLUSTER_FEED_KEY=feed))
+    spider, crawler = await crawl(
+        [], cluster(redis_server.url, name, CDP_POOL_CLUSTER_FEED_KEY=feed)
+    )
     assert not spider.failures
     assert sorted(r.url for r in spider.responses if "/jobsite/" in r.url) == sorted(urls)
     echoed = {r.url: json.loads(r.text) for r in spider.responses if "/echo" in r.url}
@@ -161,7 +158,7 @@ def redis_spider_settings(redis_server: RedisServer, name: str) -> dict[str, Any
     """What a scrapy-redis project keeps: its own Redis settings, pointing at
     the same Redis (the spider's own client is never used)."""
     return {
-        **BASE_SETTINGS, **cluster(redis_server, name), "REDIS_URL": redis_server.url,
+        **BASE_SETTINGS, **cluster(redis_server.url, name), "REDIS_URL": redis_server.url,
         "REDIS_START_URLS_AS_SET": True, "CLOSESPIDER_TIMEOUT": 300,
     }  # fmt: skip
 

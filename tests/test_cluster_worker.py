@@ -14,7 +14,7 @@ import scrapy
 
 from scrapy_cdp_pool.cluster.keys import key_prefix
 from scrapy_cdp_pool.resilience.request_checks import UnserializableRequestError
-from tests.cluster_harness import RedisServer
+from tests.cluster_harness import RedisServer, cluster
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import session_inflight_max, token, write_profile
 from tests.redis_server import RedisServer as RestartableRedis
@@ -28,11 +28,6 @@ def redis_server() -> Iterator[RedisServer]:
     server.stop()
 
 
-def cluster(redis_server: RedisServer, name: str, **extra: Any) -> dict[str, Any]:
-    return {"CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": name,
-            "CDP_POOL_RENDER_ALL": True, **extra}  # fmt: skip
-
-
 @pytest_twisted.ensureDeferred
 async def test_urls_pushed_to_the_feed_list_are_crawled(
     site: SiteServer, redis_server: RedisServer
@@ -42,7 +37,9 @@ async def test_urls_pushed_to_the_feed_list_are_crawled(
     urls = [site.url(f"/jobsite/{n}?tag={name}&total=20&hubs=2") for n in range(5)]
     with redis_server.client() as client:
         client.rpush(feed, *urls)
-    spider, crawler = await crawl([], cluster(redis_server, name, CDP_POOL_CLUSTER_FEED_KEY=feed))
+    spider, crawler = await crawl(
+        [], cluster(redis_server.url, name, CDP_POOL_CLUSTER_FEED_KEY=feed)
+    )
     assert sorted(response.url for response in spider.responses) == sorted(urls)
     assert crawler.stats.get_value("cdp_pool/cluster/fed") == 5
     with redis_server.client() as client:
@@ -57,7 +54,7 @@ async def test_a_request_that_cannot_be_stored_fails_by_name(
     url = site.url("/jobsite/1?tag=x&total=5&hubs=1")
     spider, _ = await crawl(
         [scrapy.Request(url, meta={"handle": lambda: None}, dont_filter=True)],
-        cluster(redis_server, token()),
+        cluster(redis_server.url, token()),
     )
     assert not spider.responses
     assert [type(failure.value) for failure in spider.failures] == [UnserializableRequestError]
@@ -97,7 +94,7 @@ def test_jobdir_and_a_cluster_are_refused_together(
     from tests.crawl import BASE_SETTINGS, RecordingSpider
 
     runner = CrawlerRunner(
-        {**BASE_SETTINGS, **cluster(redis_server, token()), "JOBDIR": str(tmp_path / "job")}
+        {**BASE_SETTINGS, **cluster(redis_server.url, token()), "JOBDIR": str(tmp_path / "job")}
     )
     with pytest.raises(ValueError, match="JOBDIR and CDP_POOL_CLUSTER_REDIS_URL"):
         runner.create_crawler(RecordingSpider)._apply_settings()
@@ -126,7 +123,7 @@ async def test_a_long_queue_for_one_identity_does_not_hold_back_the_others(
     ]  # fmt: skip
     spider, _ = await crawl(
         requests,
-        cluster(redis_server, token(), CDP_POOL_PROFILES_DIR=str(tmp_path),
+        cluster(redis_server.url, token(), CDP_POOL_PROFILES_DIR=str(tmp_path),
                 CDP_POOL_CONNECTIONS=4, CONCURRENT_REQUESTS=4),
     )  # fmt: skip
     assert not spider.failures
@@ -148,7 +145,7 @@ async def test_keep_open_holds_an_idle_worker_open(
     CDP_POOL_CLUSTER_KEEP_OPEN: then it waits for URLs (here until Scrapy's own
     CLOSESPIDER_TIMEOUT ends it)."""
     settings = cluster(
-        redis_server, token(), CDP_POOL_CLUSTER_KEEP_OPEN=keep_open, CLOSESPIDER_TIMEOUT=2
+        redis_server.url, token(), CDP_POOL_CLUSTER_KEEP_OPEN=keep_open, CLOSESPIDER_TIMEOUT=2
     )
     _, crawler = await crawl([], settings)
     reason = crawler.stats.get_value("finish_reason")
@@ -161,7 +158,7 @@ async def test_a_worker_that_stopped_cleanly_is_not_listed_live(
 ) -> None:
     name = token()
     url = site.url(f"/jobsite/1?tag={name}&total=3&hubs=1")
-    spider, _ = await crawl([scrapy.Request(url)], cluster(redis_server, name))
+    spider, _ = await crawl([scrapy.Request(url)], cluster(redis_server.url, name))
     assert spider.responses
     with redis_server.client() as client:
         assert client.zcard(f"{key_prefix(name)}workers") == 0
@@ -205,7 +202,7 @@ async def test_a_redis_that_lost_the_crawl_closes_the_spider_by_name(site: SiteS
     try:
         _, crawler = await crawl(
             [scrapy.Request(site.url(f"/js?n=1&first&k={name}"))],
-            cluster(first, name),
+            cluster(first.url, name),
             spider_cls=RedisRestartingSpider,
         )
     finally:
