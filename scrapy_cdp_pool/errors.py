@@ -129,6 +129,22 @@ class RenderError(CDPPoolError):
         super().__init__(cap_message(message))
 
 
+#: The browsers' words for a body cut short of its ``Content-Length`` or its
+#: last chunk (Chromium's net errors, Lightpanda's libcurl error): Scrapy's
+#: data loss (``ResponseDataLossError``, or a response flagged ``dataloss``
+#: under ``DOWNLOAD_FAIL_ON_DATALOSS = False``).
+DATA_LOSS_TEXT = (
+    "ERR_CONTENT_LENGTH_MISMATCH",
+    "ERR_INCOMPLETE_CHUNKED_ENCODING",
+    "PartialFile",
+)
+
+
+def is_data_loss(reason: str) -> bool:
+    """Whether a browser's error text ``reason`` says a body was cut short."""
+    return any(text in reason for text in DATA_LOSS_TEXT)
+
+
 class NavigationFailed(RenderError):
     """The browser could not load the URL; ``reason`` is its error text
     (``net::ERR_CONNECTION_REFUSED`` on Chromium)."""

@@ -110,3 +110,34 @@ async def test_a_slow_browser_start_does_not_fail_the_first_request(
     spider, _ = await crawl([request], settings)
     assert not spider.failures, [repr(f.value) for f in spider.failures]
     assert [r.status for r in spider.responses] == [200]
+
+
+@pytest.mark.parametrize("via", ["meta", "setting"])
+@pytest.mark.parametrize("backend", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_a_body_cut_short_is_kept_under_download_fail_on_dataloss_false(
+    site: SiteServer, backend: str, via: str
+) -> None:
+    # Plain Scrapy hands back what arrived, flagged "dataloss"; so does a
+    # rendered request where the browser keeps the document (Chromium), and
+    # Lightpanda, which drops it, fails by name (ResponseDataLossError).
+    url = site.url("/truncated?length=5000&sent=300")
+    meta = {"download_fail_on_dataloss": False} if via == "meta" else {}
+    settings = {"CDP_POOL_BROWSER": backend}
+    if via == "setting":
+        settings["DOWNLOAD_FAIL_ON_DATALOSS"] = False
+    requests = [
+        scrapy.Request(url, meta={"cdp": cdp, **meta}, dont_filter=True) for cdp in (False, True)
+    ]
+    spider, _ = await crawl(requests, settings)
+    responses = {bool(r.meta.get("cdp")): r for r in spider.responses}
+    plain = responses[False]
+    assert (plain.status, plain.flags) == (200, ["dataloss"])
+    if backend == "lightpanda":
+        assert [type(f.value).__name__ for f in spider.failures] == ["ResponseDataLossError"]
+        return
+    assert not spider.failures, [repr(f.value) for f in spider.failures]
+    rendered = responses[True]
+    assert (rendered.status, rendered.flags) == (200, ["dataloss"])
+    # the same text arrived: the page's paragraph, cut where the server stopped
+    assert rendered.css("p::text").get() == plain.css("p::text").get()

@@ -49,6 +49,7 @@ from scrapy_cdp_pool.errors import (
     RequestTooLarge,
     ResponseTooLarge,
     SlotWaitTimeout,
+    is_data_loss,
 )
 from scrapy_cdp_pool.messages import cap_message
 
@@ -57,13 +58,6 @@ _TIMEOUT_TEXT = ("ERR_TIMED_OUT", "ERR_CONNECTION_TIMED_OUT", "OperationTimedout
 # (A connection reset once connected is a failed download, as in Scrapy.)
 _REFUSED_TEXT = ("ERR_CONNECTION_REFUSED", "ERR_ADDRESS_UNREACHABLE", "CouldntConnect")
 _DNS_TEXT = ("ERR_NAME_NOT_RESOLVED", "ERR_NAME_RESOLUTION_FAILED", "CouldntResolveHost")
-# A body cut short of its Content-Length or its last chunk: Scrapy's data loss
-# (retried by RETRY_EXCEPTIONS), never a page of what arrived.
-_DATA_LOSS_TEXT = (
-    "ERR_CONTENT_LENGTH_MISMATCH",
-    "ERR_INCOMPLETE_CHUNKED_ENCODING",
-    "PartialFile",
-)
 # Chromium's net::ERR_CERT_*; Lightpanda's libcurl errors (PeerFailedVerification...).
 _CERTIFICATE_TEXT = (
     "err_cert_",
@@ -103,7 +97,7 @@ def to_scrapy_error(error: BaseException, request_text: str) -> BaseException:
             )
         if any(text in reason for text in _TIMEOUT_TEXT):
             return DownloadTimeoutError(message)
-        if any(text in reason for text in _DATA_LOSS_TEXT):
+        if is_data_loss(reason):  # retried by RETRY_EXCEPTIONS
             return ResponseDataLossError(message)
         if any(text in reason for text in _DNS_TEXT):
             return CannotResolveHostError(message)

@@ -203,10 +203,9 @@ class CDPDownloadHandler:
         elif _is_data_loss(error) and not self._dataloss_warned:
             self._dataloss_warned = True
             logger.warning(
-                "Got data loss in %s (its body was cut short; a rendered request fails, "
-                "DOWNLOAD_FAIL_ON_DATALOSS or not) -- This message won't be shown in further "
-                "requests",
+                "Got data loss in %s. %s -- This message won't be shown in further requests",
                 error,
+                _DATA_LOSS_ADVICE["PartialFile" in str(error)],
                 extra={"crawler": self.crawler},
             )
         if not isinstance(error, PoolUnavailable) or isinstance(error, CapabilityUnavailable):
@@ -239,6 +238,16 @@ class CDPDownloadHandler:
         await self.live_pages.close()
         await self.runtime.release_pool()
 
+
+#: what the data-loss warning advises, by whether the backend kept nothing
+#: (Lightpanda's libcurl error PartialFile: it drops a document cut short)
+_DATA_LOSS_ADVICE = {
+    False: "If you want to process broken responses set the setting "
+    "DOWNLOAD_FAIL_ON_DATALOSS = False",
+    True: "Lightpanda keeps nothing of a document cut short, so a rendered request fails "
+    "whatever DOWNLOAD_FAIL_ON_DATALOSS says (Chromium hands back what arrived, flagged "
+    "dataloss, under DOWNLOAD_FAIL_ON_DATALOSS = False)",
+}
 
 #: Scrapy's TLS version names (``DOWNLOAD_TLS_MIN_VERSION``/``_MAX_VERSION``)
 _TLS_VERSIONS = ("TLSv1.0", "TLSv1.1", "TLSv1.2", "TLSv1.3")

@@ -90,6 +90,7 @@ class RenderMeta:
     init_scripts: tuple[str, ...]
     maxsize: int
     warnsize: int
+    fail_on_dataloss: bool
 
 
 def _refuse(
@@ -128,6 +129,15 @@ def _size(request: Request, key: str, default: int) -> int:
     ):
         raise _refuse(request, key, value, "expected a number of bytes >= 0 (0: no limit)", "; ")
     return int(value)
+
+
+def _flag(request: Request, key: str, default: bool) -> bool:
+    """A boolean meta value of Scrapy's (``default`` when unset; 0 and 1 as
+    False and True, which Scrapy's truth test accepts too)."""
+    value = request.meta.get(key, default)
+    if value not in (True, False):
+        raise _refuse(request, key, value, "expected True or False", "; ")
+    return bool(value)
 
 
 def _parsed(
@@ -190,6 +200,9 @@ def read_render_meta(request: Request, config: PoolConfig) -> RenderMeta:
         ),
         maxsize=_size(request, "download_maxsize", config.download_maxsize),
         warnsize=_size(request, "download_warnsize", config.download_warnsize),
+        fail_on_dataloss=_flag(
+            request, "download_fail_on_dataloss", config.download_fail_on_dataloss
+        ),
     )
 
 

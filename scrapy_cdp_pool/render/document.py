@@ -120,6 +120,26 @@ class DocumentTracker:
     #: (Chromium's error text: cut short of its Content-Length or last chunk,
     #: connection reset, a body not in its Content-Encoding...)
     body_lost: str | None = None
+    #: a body cut short that the request lets through
+    #: (``DOWNLOAD_FAIL_ON_DATALOSS = False``): the browser's words; the
+    #: response is flagged ``dataloss``
+    dataloss: str | None = None
+    #: the main frame stopped loading its current document
+    #: (``Page.frameStoppedLoading``)
+    stopped_loading: bool = False
+
+    def accept_data_loss(self) -> None:
+        """Keep the document whose body was cut short (:attr:`body_lost`) as
+        it is, flagged :attr:`dataloss`. Chromium fires no load event for such
+        a document (measured: ``Network.loadingFailed`` then
+        ``Page.frameStoppedLoading``, no ``load`` or ``DOMContentLoaded``), so
+        once its frame stopped loading it counts as loaded."""
+        self.dataloss, self.body_lost = self.body_lost, None
+        self._loaded_if_cut_short()
+
+    def _loaded_if_cut_short(self) -> None:
+        if self.dataloss and self.stopped_loading and self.committed:
+            self.loaded = self.dom_content_loaded = True
 
     def on_event(self, method: str, params: dict[str, Any]) -> None:
         """Update from one CDP event (Page, Network, Inspector, Target domains)."""
@@ -127,6 +147,11 @@ class DocumentTracker:
             if self.document is not None and self.committed and not self.navigation_pending:
                 self.loaded = True
                 self.dom_content_loaded = True
+        elif method == "Page.frameStoppedLoading":
+            if params.get("frameId") != self.main_frame_id or self.document is None:
+                return
+            self.stopped_loading = True
+            self._loaded_if_cut_short()
         elif method == "Page.domContentEventFired":
             if self.document is not None and self.committed and not self.navigation_pending:
                 self.dom_content_loaded = True
@@ -250,6 +275,8 @@ class DocumentTracker:
         self.loaded = document.body is not None
         self.committed = False
         self.body_lost = None
+        self.dataloss = None
+        self.stopped_loading = False
         self.generation += 1
         self.changed.set()
         if self.on_response is not None:

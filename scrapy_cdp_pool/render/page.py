@@ -34,6 +34,7 @@ from scrapy_cdp_pool.errors import (
     PageCrashed,
     PageScriptError,
     RenderError,
+    is_data_loss,
 )
 from scrapy_cdp_pool.render.body_size import BodySizeGuard, navigation_too_large
 from scrapy_cdp_pool.render.capture import NetworkCapture
@@ -51,10 +52,12 @@ logger = logging.getLogger(__name__)
 
 # After one turn of the page's event loop: a navigation the page scheduled
 # (Lightpanda runs a form submitted from onload on its next turn) has started.
+# A document without a root element (a body cut short before it, a script
+# that removed it) reads as its doctype alone.
 _READ_HTML = (
     "new Promise(r => setTimeout(r, 0)).then(() =>"
     " (document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '')"
-    " + document.documentElement.outerHTML)"
+    " + (document.documentElement ? document.documentElement.outerHTML : ''))"
 )
 #: :data:`_READ_HTML` with every open shadow root (declarative or attached by a
 #: script, nested ones too) serialized in place as ``<template
@@ -64,6 +67,7 @@ _READ_HTML = (
 _READ_HTML_WITH_SHADOW_ROOTS = """new Promise(r => setTimeout(r, 0)).then(() => {
   const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '';
   const html = document.documentElement;
+  if (!html) return doctype;  // no root element (a body cut short, a script removed it)
   const roots = [];
   const walk = (node) => {
     const walker = document.createTreeWalker(node, NodeFilter.SHOW_ELEMENT);
@@ -249,13 +253,28 @@ class Page:
                 if tracker.failure and tracker.document is None:
                     raise NavigationFailed(self.spec.url, tracker.failure)
                 if tracker.body_lost:  # Scrapy's data loss (see boundary)
-                    raise NavigationFailed(self.spec.url, tracker.body_lost)
+                    if self.spec.fail_on_dataloss or not is_data_loss(tracker.body_lost):
+                        raise NavigationFailed(self.spec.url, tracker.body_lost)
+                    # DOWNLOAD_FAIL_ON_DATALOSS = False: what arrived is the page
+                    tracker.accept_data_loss()
                 tracker.changed.clear()
                 if tracker.settled(state):
                     if state == wait_until or await self._network_idle_or_change():
+                        if tracker.dataloss:
+                            await self._parser_caught_up(timeout_s)
                         return
                     continue
                 await tracker.changed.wait()
+
+    async def _parser_caught_up(self, timeout_s: float) -> None:
+        """Let the HTML parser insert what arrived of a document cut short:
+        Chromium stops loading it before its parser has run on the last
+        bytes (measured: the last paragraph's text missing when read at
+        ``Page.frameStoppedLoading``), and fires no load event to wait for;
+        two turns of the page's task queue let the parser's pending task run."""
+        await self.evaluate(
+            "new Promise(r => setTimeout(() => setTimeout(r, 0), 0))", min(timeout_s, 5.0)
+        )
 
     async def _network_idle_or_change(self) -> bool:
         """Wait until the network is idle (True) or the tracker changed

@@ -51,6 +51,8 @@ def build_response(request: Request, result: RenderResult) -> Response:
     if result.console is not None:
         request.meta[CONSOLE_MESSAGES_META_KEY] = result.console
     connection = _connection(result)
+    if result.dataloss:  # what Scrapy's handler flags a body cut short with
+        connection["flags"] = ["dataloss"]
     if result.rendered:
         headers[b"Content-Type"] = b"text/html; charset=utf-8"
         return HtmlResponse(

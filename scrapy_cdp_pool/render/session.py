@@ -87,6 +87,10 @@ class RenderResult:
     protocol: str | None = None
     #: console messages and page errors (``meta["cdp_console"]``, see render/console.py)
     console: list[dict[str, Any]] | None = None
+    #: the document's body was cut short and the request let it through
+    #: (``DOWNLOAD_FAIL_ON_DATALOSS = False``): the response is flagged
+    #: ``dataloss``, as Scrapy's HTTP handler flags it
+    dataloss: bool = False
 
 
 @dataclass
@@ -327,6 +331,7 @@ async def _render_page(
         meta=meta,
         network=network,
         console=page.console.messages() if page.console is not None else None,
+        dataloss=tracker.dataloss is not None,
     )
     return result
 

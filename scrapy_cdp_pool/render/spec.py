@@ -65,6 +65,8 @@ class RenderValues(Protocol):
     def maxsize(self) -> int: ...
     @property
     def warnsize(self) -> int: ...
+    @property
+    def fail_on_dataloss(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,9 @@ class RenderSpec:
     block_urls: tuple[str, ...] = ()
     maxsize: int = 0
     warnsize: int = 0
+    #: ``DOWNLOAD_FAIL_ON_DATALOSS`` / ``meta["download_fail_on_dataloss"]``:
+    #: False keeps a document whose body was cut short, flagged ``dataloss``
+    fail_on_dataloss: bool = True
     #: documents the page may navigate itself to beyond its first (``REDIRECT_MAX_TIMES``)
     max_self_navigations: int = 20
     context: ContextOptions | None = None
@@ -218,6 +223,7 @@ def build_spec(
         allow_private_networks=config.allow_private_networks,
         maxsize=values.maxsize,
         warnsize=values.warnsize,
+        fail_on_dataloss=values.fail_on_dataloss,
         max_self_navigations=config.redirect_max_times,
         context=context,
         user_agent=_user_agent(request),

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import BaseSettings
 
 from scrapy_cdp_pool.settings.expectation import Expectation
-from scrapy_cdp_pool.settings.parse import SECONDS, default_connections, integer
+from scrapy_cdp_pool.settings.parse import BOOL, SECONDS, default_connections, integer
 from scrapy_cdp_pool.settings.signed_out import SignedOutRule
 from scrapy_cdp_pool.settings.table import (
     BROWSERS,
@@ -87,6 +87,9 @@ class PoolConfig:
     redirect_max_times: int = 20
     download_maxsize: int = 1024 * 1024 * 1024
     download_warnsize: int = 32 * 1024 * 1024
+    #: Scrapy's ``DOWNLOAD_FAIL_ON_DATALOSS``: False hands back a body cut
+    #: short as a response flagged ``dataloss``, where the backend can
+    download_fail_on_dataloss: bool = True
     status_interval_s: float = 30.0
     status_file: str | None = None
     server_memory_limit_mb: float | None = None
@@ -210,4 +213,5 @@ class PoolConfig:
             download_maxsize=integer(0).parse(settings, "DOWNLOAD_MAXSIZE", 1 << 30),
             download_warnsize=integer(0).parse(settings, "DOWNLOAD_WARNSIZE", 32 * 1024 * 1024),
             redirect_max_times=integer(0).parse(settings, "REDIRECT_MAX_TIMES", 20),
+            download_fail_on_dataloss=BOOL.parse(settings, "DOWNLOAD_FAIL_ON_DATALOSS", True),
         )

@@ -26,6 +26,7 @@ SCRAPY_FIELDS = {
     "download_maxsize",
     "download_warnsize",
     "redirect_max_times",
+    "download_fail_on_dataloss",
 }
 ROW = re.compile(r"^\| `(CDP_POOL_[A-Z0-9_]+)` \| (.*?) \| ", re.MULTILINE)
 
