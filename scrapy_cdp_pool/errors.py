@@ -225,6 +225,17 @@ class PageScriptStalled(PageCrashed):
     fallback to Chromium may render a page Lightpanda stalled on."""
 
 
+class BrowserUnresponsive(RenderError, DownloadTimeoutError):
+    """The request's deadline passed on Chromium while the whole browser,
+    not only this page, answered no command: a browser-level command sent
+    beside the stall probe (see :mod:`scrapy_cdp_pool.render.script_stall`)
+    got no answer either, or the browser restarted while the page was being
+    probed. Another page swamping the browser (a ``window.open`` storm, 1,000
+    frames) does this to its neighbours, so it says nothing about this page:
+    retried like any download timeout (a :class:`DownloadTimeoutError`), never
+    named :class:`PageScriptStalled`."""
+
+
 class DedicatedServerFailed(RenderError):
     """A dedicated server (a profile's proxy or time zone, see
     :mod:`scrapy_cdp_pool.browser.pool.dedicated`) did not start: that profile's

@@ -8,7 +8,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -24,6 +26,7 @@ from twisted.internet.defer import Deferred
 
 from scrapy_cdp_pool.cluster.budget import _TAKE, LEASES_LOST_STAT, FleetBudget
 from scrapy_cdp_pool.cluster.budget_extension import FleetBudgetExtension
+from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S
 from tests.cluster_ops import PREFIX
 from tests.redis_server import RedisServer
 from tests.servers import SiteServer
@@ -174,6 +177,55 @@ async def _outage() -> None:
         await budget.redis.aclose()
         server.stop()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_take_from_a_redis_that_stops_answering_gives_up_and_warns(
+    redis_server: RedisServer,
+) -> None:
+    """Redis stopped (SIGSTOP: its socket open, nothing answered), the
+    budget's client as the extension builds it: the take gives up after the
+    call timeout, one WARNING names the outage, no page starts; continued
+    (SIGCONT), the share is taken. Before: the budget's client had no socket
+    timeout of its own (redis-py's default: 5 s in redis-py 8.1), not the
+    frontier's 1 s bound."""
+    await Deferred.fromFuture(asyncio.ensure_future(_stopped(redis_server)))
+
+
+async def _stopped(redis_server: RedisServer) -> None:
+    settings = {
+        "ADDONS": {"scrapy_cdp_pool.Addon": 0},
+        "CDP_POOL_CLUSTER_REDIS_URL": redis_server.url,
+        "CDP_POOL_CLUSTER_NAME": f"stopped-{uuid.uuid4().hex[:8]}",
+        "CDP_POOL_CLUSTER_BUDGET_MAX": 1,
+    }
+    extension = FleetBudgetExtension.from_crawler(get_crawler(settings_dict=settings))
+    options = extension.budget.redis.connection_pool.connection_kwargs
+    # the frontier's bound (before: none given, redis-py's default)
+    assert options["socket_timeout"] == options["socket_connect_timeout"] == CALL_TIMEOUT_S
+    member = extension.member
+    warned = asyncio.Event()
+    handler = logging.Handler()
+    handler.emit = lambda record: warned.set()  # type: ignore[method-assign]
+    handler.addFilter(lambda record: "did not answer a take" in record.getMessage())
+    logging.getLogger("scrapy_cdp_pool.cluster.budget").addHandler(handler)
+    os.kill(redis_server.proc.pid, signal.SIGSTOP)
+    stopped = True
+    try:
+        assert not member.may_start()
+        await asyncio.wait_for(warned.wait(), DEADLINE_S)  # the take gave up
+        assert not member.may_start()
+        os.kill(redis_server.proc.pid, signal.SIGCONT)
+        stopped = False
+        await eventually(member.may_start, "the share taken once Redis answers")
+        assert redis_server.client().zcard(f"{extension.budget.leases_key}") == 1
+    finally:
+        if stopped:
+            os.kill(redis_server.proc.pid, signal.SIGCONT)
+        logging.getLogger("scrapy_cdp_pool.cluster.budget").removeHandler(handler)
+        extension.budget.detach(member)
+        await member.drain()
+        await extension.budget.redis.aclose()
 
 
 @pytest_twisted.ensureDeferred

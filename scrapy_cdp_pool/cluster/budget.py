@@ -44,7 +44,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 from scrapy import Request
 
 from scrapy_cdp_pool.render.spec import is_rendered
@@ -247,7 +247,7 @@ class FleetBudgetMember:
                     taken, value = await budget._take(
                         keys=[budget.leases_key], args=[budget.max, member, budget.lease_ms]
                     )
-                except (RedisError, OSError) as e:
+                except (RedisError, RedisClusterException, OSError) as e:
                     if backoff_s == RETRY_FIRST_S:  # once per outage
                         logger.warning(
                             "Cluster budget: Redis did not answer a take (%s); no new page "
@@ -259,7 +259,7 @@ class FleetBudgetMember:
                             extra={"crawler": budget.crawler},
                         )
                     if pubsub is not None:
-                        with contextlib.suppress(RedisError, OSError):
+                        with contextlib.suppress(RedisError, RedisClusterException, OSError):
                             await pubsub.aclose()  # type: ignore[no-untyped-call]
                         pubsub = None
                     await asyncio.sleep(backoff_s)
@@ -282,8 +282,8 @@ class FleetBudgetMember:
                 wait_s = max(0.001, min(int(value), budget.lease_ms) / 1000)
                 try:
                     await _next_message(pubsub, wait_s)
-                except (RedisError, OSError):
-                    with contextlib.suppress(RedisError, OSError):
+                except (RedisError, RedisClusterException, OSError):
+                    with contextlib.suppress(RedisError, RedisClusterException, OSError):
                         await pubsub.aclose()  # type: ignore[no-untyped-call]
                     pubsub = None  # subscribed again at the next refusal
         finally:
@@ -296,7 +296,7 @@ class FleetBudgetMember:
         try:
             await budget.redis.zrem(budget.leases_key, *leases)
             await budget.redis.publish(budget.channel, len(leases))
-        except (RedisError, OSError) as e:
+        except (RedisError, RedisClusterException, OSError) as e:
             logger.warning(
                 "Cluster budget: cannot give back %d share(s) (%s); they expire within "
                 "CDP_POOL_CLUSTER_BUDGET_LEASE_SECONDS",
@@ -325,7 +325,7 @@ class FleetBudgetMember:
                 gone = await budget._renew(
                     keys=[budget.leases_key], args=[budget.lease_ms, *leases]
                 )
-            except (RedisError, OSError) as e:
+            except (RedisError, RedisClusterException, OSError) as e:
                 logger.warning(
                     "Cluster budget: cannot renew %d share(s): %s",
                     len(leases),

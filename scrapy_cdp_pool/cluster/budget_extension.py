@@ -25,7 +25,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy_cdp_pool.budget.registry import crawler_name
 from scrapy_cdp_pool.cluster.budget import FleetBudget
 from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix, worker_id
-from scrapy_cdp_pool.cluster.redis_client import connect, connect_async
+from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect, connect_async
 from scrapy_cdp_pool.core.gates import RequestGates
 from scrapy_cdp_pool.core.runtime import runtime_of
 
@@ -59,7 +59,7 @@ class FleetBudgetExtension:
         if config.cluster_redis_url is None or config.cluster_budget_max is None:
             raise NotConfigured
         budget = FleetBudget(
-            connect_async(config.cluster_redis_url),
+            connect_async(config.cluster_redis_url, CALL_TIMEOUT_S),
             cluster_prefix(config, crawler),
             max=config.cluster_budget_max,
             owner=worker_id(),

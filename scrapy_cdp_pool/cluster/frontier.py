@@ -23,9 +23,12 @@ from redis.exceptions import (
     AskError,
     BusyLoadingError,
     ClusterDownError,
+    ClusterError,
+    MasterDownError,
     OutOfMemoryError,
     ReadOnlyError,
     ResponseError,
+    SlotNotCoveredError,
     TryAgainError,
 )
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -54,13 +57,25 @@ _OUTAGE_CODES = {
     "MOVED": "a Redis Cluster slot moved or being migrated (MOVED/ASK)",
     "ASK": "a Redis Cluster slot moved or being migrated (MOVED/ASK)",
 }
+#: what redis-py's cluster client raises itself, no error code on the wire
+_CLIENT_CAUSES = {
+    "TTL": (
+        "a Redis Cluster redirecting past the client's retries (TTL exhausted: a storm of "
+        "MOVED/ASK/TRYAGAIN, or a failover under way)"
+    ),
+    "UNCOVERED": "a Redis Cluster slot served by no node (a failover under way)",
+}
 _OUTAGE_CLASSES: tuple[tuple[type[BaseException], str], ...] = (
     (BusyLoadingError, "LOADING"),  # a ConnectionError: before it
     (OutOfMemoryError, "OOM"),
     (ReadOnlyError, "READONLY"),
     (TryAgainError, "TRYAGAIN"),
-    (ClusterDownError, "CLUSTERDOWN"),  # MasterDownError too
+    (MasterDownError, "MASTERDOWN"),  # a ClusterDownError: before it
+    (ClusterDownError, "CLUSTERDOWN"),
     (AskError, "MOVED"),  # MovedError too
+    # redis-py's cluster client gave up following redirects ("TTL exhausted.")
+    (ClusterError, "TTL"),  # after ClusterDownError, one of its kind
+    (SlotNotCoveredError, "UNCOVERED"),  # not a RedisError: RedisClusterException
 )
 
 
@@ -74,7 +89,7 @@ def redis_outage(error: BaseException) -> str | None:
     send (:class:`~scrapy_cdp_pool.cluster.link.ClusterLink`)."""
     for cls, code in _OUTAGE_CLASSES:
         if isinstance(error, cls):
-            return _OUTAGE_CODES[code]
+            return _OUTAGE_CODES.get(code) or _CLIENT_CAUSES[code]
     if isinstance(error, (RedisTimeoutError, TimeoutError)):
         return "timed out"
     if isinstance(error, (RedisConnectionError, OSError)):

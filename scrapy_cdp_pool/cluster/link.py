@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from scrapy_cdp_pool.cluster.feed import feed_key_for
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage, worker_id
-from scrapy_cdp_pool.cluster.redis_client import connect
+from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect
 from scrapy_cdp_pool.core.exit_status import fail_exit_on
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import RedisUnavailable
@@ -52,10 +52,6 @@ STATE_LOST = "cdp_pool_cluster_state_lost"
 """The ``finish_reason`` of a worker whose Redis lost the crawl (exit status 1)."""
 FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
-CALL_TIMEOUT_S = 1.0
-"""Socket timeout of each Redis call: a call blocks the reactor at most this
-long (a round trip takes ~0.1-1 ms; a Redis that does not answer within this
-is an outage, tried again after the backoff)."""
 
 
 class ClusterLink:

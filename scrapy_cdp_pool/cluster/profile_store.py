@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError
 
 from scrapy_cdp_pool.errors import ProfileFileError, ProfileStoreUnreachable, StaleProfileWrite
 from scrapy_cdp_pool.profiles.store import (
@@ -241,7 +241,7 @@ class SharedProfiles:
             raise ProfileFileError(name, Path(key), bad_name)
         try:
             state_text, identity_text = self.redis.hmget(key, ["state", "identity"])
-        except (RedisError, OSError) as e:
+        except (RedisError, RedisClusterException, OSError) as e:
             raise unreachable(name, key, "cannot be read", e) from None
         if state_text is None:
             raise ProfileFileError(
@@ -305,7 +305,7 @@ class SharedProfiles:
                 keys=[self.lock_key(name), key, self.names_key],
                 args=[str(token), _dump(state), self.owner, _now_ms(), name],
             )
-        except (RedisError, OSError) as e:
+        except (RedisError, RedisClusterException, OSError) as e:
             raise unreachable(name, key, "cannot be saved", e) from None
         if not written:
             current = int(value) if value not in (b"", "", None) else None

@@ -23,6 +23,12 @@ import redis.asyncio.cluster
 import redis.cluster
 from redis.crc import key_slot
 
+CALL_TIMEOUT_S = 1.0
+"""Socket timeout of each Redis call of the frontier and of the cluster's
+budget: a call blocks the reactor (the frontier's, made in it) or holds the
+budget's take at most this long (a round trip takes ~0.1-1 ms; a Redis that
+does not answer within this is an outage, tried again after a backoff)."""
+
 #: URL schemes of a Redis Cluster, and the scheme redis-py reads for each
 CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
 
@@ -37,6 +43,10 @@ def _node_url(url: str) -> str:
     return f"{CLUSTER_SCHEMES[scheme]}{sep}{rest}"
 
 
+def _options(timeout_s: float | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s, **kwargs}
+
+
 def connect(url: str, timeout_s: float | None, **kwargs: Any) -> Any:
     """A client of ``url``: redis-py's cluster client for a Redis Cluster,
     else its client of one Redis; calls time out after ``timeout_s`` seconds
@@ -46,21 +56,21 @@ def connect(url: str, timeout_s: float | None, **kwargs: Any) -> Any:
     :raises ValueError: redis-py cannot read the URL.
     :raises redis.exceptions.RedisError: a cluster node does not answer.
     """
-    options: dict[str, Any] = {
-        "socket_timeout": timeout_s,
-        "socket_connect_timeout": timeout_s,
-        **kwargs,
-    }
+    options = _options(timeout_s, kwargs)
     if is_cluster_url(url):
         return redis.cluster.RedisCluster.from_url(_node_url(url), **options)
     return redis.Redis.from_url(url, **options)
 
 
-def connect_async(url: str, **kwargs: Any) -> Any:
-    """The asyncio client of ``url`` (see :func:`connect`)."""
+def connect_async(url: str, timeout_s: float | None, **kwargs: Any) -> Any:
+    """The asyncio client of ``url``, its calls (connecting included) timing
+    out after ``timeout_s`` seconds (``None``: never) with
+    ``redis.exceptions.TimeoutError`` (see :func:`connect`). A pub/sub read
+    given its own timeout (``get_message(timeout=...)``) keeps it."""
+    options = _options(timeout_s, kwargs)
     if is_cluster_url(url):
-        return redis.asyncio.cluster.RedisCluster.from_url(_node_url(url), **kwargs)
-    return redis.asyncio.Redis.from_url(url, **kwargs)
+        return redis.asyncio.cluster.RedisCluster.from_url(_node_url(url), **options)
+    return redis.asyncio.Redis.from_url(url, **options)
 
 
 def route_key(prefix: str) -> str:

@@ -32,6 +32,7 @@ from scrapy.exceptions import (
 )
 
 from scrapy_cdp_pool.errors import (
+    BrowserUnresponsive,
     CDPConnectError,
     CDPConnectionClosed,
     CDPError,
@@ -129,8 +130,9 @@ def scrapy_errors(
     request, and the proxy it went through). The pool's named waits
     (:class:`SlotWaitTimeout`, :class:`PoolStartTimeout`) keep their type; a
     bare ``TimeoutError`` is the ``download_timeout`` of ``timeout_s`` seconds
-    passing during the render. An exception of ``passthrough`` is counted
-    and raised as it is (the caller handles it).
+    passing during the render. :class:`BrowserUnresponsive` (a
+    ``DownloadTimeoutError``, retried) keeps its type too. An exception of
+    ``passthrough`` is counted and raised as it is (the caller handles it).
     """
     try:
         yield
@@ -138,7 +140,7 @@ def scrapy_errors(
         count(e)
         if isinstance(e, passthrough):
             raise
-        if isinstance(e, (SlotWaitTimeout, PoolStartTimeout)):
+        if isinstance(e, (SlotWaitTimeout, PoolStartTimeout, BrowserUnresponsive)):
             raise type(e)(cap_message(f"{where}: {e}")) from e
         if isinstance(e, TimeoutError) and not str(e):
             e = TimeoutError(f"no response within download_timeout = {timeout_s:g} s")

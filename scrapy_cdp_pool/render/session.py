@@ -211,7 +211,7 @@ async def render(
                 raise
             raise named from e
         except DEADLINE_ERRORS as e:
-            stalled = await stalled_script(lease, page, e)
+            stalled = await stalled_script(lease, page, e)  # or BrowserUnresponsive
             if stalled is None:
                 raise
             raise stalled from e
