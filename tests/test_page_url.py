@@ -104,6 +104,26 @@ async def test_actions_reach_into_open_shadow_roots_as_playwright_does(
     assert response.css("#out::text").get() == "added milk"
 
 
+#: what the shadow root's input hears of ``type "ab"`` and ``press Enter``, as on a light-DOM input
+SHADOW_KEYS_LOG = (
+    "keydown:a keypress:a input:a keyup:a keydown:b keypress:b input:ab keyup:b"
+    " keydown:Enter keypress:Enter submit:ab keyup:Enter"
+)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_keys_reach_an_input_inside_a_shadow_root(site: SiteServer, backend: str) -> None:
+    actions = [["type", ".field", "ab"], ["press", ".field", "Enter"]]
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/shadow/keys"), meta={"cdp": True, "cdp_actions": actions})],
+        {**BACKENDS[backend], **STALL_SETTINGS},
+    )
+    assert not spider.failures, spider.failures
+    [response] = spider.responses
+    assert response.css("#log::text").get() == SHADOW_KEYS_LOG
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest_twisted.ensureDeferred
 async def test_a_meta_refresh_is_in_the_redirect_chain_as_plain_scrapy_records_it(
