@@ -41,8 +41,9 @@ PLUGIN_SETTINGS: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class App:
-    """One app's selectors (CSS; each matched within one document or
-    shadow root, as both drivers pierce open shadow roots)."""
+    """One app's selectors: CSS, through open shadow roots as both drivers
+    match them (a combinator crossing into a shadow root included), except
+    ``label``, read by :data:`READ_VISIBLE` within each root."""
 
     name: str
     new_todo: str = ".new-todo"
@@ -65,12 +66,13 @@ SELECTORS = {
     "jquery": App("jquery"),
     "react": App("react"),
     "vue": App("vue"),
-    # each todo-item renders its <li> in a shadow root of its own
-    "lit": App("lit", toggle="li.todo .toggle", label="li.todo label"),
+    # each todo-item renders its <li> in a shadow root of its own, inside
+    # todo-list's: the action's selector crosses them, as in the light-DOM apps
+    "lit": App("lit", label="li.todo label"),
     "web-components": App(
         "web-components",
         new_todo=".new-todo-input",
-        toggle=".todo-item .toggle-todo-input",
+        toggle="todo-list .toggle-todo-input",
         label=".todo-item .todo-item-text",
     ),
 }

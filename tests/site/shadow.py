@@ -77,3 +77,31 @@ async def keys(request: web.Request) -> web.Response:
     each key event it hears (``keydown:a``), its value at each ``input``
     and the form's submission (``submit:<value>``, not sent)."""
     return html_response("Keys", _KEYS)
+
+
+_NESTED = """<pick-list></pick-list><p id="out"></p>
+<script>
+customElements.define("pick-item", class extends HTMLElement {
+  connectedCallback() {
+    const root = this.attachShadow({mode: "open"});
+    root.innerHTML = '<li class="item"><button class="pick">pick</button></li>';
+    root.querySelector(".pick").addEventListener("click", () => {
+      document.getElementById("out").textContent = "picked " + this.dataset.n;
+    });
+  }
+});
+customElements.define("pick-list", class extends HTMLElement {
+  connectedCallback() {
+    const items = [1, 2, 3].map(n => `<pick-item data-n="${n}"></pick-item>`).join("");
+    this.attachShadow({mode: "open"}).innerHTML = '<ul class="items">' + items + "</ul>";
+  }
+});
+</script>"""
+
+
+@routes.get("/shadow/nested")
+async def nested(request: web.Request) -> web.Response:
+    """Three ``<pick-item>`` in ``<pick-list>``'s shadow root, each with its
+    button in a shadow root of its own (as Lit renders a list); a click on
+    one writes ``picked <n>`` in ``#out``."""
+    return html_response("Nested", _NESTED)
