@@ -106,6 +106,51 @@ async def test_actions_reach_into_open_shadow_roots_as_playwright_does(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest_twisted.ensureDeferred
+async def test_combinators_cross_shadow_boundaries_as_in_playwright(
+    site: SiteServer, backend: str
+) -> None:
+    # each part of each selector is in another root: the button in a pick-item's
+    # shadow root, the pick-item in pick-list's, pick-list in the document
+    actions = [
+        ["wait_for_selector", "pick-list .items li .pick"],
+        # commas, "+" and "~" inside parentheses and brackets are not combinators
+        ["wait_for_selector", 'pick-list :is(ul, ol) > pick-item:nth-child(2n+1) [class~="pick"]'],
+        ["click", ".items > pick-item:first-child + pick-item > li > .pick"],
+        ["evaluate", "document.querySelectorAll('pick-list li, #out').length"],
+    ]
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/shadow/nested"), meta={"cdp": True, "cdp_actions": actions})],
+        {**BACKENDS[backend], **STALL_SETTINGS},
+    )
+    assert not spider.failures, spider.failures
+    [response] = spider.responses
+    assert response.css("#out::text").get() == "picked 2"
+    # evaluate runs the page's own querySelectorAll, which does not pierce
+    assert response.meta["cdp_results"][-1] == 1
+
+
+#: what the shadow root's input hears of ``type "ab"`` and ``press Enter``, as on a light-DOM input
+SHADOW_KEYS_LOG = (
+    "keydown:a keypress:a input:a keyup:a keydown:b keypress:b input:ab keyup:b"
+    " keydown:Enter keypress:Enter submit:ab keyup:Enter"
+)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_keys_reach_an_input_inside_a_shadow_root(site: SiteServer, backend: str) -> None:
+    actions = [["type", ".field", "ab"], ["press", ".field", "Enter"]]
+    spider, _ = await crawl(
+        [scrapy.Request(site.url("/shadow/keys"), meta={"cdp": True, "cdp_actions": actions})],
+        {**BACKENDS[backend], **STALL_SETTINGS},
+    )
+    assert not spider.failures, spider.failures
+    [response] = spider.responses
+    assert response.css("#log::text").get() == SHADOW_KEYS_LOG
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
 async def test_a_meta_refresh_is_in_the_redirect_chain_as_plain_scrapy_records_it(
     site: SiteServer, backend: str
 ) -> None:

@@ -118,6 +118,11 @@ class Backend:
     #: once it has the whole body (at most its ``--http-max-response-size``):
     #: a download a page starts is then fetched whole before it can be stopped
     pauses_before_body: bool = True
+    #: ``Input.dispatchKeyEvent`` reaches the focused element inside a shadow
+    #: root; Lightpanda 1.0.2 sends it to the outermost shadow host (its
+    #: ``document.activeElement``), so the key actions dispatch it on the
+    #: element by script there (:mod:`~scrapy_cdp_pool.render.shadow_keys`)
+    keys_reach_shadow_roots: bool = True
 
     def can(self, capability: Capability | str) -> bool:
         """Whether it honours ``capability``."""
@@ -169,6 +174,7 @@ LIGHTPANDA = Backend(
     streams_response_bodies=False,
     sniffs_byte_order_mark=False,
     pauses_before_body=False,
+    keys_reach_shadow_roots=False,
     heap_limit_flag="--v8-max-heap-mb",
     heap_limit_args_format=("--v8-max-heap-mb", "{mb}"),
     ignore_https_errors_by_command=False,

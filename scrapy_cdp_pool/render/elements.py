@@ -17,6 +17,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.errors import PageScriptError
+from scrapy_cdp_pool.render.deep_selector import DEEP_QUERY, DEEP_QUERY_ALL
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -63,26 +64,10 @@ async def poll_in_page(page: Page, script: str, timeout_s: float) -> Any:
         raise
 
 
-#: ``querySelector`` that pierces open shadow roots, as Playwright's CSS
-#: engine does: the document first, then each open shadow root in document
-#: order (closed roots are not reachable, as in Playwright)
-DEEP_QUERY = (
-    "((sel) => { const f = (root) => { const el = root.querySelector(sel);"
-    " if (el) return el; for (const host of root.querySelectorAll('*')) {"
-    " if (host.shadowRoot) { const found = f(host.shadowRoot); if (found) return found; } }"
-    " return null; }; return f(document); })"
-)
-#: ``querySelectorAll`` over the document and every open shadow root
-DEEP_QUERY_ALL = (
-    "((sel) => { const out = []; const f = (root) => {"
-    " out.push(...root.querySelectorAll(sel)); for (const host of root.querySelectorAll('*'))"
-    " if (host.shadowRoot) f(host.shadowRoot); }; f(document); return out; })"
-)
-
-
 def deep(script: str) -> str:
     """``script`` with its ``document.querySelector``/``querySelectorAll``
-    calls piercing open shadow roots (:data:`DEEP_QUERY`)."""
+    calls piercing open shadow roots as Playwright's CSS engine does
+    (:mod:`~scrapy_cdp_pool.render.deep_selector`)."""
     script = script.replace("document.querySelectorAll(", DEEP_QUERY_ALL + "(")
     return script.replace("document.querySelector(", DEEP_QUERY + "(")
 

@@ -28,6 +28,7 @@ from scrapy_cdp_pool.render.keyboard import (
     Key,
     parse_combo,
 )
+from scrapy_cdp_pool.render.shadow_keys import key_by_script
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
@@ -172,7 +173,12 @@ async def mouse_click(
             await _key(page, False, MODIFIER_KEYS[name], held)
 
 
-async def _key(page: Page, down: bool, key: Key, modifiers: int, text: str = "") -> None:
+async def _key(
+    page: Page, down: bool, key: Key, modifiers: int, text: str = "", by_script: bool = False
+) -> None:
+    if by_script:
+        await key_by_script(page, down, key, modifiers, text)
+        return
     params: dict[str, Any] = {
         "type": "keyUp",
         "modifiers": modifiers,
@@ -192,13 +198,16 @@ async def _key(page: Page, down: bool, key: Key, modifiers: int, text: str = "")
     await page.command("Input.dispatchKeyEvent", params)
 
 
-async def press_key(page: Page, combo: str, delay_ms: float = 0) -> None:
+async def press_key(
+    page: Page, combo: str, delay_ms: float = 0, *, by_script: bool = False
+) -> None:
     """Press ``combo`` (``"Enter"``, ``"a"``, ``"Control+A"``: see
     :func:`~scrapy_cdp_pool.render.keyboard.parse_combo`) on the focused
     element: modifiers down, the key down, ``delay_ms`` later the key up,
     modifiers up. A character outside the layout is inserted as text
     (``Input.insertText``). A key with Alt, Control or Meta held types no
-    text (as Playwright's).
+    text (as Playwright's). ``by_script``: the key events dispatched on the
+    focused element by script (:mod:`~scrapy_cdp_pool.render.shadow_keys`).
 
     :raises ValueError: an unknown key name.
     """
@@ -206,26 +215,27 @@ async def press_key(page: Page, combo: str, delay_ms: float = 0) -> None:
     held = 0
     for modifier in modifier_keys:
         held |= MODIFIERS[modifier.key]
-        await _key(page, True, modifier, held)
+        await _key(page, True, modifier, held, by_script=by_script)
     if key is None:
         if delay_ms:
             await asyncio.sleep(delay_ms / 1000)
         await page.command("Input.insertText", {"text": combo[-1]})
     else:
         text = "" if modifiers & 7 else key.text
-        await _key(page, True, key, modifiers, text)
+        await _key(page, True, key, modifiers, text, by_script)
         if delay_ms:
             await asyncio.sleep(delay_ms / 1000)
-        await _key(page, False, key, modifiers)
+        await _key(page, False, key, modifiers, by_script=by_script)
     for modifier in reversed(modifier_keys):
         held &= ~MODIFIERS[modifier.key]
-        await _key(page, False, modifier, held)
+        await _key(page, False, modifier, held, by_script=by_script)
 
 
-async def type_text(page: Page, text: str, delay_ms: float = 0) -> None:
+async def type_text(page: Page, text: str, delay_ms: float = 0, *, by_script: bool = False) -> None:
     """Type ``text`` into the focused element key by key, as Playwright's
     ``keyboard.type``: a character of the layout is a key press (down,
-    ``delay_ms``, up), any other is inserted as text after ``delay_ms``."""
+    ``delay_ms``, up), any other is inserted as text after ``delay_ms``.
+    ``by_script``: as :func:`press_key`'s."""
     for char in text:
         key = CHARACTERS.get(char)
         if key is None:
@@ -233,10 +243,10 @@ async def type_text(page: Page, text: str, delay_ms: float = 0) -> None:
                 await asyncio.sleep(delay_ms / 1000)
             await page.command("Input.insertText", {"text": char})
             continue
-        await _key(page, True, key, 0, key.text)
+        await _key(page, True, key, 0, key.text, by_script)
         if delay_ms:
             await asyncio.sleep(delay_ms / 1000)
-        await _key(page, False, key, 0)
+        await _key(page, False, key, 0, by_script=by_script)
 
 
 _FOCUS = """(async () => {

@@ -30,6 +30,7 @@ from scrapy_cdp_pool.render.input_events import (
     press_key,
     type_text,
 )
+from scrapy_cdp_pool.render.shadow_keys import keys_by_script
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render.actions import Action
@@ -97,7 +98,8 @@ async def hover(page: Page, action: Action, timeout_s: float) -> None:
 
 async def type_(page: Page, action: Action, timeout_s: float) -> None:
     await focus(page, action.args[0], timeout_s)
-    await type_text(page, action.args[1], float(action.kwargs.get("delay", 0)))
+    by_script = await keys_by_script(page)
+    await type_text(page, action.args[1], float(action.kwargs.get("delay", 0)), by_script=by_script)
     await page.settle(timeout_s)
 
 
@@ -163,7 +165,8 @@ async def fill(page: Page, action: Action, timeout_s: float) -> None:
 
 async def press(page: Page, action: Action, timeout_s: float) -> None:
     await focus(page, action.args[0], timeout_s)
-    await press_key(page, action.args[1], float(action.kwargs.get("delay", 0)))
+    by_script = await keys_by_script(page)
+    await press_key(page, action.args[1], float(action.kwargs.get("delay", 0)), by_script=by_script)
     await page.settle(timeout_s)
 
 

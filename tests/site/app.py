@@ -32,6 +32,7 @@ Routes live in small modules grouped by purpose:
 - ``downloads``: /dl/* (pages that start a download)
 - ``cookie_flood``: /flood/* (a page writing hundreds of cookies)
 - ``hostile_pages``: /hostile/* (1,000 iframes, a window.open storm, 10,000 pushState)
+- ``todomvc``: /todomvc/<app>/ (built TodoMVC apps, vendored)
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from . import (
     shop,
     stats,
     throws,
+    todomvc,
 )
 from .common import PARKED, cancel_parked
 
@@ -114,6 +116,7 @@ def make_app() -> web.Application:
     app.router.add_routes(downloads.routes)
     app.router.add_routes(cookie_flood.routes)
     app.router.add_routes(hostile_pages.routes)
+    app.router.add_routes(todomvc.routes)
     return app
 
 

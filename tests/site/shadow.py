@@ -49,3 +49,59 @@ async def declarative(request: web.Request) -> web.Response:
     """Declarative shadow roots as a server sends them (an open one with a
     slot, a closed one) beside a root a script attached."""
     return html_response("Declarative", _DECLARATIVE)
+
+
+_KEYS = """<key-box></key-box><p id="log"></p>
+<script>
+customElements.define("key-box", class extends HTMLElement {
+  connectedCallback() {
+    const root = this.attachShadow({mode: "open"});
+    root.innerHTML = '<form><input class="field"></form>';
+    const field = root.querySelector(".field"), log = document.getElementById("log");
+    const note = (text) => { log.textContent += (log.textContent ? " " : "") + text; };
+    for (const type of ["keydown", "keypress", "keyup"])
+      field.addEventListener(type, (e) => note(type + ":" + e.key));
+    field.addEventListener("input", () => note("input:" + field.value));
+    root.querySelector("form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      note("submit:" + field.value);
+    });
+  }
+});
+</script>"""
+
+
+@routes.get("/shadow/keys")
+async def keys(request: web.Request) -> web.Response:
+    """An input in a form inside an open shadow root, logging in ``#log``
+    each key event it hears (``keydown:a``), its value at each ``input``
+    and the form's submission (``submit:<value>``, not sent)."""
+    return html_response("Keys", _KEYS)
+
+
+_NESTED = """<pick-list></pick-list><p id="out"></p>
+<script>
+customElements.define("pick-item", class extends HTMLElement {
+  connectedCallback() {
+    const root = this.attachShadow({mode: "open"});
+    root.innerHTML = '<li class="item"><button class="pick">pick</button></li>';
+    root.querySelector(".pick").addEventListener("click", () => {
+      document.getElementById("out").textContent = "picked " + this.dataset.n;
+    });
+  }
+});
+customElements.define("pick-list", class extends HTMLElement {
+  connectedCallback() {
+    const items = [1, 2, 3].map(n => `<pick-item data-n="${n}"></pick-item>`).join("");
+    this.attachShadow({mode: "open"}).innerHTML = '<ul class="items">' + items + "</ul>";
+  }
+});
+</script>"""
+
+
+@routes.get("/shadow/nested")
+async def nested(request: web.Request) -> web.Response:
+    """Three ``<pick-item>`` in ``<pick-list>``'s shadow root, each with its
+    button in a shadow root of its own (as Lit renders a list); a click on
+    one writes ``picked <n>`` in ``#out``."""
+    return html_response("Nested", _NESTED)
