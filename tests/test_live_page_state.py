@@ -35,27 +35,40 @@ def _items(entries: list[dict[str, str]]) -> list[tuple[str, str]]:
 
 
 class ClosingSpider(RecordingSpider):
-    """Changes the page's localStorage and cookies, then closes it."""
+    """Changes the page's localStorage and cookies, then closes it: itself,
+    or leaves it to the plugin at the deadline or the crawl's end
+    (``meta["closed_by"]``)."""
 
     async def parse(self, response: scrapy.http.Response) -> Any:
         self.responses.append(response)
         page = response.meta["cdp_page"]
         await page.evaluate(AFTER)
-        await page.close()
+        if response.meta["closed_by"] == "callback":
+            await page.close()
+        elif response.meta["closed_by"] == "deadline":
+            await page.wait_for_event("close", timeout=0)  # the plugin's, at download_timeout
         return
         yield
 
 
+@pytest.mark.parametrize("closed_by", ["callback", "deadline", "crawl's end"])
 @pytest.mark.parametrize("browser", BACKENDS)
 @pytest_twisted.ensureDeferred
 async def test_a_live_page_saves_its_profile_s_state_when_closed(
-    site: SiteServer, tmp_path: Path, browser: str
+    site: SiteServer, tmp_path: Path, browser: str, closed_by: str
 ) -> None:
     name = f"live-{token()}"
     path = write_profile(tmp_path, name, session=f"valid-{name}",
                          local_storage={"http://other.test": {"keep": "me"}})  # fmt: skip
     spider, crawler = await crawl(
-        [_live(site.url(f"/local-storage?set=seen:{name}"), cdp_profile=name)],
+        [
+            _live(
+                site.url(f"/local-storage?set=seen:{name}"),
+                cdp_profile=name,
+                closed_by=closed_by,
+                download_timeout=15,  # the deadline case waits for it
+            )
+        ],
         {"CDP_POOL_BROWSER": browser, "CDP_POOL_PROFILES_DIR": str(tmp_path),
          "CDP_POOL_PROFILE_SAVE_STATE": True},
         spider_cls=ClosingSpider,
@@ -72,7 +85,9 @@ async def test_a_live_page_saves_its_profile_s_state_when_closed(
         "http://other.test": [("keep", "me")],
         site.base: [("after", "callback"), ("seen", name)],  # the render's and the callback's
     }
-    assert profile_stats(crawler.stats.get_stats(), name)["state_saves"] == 1
+    stats = crawler.stats.get_stats()
+    assert profile_stats(stats, name)["state_saves"] == 1
+    assert stats["cdp_pool/live_pages_closed_at_deadline"] == (closed_by == "deadline")
 
 
 async def _playwright_reference(url: str) -> Any:
