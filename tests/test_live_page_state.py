@@ -90,15 +90,16 @@ async def test_a_live_page_saves_its_profile_s_state_when_closed(
     assert stats["cdp_pool/live_pages_closed_at_deadline"] == (closed_by == "deadline")
 
 
-async def _playwright_reference(url: str) -> Any:
-    """``storage_state()`` of real Playwright's own context on /usr/bin/chromium,
-    after the same page and the same script."""
+async def _playwright_reference(url: str, storage_state: Path | None) -> Any:
+    """``storage_state()`` of real Playwright's own context on /usr/bin/chromium
+    (made from ``storage_state``, a profile's file, if given), after the same
+    page and the same script."""
     from playwright.async_api import async_playwright
 
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path="/usr/bin/chromium")
         try:
-            context = await browser.new_context()
+            context = await browser.new_context(storage_state=storage_state)
             page = await context.new_page()
             await page.goto(url)
             await page.evaluate(AFTER)
@@ -132,19 +133,30 @@ def _shape(state: Any) -> Any:
     }
 
 
+@pytest.mark.parametrize("profile", [False, True])
 @pytest.mark.parametrize("browser", BACKENDS)
 @pytest_twisted.ensureDeferred
 async def test_storage_state_of_a_live_page_includes_its_local_storage(
-    site: SiteServer, tmp_path: Path, browser: str
+    site: SiteServer, tmp_path: Path, browser: str, profile: bool
 ) -> None:
     url = site.url("/local-storage?set=seen:state")
-    reference = await Deferred.fromFuture(asyncio.ensure_future(_playwright_reference(url)))
+    settings: dict[str, Any] = {"CDP_POOL_BROWSER": browser}
+    meta: dict[str, Any] = {}
+    path = None
+    if profile:  # a session cookie, and localStorage of an origin the page never visits
+        name = f"state-{token()}"
+        path = write_profile(tmp_path, name, session=f"valid-{name}",
+                             local_storage={"http://other.test": {"keep": "me"}})  # fmt: skip
+        settings["CDP_POOL_PROFILES_DIR"] = str(tmp_path)
+        meta["cdp_profile"] = name
+    reference = await Deferred.fromFuture(asyncio.ensure_future(_playwright_reference(url, path)))
     StateSpider.state_path = tmp_path / "state.json"
-    spider, _ = await crawl([_live(url)], {"CDP_POOL_BROWSER": browser}, spider_cls=StateSpider)
+    spider, _ = await crawl([_live(url, **meta)], settings, spider_cls=StateSpider)
     assert not spider.failures, spider.failures
     # Before: "origins": [] (Playwright attached to the page after its load
     # and collects localStorage only for origins it saw a navigation to).
     assert _shape(spider.state) == _shape(reference)
+    assert len(reference["origins"]) == (2 if profile else 1)
     assert json.loads(StateSpider.state_path.read_text()) == spider.state  # path= as Playwright's
 
 

@@ -3,9 +3,11 @@ request's context: two of its methods are replaced on that one object
 (:func:`adapt_context`).
 
 - ``storage_state(path=None, ...)``: Playwright's, plus the localStorage of
-  the page's own origin. Playwright collects localStorage only for origins it
-  saw a page navigate to, and it attached to the live page after its load, so
-  without this the page's origin was missing (``"origins": []``). The shape
+  the page's own origin, and of the other origins the profile's storage
+  state lists (as Playwright's own context made from that state gives them).
+  Playwright collects localStorage only for origins it saw a page navigate to,
+  and it attached to the live page after its load, so without this the
+  page's origin was missing (``"origins": []``). The shape
   is Playwright's: ``{"cookies": [...], "origins": [{"origin",
   "localStorage": [{"name", "value"}]}]}``; ``path`` writes it as JSON as
   Playwright does.
@@ -31,10 +33,15 @@ if TYPE_CHECKING:
     from playwright.async_api import Page
 
 
-def adapt_context(page: Page, page_closed: Callable[[], bool]) -> None:
+def adapt_context(
+    page: Page,
+    page_closed: Callable[[], bool],
+    stored: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (),
+) -> None:
     """Replace ``storage_state`` and ``close`` of ``page.context`` (see the
     module); ``page_closed()`` tells whether the plugin's live page is
-    closed."""
+    closed; ``stored``: the profile's localStorage, ``((origin, ((name,
+    value), ...)), ...)``."""
     context = page.context
     playwright_storage_state = context.storage_state
 
@@ -46,6 +53,12 @@ def adapt_context(page: Page, page_closed: Callable[[], bool]) -> None:
             known = {o.get("origin") for o in origins}
             if items and origin and origin != "null" and origin not in known:
                 origins.append({"origin": origin, "localStorage": items})
+                known.add(origin)
+        for origin, pairs in stored:  # what the page did not change: as it was given
+            if pairs and origin not in {o.get("origin") for o in origins}:
+                origins.append(
+                    {"origin": origin, "localStorage": [{"name": k, "value": v} for k, v in pairs]}
+                )
         if path is not None:
             text = json.dumps(state, indent=2, ensure_ascii=False)
             await asyncio.to_thread(_write, Path(path), text)

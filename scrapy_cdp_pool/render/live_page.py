@@ -181,15 +181,16 @@ class LivePages:
         request: Request,
         timeout_s: float,
         max_message_bytes: int | None,
-        save_state: tuple[ContextOptions, SaveState] | None = None,
+        options: ContextOptions | None = None,
+        save: SaveState | None = None,
     ) -> tuple[RenderResult, Page | None]:
         """Enter ``lease``, render with ``in_lease(lease)`` and hand the page
         over: the result and the live page (``None`` for a redirect handed back
         to Scrapy: the next hop's page is the one handed over). The lease is
-        held by a task of its own until the page is closed. With
-        ``save_state``, ``(the profile's context options, save)``, the
-        profile's storage state is read when the page is closed and given to
-        ``save`` (see :class:`~scrapy_cdp_pool.render.storage_state.LiveState`).
+        held by a task of its own until the page is closed. ``options``: the
+        context's (a profile's); with ``save``, the profile's storage state
+        is read when the page is closed and given to it (see
+        :class:`~scrapy_cdp_pool.render.storage_state.LiveState`).
 
         :raises: what the lease or ``in_lease`` raise, and
             :class:`LivePageFailed`.
@@ -197,7 +198,9 @@ class LivePages:
         loop = asyncio.get_running_loop()
         handed: asyncio.Future[tuple[RenderResult, Page | None]] = loop.create_future()
         holder = loop.create_task(
-            self._hold(lease, in_lease, request, timeout_s, max_message_bytes, save_state, handed),
+            self._hold(
+                lease, in_lease, request, timeout_s, max_message_bytes, (options, save), handed
+            ),
             name=f"cdp-pool live page {request.url}",
         )
         self._holders.add(holder)  # the loop keeps only a weak reference
@@ -218,7 +221,7 @@ class LivePages:
         request: Request,
         timeout_s: float,
         max_message_bytes: int | None,
-        save_state: tuple[ContextOptions, SaveState] | None,
+        state: tuple[ContextOptions | None, SaveState | None],
         handed: asyncio.Future[tuple[RenderResult, Page | None]],
     ) -> tuple[RenderResult, Page | None]:
         live: LivePage | None = None
@@ -229,8 +232,10 @@ class LivePages:
                     handed.set_result((result, None))
                     return result, None
                 live = await self._open(lease, result, request, timeout_s, max_message_bytes)
-                if save_state is not None and lease.context_id is not None:
-                    options, save = save_state
+                options, save = state
+                stored = options.local_storage if options is not None else ()
+                adapt_context(live.page, live.relay.done.is_set, stored)
+                if options is not None and save is not None and lease.context_id is not None:
                     reader = LiveState(
                         lease.cdp, lease.context_id, live.relay.target_id, options, CLOSE_TIMEOUT_S
                     )
@@ -301,7 +306,6 @@ class LivePages:
         except BaseException:
             await relay.close()
             raise
-        adapt_context(pages[0], relay.done.is_set)
         self.opened += 1
         return LivePage(request, relay, browser, pages[0], timeout_s)
 
