@@ -1,7 +1,7 @@
 """Real servers the tests start on 127.0.0.1 and stop themselves: the test
-site (``python -m tests.site``) and a Lightpanda CDP server used as a remote
-endpoint, and a Chromium one. Each is read from its own output or port, with a
-deadline."""
+site (``python -m tests.site``), an HTTP/2 one (``python -m tests.h2_site``),
+a Lightpanda CDP server used as a remote endpoint, and a Chromium one. Each is
+read from its own output or port, with a deadline."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import queue
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -54,6 +55,41 @@ class SiteServer:
         with urllib.request.urlopen(self.url("/stats"), timeout=10) as response:
             data: dict[str, Any] = json.loads(response.read())
             return data
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+class H2Site:
+    """``python -m tests.h2_site`` in a subprocess: HTTPS on loopback, HTTP/2
+    and HTTP/1.1, ``421`` to ``/misdirected*`` over HTTP/2 only."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.h2_site"], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None
+        line = _readline_with_deadline(self.proc, START_DEADLINE_S)
+        if not line.startswith("LISTENING "):
+            self.stop()
+            raise RuntimeError(f"HTTP/2 test site did not start: {line!r}")
+        self.base = line.split()[1]
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def served(self) -> dict[str, int]:
+        """Requests served so far, ``{"h2 /path": n, "http/1.1 /path": n}``."""
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE  # its certificate is self-signed
+        with urllib.request.urlopen(self.url("/stats"), timeout=10, context=context) as response:
+            served: dict[str, int] = json.loads(response.read())
+            return served
 
     def stop(self) -> None:
         if self.proc.poll() is None:

@@ -12,20 +12,48 @@ which frees its browser slot. A request with an errback gets the failure
 with the response, page included, as scrapy-playwright hands it (the errback
 closes it). Responses replaced by a new request (a retry, a redirect) are
 handled by :class:`~scrapy_cdp_pool.core.release.GateReleaseMiddleware`.
+
+Its ``process_spider_output`` sees every request a callback (or errback)
+yields first: one whose meta holds a page (``cdp_page``, or
+scrapy-playwright's ``playwright_page``) is a live page handed to another
+request, which the plugin never does (the page is its own request's, closed
+with it): :class:`~scrapy_cdp_pool.errors.InvalidRequestMeta` is raised there,
+naming the request and the key, as a spider error of the callback.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from scrapy import Request
 
 from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.errors import InvalidRequestMeta
 from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, LivePages
 
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Iterable, Iterator
     from typing import Self
 
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+
+
+#: meta keys that would hand a page to a request: the plugin's, scrapy-playwright's
+PAGE_KEYS = (LIVE_PAGE_META_KEY, "playwright_page")
+
+
+def check_not_handed_over(request: Request) -> None:
+    """Refuse a request that carries a page in its meta.
+
+    :raises InvalidRequestMeta: naming the request and the key."""
+    for key in PAGE_KEYS:
+        if request.meta.get(key) is not None:
+            raise InvalidRequestMeta(
+                f"{request}: meta[{key!r}] holds a page: a live page is never handed to "
+                "another request (it is its own request's, closed with it); remove the key "
+                "(meta['cdp_include_page'] = True gives this request a page of its own)"
+            )
 
 
 class LivePageFateMiddleware:
@@ -47,3 +75,17 @@ class LivePageFateMiddleware:
             self.live_pages.unreached(
                 page, f"its response was filtered ({type(exception).__name__})"
             )
+
+    def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
+        for output in result:
+            if isinstance(output, Request):
+                check_not_handed_over(output)
+            yield output
+
+    async def process_spider_output_async(
+        self, response: Response, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        async for output in result:
+            if isinstance(output, Request):
+                check_not_handed_over(output)
+            yield output

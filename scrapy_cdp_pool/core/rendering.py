@@ -12,6 +12,7 @@ import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest
@@ -220,8 +221,18 @@ class Renderer:
         with scrapy_errors(inputs.where, timeout_s, self._failed, _PASSTHROUGH):
             lease_cm = pool.lease(requires, options, timeout_s - attempts.spent_s)
             if spec.include_page:  # the lease outlives this call (render/live_page.py)
+                save = None
+                if inputs.context is not None and inputs.context.save_state:
+                    # saved when the page is closed, before its profile is released
+                    save = partial(self.profiles.save_state, request)
                 return await self.live_pages.render(
-                    lease_cm, in_lease, request, timeout_s, self.config.max_message_bytes
+                    lease_cm,
+                    in_lease,
+                    request,
+                    timeout_s,
+                    self.config.max_message_bytes,
+                    inputs.context,
+                    save,
                 )
             async with lease_cm as lease:
                 return await in_lease(lease), None

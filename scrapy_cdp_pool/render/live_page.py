@@ -17,6 +17,11 @@ never reach a callback (a middleware retried or redirected it into a new
 request, or ``HttpErrorMiddleware`` filtered it and the request has no
 errback) is closed at once (:meth:`LivePages.unreached`), freeing its slot.
 
+Under a profile with ``CDP_POOL_PROFILE_SAVE_STATE``, the profile's storage
+state is read when the page is closed (its localStorage just before the
+close, then the context's cookies: render/storage_state.py) and saved before
+the profile is released: what the callback did to the page counts.
+
 Playwright's driver (one Node.js process) is started at the crawl's first live
 page and stopped with the crawl (:meth:`LivePages.close`).
 """
@@ -28,12 +33,14 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.errors import LivePageFailed
+from scrapy_cdp_pool.render.live_context import adapt_context
 from scrapy_cdp_pool.render.live_relay import LiveRelay
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.session import RenderResult
+from scrapy_cdp_pool.render.storage_state import LiveState
 
 if TYPE_CHECKING:
     from playwright.async_api import Browser, Page, Playwright
@@ -41,6 +48,10 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
     from scrapy_cdp_pool.browser.pool.lease import ContextLease
+    from scrapy_cdp_pool.render.context_options import ContextOptions
+
+#: writes a profile's storage state (a Playwright ``storageState`` dict)
+SaveState = Callable[[dict[str, Any]], Awaitable[None]]
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +66,17 @@ class LivePage:
     """One request's page, open in the callback's hands."""
 
     def __init__(
-        self, request: Request, relay: LiveRelay, browser: Browser, page: Page, timeout_s: float
+        self,
+        request: Request,
+        relay: LiveRelay,
+        browser: Browser,
+        page: Page,
+        timeout_s: float,
+        state: tuple[LiveState, SaveState] | None = None,
     ) -> None:
         self.request = request
+        #: the profile's state to read and save when the page is closed
+        self.state = state
         self.relay = relay
         self.browser = browser
         self.page = page
@@ -91,8 +110,31 @@ class LivePage:
             )
             raise
         finally:
-            await self.shutdown()
-            self.closed.set()
+            try:
+                await self._save_state(crawler)
+            finally:
+                await self.shutdown()
+                self.closed.set()
+
+    async def _save_state(self, crawler: Crawler | None) -> None:
+        """Read the profile's storage state (the page is closed then) and
+        save it; a failure is logged, naming the request."""
+        if self.state is None:
+            return
+        reader, save = self.state
+        self.state = None
+        try:
+            state = await reader.read()
+        except Exception as e:  # noqa: BLE001 - CDP's or the reader's errors, logged
+            logger.warning(
+                "The storage state of the profile of %s was not saved when its live page "
+                "was closed: %s",
+                self.request,
+                e,
+                extra={"crawler": crawler},
+            )
+            return
+        await save(state)
 
     def close_soon(self, reason: str) -> None:
         """End :meth:`hold` (the crawl is closing)."""
@@ -139,11 +181,16 @@ class LivePages:
         request: Request,
         timeout_s: float,
         max_message_bytes: int | None,
+        options: ContextOptions | None = None,
+        save: SaveState | None = None,
     ) -> tuple[RenderResult, Page | None]:
         """Enter ``lease``, render with ``in_lease(lease)`` and hand the page
         over: the result and the live page (``None`` for a redirect handed back
         to Scrapy: the next hop's page is the one handed over). The lease is
-        held by a task of its own until the page is closed.
+        held by a task of its own until the page is closed. ``options``: the
+        context's (a profile's); with ``save``, the profile's storage state
+        is read when the page is closed and given to it (see
+        :class:`~scrapy_cdp_pool.render.storage_state.LiveState`).
 
         :raises: what the lease or ``in_lease`` raise, and
             :class:`LivePageFailed`.
@@ -151,7 +198,9 @@ class LivePages:
         loop = asyncio.get_running_loop()
         handed: asyncio.Future[tuple[RenderResult, Page | None]] = loop.create_future()
         holder = loop.create_task(
-            self._hold(lease, in_lease, request, timeout_s, max_message_bytes, handed),
+            self._hold(
+                lease, in_lease, request, timeout_s, max_message_bytes, (options, save), handed
+            ),
             name=f"cdp-pool live page {request.url}",
         )
         self._holders.add(holder)  # the loop keeps only a weak reference
@@ -172,6 +221,7 @@ class LivePages:
         request: Request,
         timeout_s: float,
         max_message_bytes: int | None,
+        state: tuple[ContextOptions | None, SaveState | None],
         handed: asyncio.Future[tuple[RenderResult, Page | None]],
     ) -> tuple[RenderResult, Page | None]:
         live: LivePage | None = None
@@ -182,6 +232,15 @@ class LivePages:
                     handed.set_result((result, None))
                     return result, None
                 live = await self._open(lease, result, request, timeout_s, max_message_bytes)
+                options, save = state
+                stored = options.local_storage if options is not None else ()
+                adapt_context(live.page, live.relay.done.is_set, stored)
+                if options is not None and save is not None and lease.context_id is not None:
+                    reader = LiveState(
+                        lease.cdp, lease.context_id, live.relay.target_id, options, CLOSE_TIMEOUT_S
+                    )
+                    live.relay.before_close = reader.before_close
+                    live.state = (reader, save)
                 handed.set_result((result, live.page))
                 self.open.add(live)
                 self.open_max = max(self.open_max, len(self.open))

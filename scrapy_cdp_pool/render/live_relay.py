@@ -19,6 +19,10 @@ for ``meta["cdp_include_page"]`` the request's own connection is relayed:
   (``Target.createTarget``, ``Target.createBrowserContext``, another target
   or session) is answered with an error naming the command.
 
+:attr:`LiveRelay.before_close`, when set, is awaited before the page's own
+close (``Target.closeTarget``, ``Page.close``) is passed on: the profile's
+localStorage is read there (render/storage_state.py).
+
 :attr:`LiveRelay.done` is set when the page's target is gone (the callback's
 ``page.close()``), when Playwright disconnects, or when the connection closes.
 """
@@ -31,6 +35,7 @@ import hmac
 import json
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
@@ -100,6 +105,10 @@ class LiveRelay:
         self._browser_target = secrets.token_hex(16).upper()
         #: per session, (frame, world name, default) -> newest context id
         self._worlds: dict[str, dict[tuple[str, str, bool], int]] = {}
+        #: awaited (once) before the page's close is passed on; its failure
+        #: is logged and the close goes on
+        self.before_close: Callable[[], Awaitable[None]] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def start(self) -> str:
         """Listen; the ``ws://127.0.0.1:<port>/<token>`` URL for Playwright.
@@ -184,6 +193,8 @@ class LiveRelay:
             raise TypeError("not a CDP command")
         if session is None:
             self._browser_command(client_id, method, params)
+        elif session == self.page_session and method == "Page.close":
+            self._close_page(client_id, method, params, session)
         elif session in self._sessions:
             self._forward(client_id, method, params, session)
         else:
@@ -225,10 +236,7 @@ class LiveRelay:
         elif method in NOT_SENT:
             self._reply(client_id, None, {})
         elif method in ("Target.closeTarget", "Target.activateTarget"):
-            if params.get("targetId") != self.target_id:
-                self._reply(client_id, None, None, f"{method}: no target with given id")
-            else:
-                self._forward(client_id, method, {"targetId": self.target_id}, None)
+            self._page_target_command(client_id, method, params)
         elif method == "Target.detachFromTarget":
             if params.get("sessionId") not in self._sessions:
                 self._reply(client_id, None, None, f"{method}: no session with given id")
@@ -247,6 +255,34 @@ class LiveRelay:
                 f"{method} is not available through a live page (meta['cdp_include_page']): "
                 "it shows the request's one page and context",
             )
+
+    def _page_target_command(self, client_id: Any, method: str, params: dict[str, Any]) -> None:
+        if params.get("targetId") != self.target_id:
+            self._reply(client_id, None, None, f"{method}: no target with given id")
+        elif method == "Target.closeTarget":
+            self._close_page(client_id, method, {"targetId": self.target_id}, None)
+        else:
+            self._forward(client_id, method, {"targetId": self.target_id}, None)
+
+    def _close_page(
+        self, client_id: Any, method: str, params: dict[str, Any], session: str | None
+    ) -> None:
+        """Pass the page's close on, after :attr:`before_close`."""
+        hook, self.before_close = self.before_close, None
+        if hook is None:
+            self._forward(client_id, method, params, session)
+            return
+
+        async def close_after_hook() -> None:
+            try:
+                await hook()
+            except Exception:
+                logger.debug("live page relay: before the page's close", exc_info=True)
+            self._forward(client_id, method, params, session)
+
+        task = asyncio.get_running_loop().create_task(close_after_hook())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _attach_page(self, client_id: Any) -> None:
         """Attach a session of Playwright's own to the page and announce it,
@@ -367,6 +403,8 @@ class LiveRelay:
         handlers and the answers still awaited. The page itself is the
         caller's (disposed with its context). Idempotent."""
         self.finish("closed")
+        for task in list(self._tasks):
+            task.cancel()
         for msg_id in self._inflight:
             self.cdp.forget(msg_id)
         self._inflight.clear()

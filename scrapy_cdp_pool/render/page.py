@@ -457,16 +457,3 @@ class Page:
         parts = urlsplit(url)
         if parts.scheme in ("http", "https") and parts.netloc:
             self.origins.add(f"{parts.scheme}://{parts.netloc}")
-
-    async def read_local_storage(self, timeout_s: float) -> tuple[str, list[dict[str, str]]]:
-        """The current document's origin and its localStorage items, as
-        Playwright's ``storageState`` lists them."""
-        value = await self.evaluate(
-            "(() => { let items = []; try { items = Object.entries(localStorage)"
-            ".map(([name, value]) => ({name, value})); } catch (e) {}"
-            " return {origin: location.origin, items}; })()",
-            timeout_s,
-        )
-        if not isinstance(value, dict):
-            return "", []
-        return str(value.get("origin") or ""), list(value.get("items") or [])

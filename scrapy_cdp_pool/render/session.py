@@ -28,7 +28,6 @@ from scrapy_cdp_pool.errors import (
 )
 from scrapy_cdp_pool.render.actions import Action, check_supported, run_action
 from scrapy_cdp_pool.render.body_size import check_within_cap
-from scrapy_cdp_pool.render.context_options import ContextOptions, playwright_cookie
 from scrapy_cdp_pool.render.cookies import browser_cookies
 from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.elements import deep
@@ -37,6 +36,7 @@ from scrapy_cdp_pool.render.page_setup import open_page, take_over_page
 from scrapy_cdp_pool.render.redirects import is_handed_back
 from scrapy_cdp_pool.render.script_stall import DEADLINE_ERRORS, stalled_script
 from scrapy_cdp_pool.render.spec import RenderSpec
+from scrapy_cdp_pool.render.storage_state import render_state
 from scrapy_cdp_pool.render.user_agent import user_agent_command
 
 logger = logging.getLogger(__name__)
@@ -295,8 +295,9 @@ async def _render_page(
         if spec.maxsize and len(body) > spec.maxsize:
             raise ResponseTooLarge(spec.url, len(body), spec.maxsize, expected=False)
     storage_state = None
-    if options is not None and options.save_state:
-        storage_state = await _storage_state(lease, page, options, finish_s)
+    if options is not None and options.save_state and not spec.include_page:
+        # a live page's is read when the callback closes it (render/storage_state.py)
+        storage_state = await render_state(lease.cdp, lease.context_id, page, options, finish_s)
     network = None
     if page.capture is not None:
         network = await page.capture.collect(finish_s)
@@ -433,30 +434,3 @@ def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
     if options is None:
         return lease.reuse_key("")
     return lease.reuse_key(f"{options.name}#{options.state_digest}{options.proxy_key}")
-
-
-async def _storage_state(
-    lease: ContextLease, page: Page, options: ContextOptions, timeout_s: float
-) -> dict[str, Any]:
-    """The context's cookies and the page origin's localStorage, merged into the
-    profile's other origins, as a Playwright ``storageState``. The page is
-    closed first: Lightpanda exports a context's storage only then."""
-    origin: str = ""
-    items: list[dict[str, str]] = []
-    if page.tracker.document is not None and page.tracker.document.body is None:
-        origin, items = await page.read_local_storage(timeout_s)
-    await lease.cdp.send("Target.closeTarget", {"targetId": page.target_id}, timeout_s=timeout_s)
-    result = await lease.cdp.send(
-        "Storage.getCookies", {"browserContextId": lease.context_id}, timeout_s=timeout_s
-    )
-    origins = [
-        {"origin": o, "localStorage": [{"name": k, "value": v} for k, v in kv]}
-        for o, kv in options.local_storage
-        if o != origin
-    ]
-    if origin and origin != "null":
-        origins.append({"origin": origin, "localStorage": items})
-    return {
-        "cookies": [playwright_cookie(c) for c in result.get("cookies", [])],
-        "origins": origins,
-    }

@@ -155,6 +155,9 @@ class PoolConfig:
     reuse_pages: bool | None = None
     #: load HTTPS pages whose certificate does not verify (self-signed, expired)
     ignore_https_errors: bool = False
+    #: the browsers the plugin starts may negotiate HTTP/2 (False: HTTP/1.1
+    #: only, ``CDP_POOL_HTTP2``; remote endpoints cannot be told)
+    http2: bool = True
     #: the render ladder (``scrapy_cdp_pool/ladder/``): "auto" puts plain HTTP
     #: first; ``fallback`` "chromium" puts Chromium last; ``expect`` is the
     #: spider's default expectation; ``recheck_fraction`` the share of a kind's
@@ -195,6 +198,12 @@ class PoolConfig:
             raise ValueError(
                 "CDP_POOL_FALLBACK: 'chromium' with CDP_POOL_BROWSER = 'chromium': the pool "
                 "renders on Chromium already; use None, or CDP_POOL_BROWSER = 'lightpanda'"
+            )
+        if not values["http2"] and values["endpoints"]:
+            raise ValueError(
+                "CDP_POOL_HTTP2 = False: the plugin cannot turn HTTP/2 off on the servers of "
+                "CDP_POOL_ENDPOINTS (it does not start them); start them with --disable-http2 "
+                "(Chromium) or --http-version 1.1 (Lightpanda) and leave CDP_POOL_HTTP2 unset"
             )
         budget_min, budget_max = values["budget_min"], values["budget_max"]
         if budget_max is not None and budget_max < budget_min:

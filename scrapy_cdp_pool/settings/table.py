@@ -118,6 +118,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS",  "context_close_timeout_s", k.SECONDS,            5.0,                "pool", shared=True),
     S("CDP_POOL_REUSE_PAGES",                    "reuse_pages",             k.OPTIONAL_BOOL,      None,               "pool", doc_default="`None` (Chromium: yes, Lightpanda: no)"),
     S("CDP_POOL_IGNORE_HTTPS_ERRORS",            "ignore_https_errors",     k.BOOL,               False,              "render"),
+    S("CDP_POOL_HTTP2",                          "http2",                   k.BOOL,               True,               "pool", shared=True),
     S("CDP_POOL_CAPTURE_MAX_BODY_MB",            "capture_max_body",        k.MEGABYTES_AS_BYTES, 10,                 "render"),
     S("CDP_POOL_PAGE_DOWNLOAD_MAX_MB",           "page_download_max_bytes", k.MEGABYTES_AS_BYTES, 10,                 "render"),
     S("CDP_POOL_CAPTURE_MAX_TOTAL_MB",           "capture_max_total",       k.MEGABYTES_AS_BYTES, 50,                 "render"),

@@ -90,6 +90,7 @@ def test_shared_pool_settings_are_the_pool_s_own() -> None:
         "CDP_POOL_CONNECT_TIMEOUT_SECONDS",
         "CDP_POOL_COMMAND_TIMEOUT_SECONDS",
         "CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS",
+        "CDP_POOL_HTTP2",
         "CDP_POOL_SERVER_MEMORY_LIMIT_MB",
         "CDP_POOL_AUTOSCALE",
     ]

@@ -22,6 +22,11 @@
   200 MB chunked page took 11 s and 1.9 GB in the crawler before it was
   refused). It bounds every response of the page (scripts, XHR) too, as
   Lightpanda's flag does; ``DOWNLOAD_MAXSIZE = 0`` leaves Lightpanda's 1 GiB.
+- ``CDP_POOL_HTTP2 = False``: Lightpanda's ``--http-version 1.1``, Chromium's
+  ``--disable-http2``. Both negotiate HTTP/2 over TLS (ALPN) by default, and
+  neither falls back to HTTP/1.1 on a ``421 Misdirected Request`` (measured
+  on Lightpanda 1.0.2 and Chromium 156: the 421 is the response; Chromium
+  asks once more over HTTP/2 first).
 - Chromium's ``--disable-blink-features=AutomationControlled``: without it
   ``navigator.webdriver`` is true, a bot signal plain Scrapy does not give
   (Playwright passes the same flag).
@@ -93,6 +98,8 @@ def lightpanda_flags(config: PoolConfig) -> list[str]:
         own, "--insecure-disable-tls-host-verification"
     ):
         flags.append("--insecure-disable-tls-host-verification")
+    if not config.http2 and not sets_flag(own, "--http-version"):
+        flags += ["--http-version", "1.1"]
     return flags
 
 
@@ -129,6 +136,8 @@ def chromium_flags(config: PoolConfig) -> list[str]:
     flags = ["--disable-blink-features=AutomationControlled"]
     if config.ignore_https_errors:
         flags.append("--ignore-certificate-errors")
+    if not config.http2:
+        flags.append("--disable-http2")
     return flags
 
 
