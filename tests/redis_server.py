@@ -101,3 +101,21 @@ def redis_server() -> Iterator[RedisServer]:
     server = RedisServer()
     yield server
     server.stop()
+
+
+#: how long a test waits for a state of Redis another process sets, seconds
+WAIT_DEADLINE_S = 120.0
+
+
+def wait_for(condition: object, what: str) -> None:
+    """Wait for ``condition()``, a state of a Redis server (its own report, or
+    one another process sets), polling every 50 ms, at most
+    :data:`WAIT_DEADLINE_S`.
+
+    :raises AssertionError: naming ``what`` when it never holds.
+    """
+    deadline = time.monotonic() + WAIT_DEADLINE_S
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {WAIT_DEADLINE_S} s: {what}")
+        time.sleep(0.05)

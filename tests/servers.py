@@ -29,32 +29,23 @@ ROOT = Path(__file__).resolve().parent.parent
 START_DEADLINE_S = 20.0
 
 
-class SiteServer:
-    """The test site in a subprocess; ``url(path)`` builds absolute URLs.
-    ``tls``: over HTTPS with a self-signed certificate; ``host``: another
-    loopback address to listen on (a second machine's worth of address)."""
+class _ModuleServer:
+    """``python -m <args>`` in a subprocess that prints ``LISTENING <base URL>``
+    once it serves; ``url(path)`` builds absolute URLs, ``stop()`` ends it."""
 
-    def __init__(self, *, tls: bool = False, host: str = "127.0.0.1") -> None:
+    def __init__(self, args: list[str]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.site", "--host", host, *(["--tls"] if tls else [])],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
+            [sys.executable, "-m", *args], cwd=ROOT, stdout=subprocess.PIPE, text=True
         )
         assert self.proc.stdout is not None
         line = _readline_with_deadline(self.proc, START_DEADLINE_S)
         if not line.startswith("LISTENING "):
             self.stop()
-            raise RuntimeError(f"test site did not start: {line!r}")
+            raise RuntimeError(f"python -m {args[0]} did not start: {line!r}")
         self.base = line.split()[1]
 
     def url(self, path: str) -> str:
         return self.base + path
-
-    def stats(self) -> dict[str, Any]:
-        with urllib.request.urlopen(self.url("/stats"), timeout=10) as response:
-            data: dict[str, Any] = json.loads(response.read())
-            return data
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -64,23 +55,26 @@ class SiteServer:
             self.proc.stdout.close()
 
 
-class H2Site:
+class SiteServer(_ModuleServer):
+    """The test site in a subprocess; ``url(path)`` builds absolute URLs.
+    ``tls``: over HTTPS with a self-signed certificate; ``host``: another
+    loopback address to listen on (a second machine's worth of address)."""
+
+    def __init__(self, *, tls: bool = False, host: str = "127.0.0.1") -> None:
+        super().__init__(["tests.site", "--host", host, *(["--tls"] if tls else [])])
+
+    def stats(self) -> dict[str, Any]:
+        with urllib.request.urlopen(self.url("/stats"), timeout=10) as response:
+            data: dict[str, Any] = json.loads(response.read())
+            return data
+
+
+class H2Site(_ModuleServer):
     """``python -m tests.h2_site`` in a subprocess: HTTPS on loopback, HTTP/2
     and HTTP/1.1, ``421`` to ``/misdirected*`` over HTTP/2 only."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.h2_site"], cwd=ROOT, stdout=subprocess.PIPE, text=True
-        )
-        assert self.proc.stdout is not None
-        line = _readline_with_deadline(self.proc, START_DEADLINE_S)
-        if not line.startswith("LISTENING "):
-            self.stop()
-            raise RuntimeError(f"HTTP/2 test site did not start: {line!r}")
-        self.base = line.split()[1]
-
-    def url(self, path: str) -> str:
-        return self.base + path
+        super().__init__(["tests.h2_site"])
 
     def served(self) -> dict[str, int]:
         """Requests served so far, ``{"h2 /path": n, "http/1.1 /path": n}``."""
@@ -90,13 +84,6 @@ class H2Site:
         with urllib.request.urlopen(self.url("/stats"), timeout=10, context=context) as response:
             served: dict[str, int] = json.loads(response.read())
             return served
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
 
 
 class LightpandaProcess:

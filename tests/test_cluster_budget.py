@@ -28,22 +28,13 @@ from scrapy_cdp_pool.cluster.budget import _TAKE, LEASES_LOST_STAT, FleetBudget
 from scrapy_cdp_pool.cluster.budget_extension import FleetBudgetExtension
 from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S
 from tests.cluster_ops import PREFIX
-from tests.redis_server import RedisServer
+from tests.redis_server import RedisServer, wait_for
 from tests.servers import SiteServer
 
 ROOT = Path(__file__).resolve().parent.parent
 LEASES = f"{PREFIX}budget:leases"
 CHANNEL = f"{PREFIX}budget:released"
 DEADLINE_S = 120.0
-
-
-def wait_for(condition: object, what: str) -> None:
-    """Wait for ``condition()`` (a state of Redis another process sets)."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {DEADLINE_S} s: {what}")
-        time.sleep(0.05)
 
 
 async def eventually(condition: Callable[[], object], what: str) -> None:

@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,19 +31,10 @@ from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect
 from tests.cluster_harness import REDIS_SERVER, RedisServer, cluster
 from tests.crawl import BASE_SETTINGS, RecordingSpider
 from tests.profiles import hits, token
+from tests.redis_server import wait_for
 from tests.servers import SiteServer
 
-pytestmark = pytest.mark.timeout(120)
-DEADLINE_S = 60.0
-
-
-def wait_for(condition: object, what: str) -> None:
-    """Wait for ``condition()``, a state of the Redis server (its own report)."""
-    deadline = time.monotonic() + DEADLINE_S
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {DEADLINE_S} s: {what}")
-        time.sleep(0.05)
+pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture
