@@ -23,7 +23,7 @@ class LatencyProxy:
     def __init__(self, unix_socket: str, delay_ms: tuple[float, float] = (2.0, 5.0)) -> None:
         self.unix_socket = unix_socket
         self.delay_s = (delay_ms[0] / 1000, delay_ms[1] / 1000)
-        #: connections accepted, chunks forwarded (both ways)
+        #: connections accepted, chunks received to pass on (both ways)
         self.connections = 0
         self.chunks = 0
         self._random = random.Random(0)  # noqa: S311 - delays, not secrets
@@ -71,13 +71,14 @@ class LatencyProxy:
                     return
                 writer.write(data)
                 await writer.drain()
-                self.chunks += 1
 
         delivery = asyncio.ensure_future(deliver())
         due = 0.0
         try:
             while True:
                 data = await reader.read(65536)
+                if data:
+                    self.chunks += 1  # counted before it is passed on
                 # never before the chunk ahead of it: order is kept
                 due = max(due, loop.time() + self._random.uniform(*self.delay_s))
                 chunks.put_nowait((due, data))
