@@ -1,6 +1,7 @@
 """What the cluster crawl on Redis costs, and what it gives (not run by the tests).
 
     python benchmarks/cluster.py [--requests 3000] [--repeat 3] [--crawl 300] [--workers 1,2,3]
+    python benchmarks/cluster.py --scale [--sizes 10,1000,100000]
 
 It starts its own ``redis-server`` (AOF, ``appendfsync everysec``, on a Unix
 socket; ``--fsync-always`` for ``appendfsync always``) and, with ``--crawl``,
@@ -27,7 +28,13 @@ the test site.
    workers on one Redis, against one process with the durable JOBDIR; modes
    interleaved, ``--repeat`` times, medians. Printed: pages/s from the first
    item to the last (start-up left out) and over the whole run, CPU ms per
-   page of every process (workers, their Lightpanda, Redis).
+   page of every process (workers, their Lightpanda, Redis), and Redis's
+   commands and CPU µs per page (every call of the workers: the scheduler's,
+   the download handler's pause and lease checks, profile reads, renewals,
+   polls).
+5. With ``--scale`` (instead of 1-4): how the Redis cost per request grows
+   with the requests queued, the identities and the hosts, at each of
+   ``--sizes`` (``benchmarks/cluster_scale.py`` says how).
 
 On a 2-core machine the CPU bounds it: each worker's Scrapy, each worker's
 Lightpanda and Redis share 2 cores, so more workers add CPU per page (each
@@ -221,7 +228,7 @@ def crawl(mode: str, workers: int, pages: int, workdir: Path, site: Any, server:
     lines: queue.Queue[float] = queue.Queue()
     procs = []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    redis_cpu = redis_info(server)["cpu"]
+    redis_before = redis_info(server)
     started = time.perf_counter()
     for i in range(workers):
         argv = [str(SCRAPY), "crawl", "jobsite", "-s", f"ITEMS_FILE={run / f'items-{i}.jsonl'}"]
@@ -243,7 +250,9 @@ def crawl(mode: str, workers: int, pages: int, workdir: Path, site: Any, server:
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    cpu += redis_info(server)["cpu"] - redis_cpu if mode == "cluster" else 0.0
+    redis_after = redis_info(server)
+    redis_cpu = redis_after["cpu"] - redis_before["cpu"]
+    cpu += redis_cpu if mode == "cluster" else 0.0
     times = sorted(lines.queue)
     items = sum(len((run / f"items-{i}.jsonl").read_text().splitlines()) for i in range(workers))
     if items < pages:
@@ -252,6 +261,8 @@ def crawl(mode: str, workers: int, pages: int, workdir: Path, site: Any, server:
         "steady_pages_s": (len(times) - 1) / (times[-1] - times[0]),
         "pages_s": pages / wall,
         "cpu_ms_page": cpu / pages * 1e3,
+        "redis_calls_page": (redis_after["calls"] - redis_before["calls"]) / pages,
+        "redis_cpu_us_page": redis_cpu / pages * 1e6,
     }
 
 
@@ -262,9 +273,19 @@ def main() -> None:
     parser.add_argument("--crawl", type=int, default=0, metavar="PAGES")
     parser.add_argument("--workers", default="1,2,3")
     parser.add_argument("--fsync-always", action="store_true")
+    parser.add_argument("--scale", action="store_true")
+    parser.add_argument("--sizes", default="10,1000,100000")
     args = parser.parse_args()
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     server = RedisServer(appendfsync="always" if args.fsync_always else "everysec")
+    if args.scale:
+        from benchmarks.cluster_scale import run
+
+        try:
+            run(server.url, tuple(int(n) for n in args.sizes.split(",")))
+        finally:
+            server.stop()
+        return
     try:
         with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
             workdir = Path(tmp)
@@ -320,14 +341,20 @@ def main() -> None:
                 print(f"\nscrapy crawl jobsite, {args.crawl} pages, {IDENTITIES} identities, "
                       f"embedded Lightpanda, median of {args.repeat}:")  # fmt: skip
                 print(f"  {'mode':<26} {'pages/s steady':>14} {'pages/s run':>12} "
-                      f"{'CPU ms/page':>12}")  # fmt: skip
+                      f"{'CPU ms/page':>12} {'Redis cmds/page':>15} "
+                      f"{'Redis CPU µs/page':>17}")  # fmt: skip
                 for (mode, workers), runs in results.items():
                     label = (
                         f"cluster, {workers} worker(s)" if mode == "cluster" else "durable JOBDIR"
                     )
                     med = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
+                    redis = (
+                        f"{med['redis_calls_page']:>15.1f} {med['redis_cpu_us_page']:>17.1f}"
+                        if mode == "cluster"
+                        else ""
+                    )
                     print(f"  {label:<26} {med['steady_pages_s']:>14.1f} {med['pages_s']:>12.1f} "
-                          f"{med['cpu_ms_page']:>12.2f}")  # fmt: skip
+                          f"{med['cpu_ms_page']:>12.2f} {redis}")  # fmt: skip
     finally:
         server.stop()
 

@@ -26,10 +26,16 @@ pytestmark = pytest.mark.timeout(600)
 IDENTITIES = 12
 PAGES = 300
 HUBS = 5
-ONCE = {0: 2, **{n: 1 for n in range(1, PAGES)}}
-"""Each page once; page 0 twice: the start request is sent with dont_filter by
-each worker and stored once; as in plain Scrapy a dont_filter request leaves no
-fingerprint, so the first link back to page 0 is fetched too."""
+
+
+def once(pages: int) -> dict[int, int]:
+    """Each page once; page 0 twice: the start request is sent with dont_filter by
+    each worker and stored once; as in plain Scrapy a dont_filter request leaves no
+    fingerprint, so the first link back to page 0 is fetched too."""
+    return {0: 2, **{n: 1 for n in range(1, pages)}}
+
+
+ONCE = once(PAGES)
 
 
 @pytest.fixture
@@ -40,30 +46,37 @@ def redis_server() -> Iterator[RedisServer]:
     server.stop()
 
 
-@pytest.fixture
-def job(site: SiteServer, tmp_path: Path) -> Job:
-    profiles = tmp_path / "profiles"
+def jobsite_job(
+    site: SiteServer, directory: Path, pages: int = PAGES, identities: int = IDENTITIES,
+    hubs: int = HUBS,
+) -> Job:  # fmt: skip
+    """The cluster crawl of ``/jobsite``: ``pages`` pages, leaves sent as
+    ``identities`` profiles (written to ``directory``/profiles)."""
+    profiles = directory / "profiles"
     profiles.mkdir()
     tag = token()
-    names = [f"id{i}-{tag}" for i in range(IDENTITIES)]
+    names = [f"id{i}-{tag}" for i in range(identities)]
     for name in names:
         write_profile(profiles, name, session=f"s-{name}")
     return Job(
-        site, tmp_path, tag, total=PAGES, hubs=HUBS,
+        site, directory, tag, total=pages, hubs=hubs,
         settings={
             "PROFILES": ",".join(names), "CDP_POOL_PROFILES_DIR": str(profiles),
-            "JOBSITE_HUBS": str(HUBS), "CDP_POOL_CLUSTER_NAME": f"jobsite-{tag}",
+            "JOBSITE_HUBS": str(hubs), "CDP_POOL_CLUSTER_NAME": f"jobsite-{tag}",
             "START_DONT_FILTER": "True", "CONCURRENT_REQUESTS": "4",
             "CDP_POOL_CONNECTIONS": "2",
         },
     )  # fmt: skip
 
 
-def start_workers(
-    job: Job, redis_server: RedisServer, count: int = 3, **extra: str
-) -> list[Worker]:
+@pytest.fixture
+def job(site: SiteServer, tmp_path: Path) -> Job:
+    return jobsite_job(site, tmp_path)
+
+
+def start_workers(job: Job, redis_url: str, count: int = 3, **extra: str) -> list[Worker]:
     settings = {"JOBSITE_URL": job.url(), **job.settings, **extra}
-    return [Worker(job.directory, i, redis_server.url, settings) for i in range(count)]
+    return [Worker(job.directory, i, redis_url, settings) for i in range(count)]
 
 
 def check_identities(job: Job) -> None:
@@ -75,7 +88,7 @@ def check_identities(job: Job) -> None:
 
 @pytest.mark.xdist_group("cluster-once")
 def test_three_workers_fetch_every_page_once(job: Job, redis_server: RedisServer) -> None:
-    workers = start_workers(job, redis_server)
+    workers = start_workers(job, redis_server.url)
     for worker in workers:
         worker.finish()
     assert job.fetches() == ONCE
@@ -101,7 +114,7 @@ def test_a_worker_killed_mid_crawl_loses_nothing(job: Job, redis_server: RedisSe
     its requests again: every page is fetched, items repeat only for pages the
     killed worker had done."""
     workers = start_workers(
-        job, redis_server, HOLD_HUB="2", HOLD_ONCE=str(job.directory / "held"),
+        job, redis_server.url, HOLD_HUB="2", HOLD_ONCE=str(job.directory / "held"),
         CDP_POOL_CLUSTER_LEASE_SECONDS="6",
     )  # fmt: skip
     held = wait_for_item(workers, key="hold")
@@ -128,7 +141,7 @@ def test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice(
     """Ctrl-C on one of two workers mid-crawl: it finishes what it holds and
     gives back what it took but did not start; the other does the rest. Every
     page once, nothing requeued by a lease's expiry."""
-    workers = start_workers(job, redis_server, count=2)
+    workers = start_workers(job, redis_server.url, count=2)
     stopped = wait_for_item(workers, count=60)
     stopped.interrupt()
     (other,) = [worker for worker in workers if worker is not stopped]
@@ -144,7 +157,7 @@ def test_a_redis_restart_with_aof_loses_nothing(job: Job, redis_server: RedisSer
     """Redis (AOF, ``appendfsync always``) is SIGKILLed after the first items
     and started again on its files: the workers stop taking, back off, go on;
     every page is crawled once."""
-    workers = start_workers(job, redis_server, count=2)
+    workers = start_workers(job, redis_server.url, count=2)
     wait_for_item(workers, count=40)
     redis_server.restart()
     for worker in workers:
@@ -155,41 +168,37 @@ def test_a_redis_restart_with_aof_loses_nothing(job: Job, redis_server: RedisSer
     check_identities(job)
 
 
-@pytest.mark.xdist_group("cluster-storm")
-def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
-    site: SiteServer, redis_server: RedisServer, tmp_path: Path
-) -> None:
-    """A rate-limit storm (every third request 429 with ``Retry-After`` 1 or
-    2 s) on three workers. Checked as the one-process storm test does, on one
-    clock (``time.monotonic()`` is system-wide): once any worker has written a
-    pause to Redis, no navigation on any worker passes its last pause check
-    until the window the site announced ends; every arrival inside a window
-    comes from a navigation checked before the pause was known.
-
-    A navigation's time is when its handler's check (``remaining(host)``, one
-    Redis call, right before the navigation) began: a check that began after
-    the pause was written sees it. (The navigation's own start, a little later
-    in another process, can fall after another worker's write on a loaded
-    machine: across processes nothing is atomic but the Redis call.)"""
-    requests = 60
-    key = token()
+def start_storm(
+    site: SiteServer, redis_url: str, directory: Path, requests: int, key: str
+) -> tuple[str, list[Worker]]:
+    """Three workers of the storm spider (``requests`` rendered requests to
+    ``/storm``, every third answered 429 with ``Retry-After`` 1 or 2 s), each
+    spying on its navigations and pauses; the storm's URL and the workers."""
     url = site.url(f"/storm?key={key}&every=3&after=1,2,1&i=")
     settings = {
         "STORM_URL": url, "STORM_REQUESTS": str(requests), "CDP_POOL_CLUSTER_NAME": key,
         "CONCURRENT_REQUESTS": "4", "CDP_POOL_CONNECTIONS": "2",
     }  # fmt: skip
     workers = [
-        Worker(tmp_path, i, redis_server.url, {**settings, "SPY_FILE": str(tmp_path / f"spy-{i}")},
+        Worker(directory, i, redis_url, {**settings, "SPY_FILE": str(directory / f"spy-{i}")},
                spider="storm")
         for i in range(3)
     ]  # fmt: skip
-    for worker in workers:
-        worker.finish()
+    return url, workers
+
+
+def check_storm(
+    site: SiteServer, url: str, key: str, directory: Path, workers: list[Worker], requests: int
+) -> None:
+    """Once any worker has written a pause to Redis, no navigation on any
+    worker passed its last pause check until the window the site announced
+    ended; every arrival inside a window came from a navigation checked
+    before the pause was known (see the test below)."""
     assert sorted(all_items(workers).elements()) == list(range(requests))
     spied = [
         json.loads(line)
-        for i in range(3)
-        for line in (tmp_path / f"spy-{i}").read_text(encoding="utf-8").splitlines()
+        for i in range(len(workers))
+        for line in (directory / f"spy-{i}").read_text(encoding="utf-8").splitlines()
     ]
     navigations = {r["navigate"]: r["checked"] for r in spied if "navigate" in r}
     announced = sorted(record["t"] for record in spied if "pause" in record)
@@ -212,6 +221,30 @@ def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
     assert 1 <= sum(worker.stat("cdp_pool/host_pauses") for worker in workers) <= requests // 3
 
 
+@pytest.mark.xdist_group("cluster-storm")
+def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """A rate-limit storm (every third request 429 with ``Retry-After`` 1 or
+    2 s) on three workers. Checked as the one-process storm test does, on one
+    clock (``time.monotonic()`` is system-wide): once any worker has written a
+    pause to Redis, no navigation on any worker passes its last pause check
+    until the window the site announced ends; every arrival inside a window
+    comes from a navigation checked before the pause was known.
+
+    A navigation's time is when its handler's check (``remaining(host)``, one
+    Redis call, right before the navigation) began: a check that began after
+    the pause was written sees it. (The navigation's own start, a little later
+    in another process, can fall after another worker's write on a loaded
+    machine: across processes nothing is atomic but the Redis call.)"""
+    requests = 60
+    key = token()
+    url, workers = start_storm(site, redis_server.url, tmp_path, requests, key)
+    for worker in workers:
+        worker.finish()
+    check_storm(site, url, key, tmp_path, workers, requests)
+
+
 @pytest.mark.xdist_group("cluster-oom")
 def test_redis_out_of_memory_mid_crawl_loses_nothing_and_does_nothing_twice(
     job: Job, redis_server: RedisServer
@@ -222,7 +255,7 @@ def test_redis_out_of_memory_mid_crawl_loses_nothing_and_does_nothing_twice(
     workers closing with ``shutdown`` at exit 0, pages lost. Now: every page
     once, each identity in flight once at a time, exit status 0, one ERROR
     naming the cause per worker that met it."""
-    workers = start_workers(job, redis_server, count=2)
+    workers = start_workers(job, redis_server.url, count=2)
     wait_for_item(workers, count=40)
     with redis_server.client() as client:
         client.config_set("maxmemory-policy", "noeviction")

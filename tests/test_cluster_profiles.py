@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 import pytest_twisted
+import redis
 import scrapy
 from scrapy.utils.test import get_crawler
 
 from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
+from scrapy_cdp_pool.cluster.profile_hook import SharedProfilesMiddleware
 from scrapy_cdp_pool.cluster.profile_store import (
     STALE_WRITES_STAT,
     ProfileStoreUnreachable,
@@ -26,6 +28,7 @@ from scrapy_cdp_pool.cluster.profile_store import (
 )
 from tests.cluster_ops import PREFIX, run_worker, take_identity
 from tests.crawl import crawl
+from tests.latency_proxy import LatencyProxy
 from tests.profiles import cookie, temp_files, write_profile
 from tests.redis_server import RedisServer
 from tests.servers import SiteServer
@@ -160,6 +163,35 @@ def test_health_is_the_fleets(redis_server: RedisServer) -> None:
     two.adopt("alice", two.pull("alice"))
     assert two.retired("alice") == reason
     assert crawlers[1].stats.get_value("cdp_pool/profiles_retired") == 1
+
+
+def test_a_profile_and_its_retirement_are_read_in_one_round_trip(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Before each request of a profile the worker reads the fleet's copy
+    and its retirement: one round trip, counted as the exchanges through a
+    proxy (no delay) between the worker's client and Redis. Before: two (the
+    copy, then the retirement)."""
+    write_profile(tmp_path, "alice", session="valid-alice")
+    seeded(redis_server, tmp_path)
+    proxy = LatencyProxy(str(redis_server.socket), delay_ms=(0.0, 0.0))
+    client = redis.Redis.from_url(proxy.url)
+    try:
+        crawler = get_crawler()
+        shared = SharedProfiles(client, PREFIX, owner="w", directory=tmp_path)
+        health = FleetHealthBook(crawler.stats, 3, client, PREFIX, crawler=crawler)
+        middleware = SharedProfilesMiddleware(crawler, shared, health)
+        client.ping()  # connected: its handshake is not counted
+        exchanges = proxy.chunks
+        # what process_request runs in a thread before each request of the profile
+        assert middleware._read("alice") is None  # in service
+        assert proxy.chunks - exchanges == 2  # one request, one answer
+        assert shared.load("alice").storage_state == state_with("valid-alice")
+        redis_server.client().hset(f"{PREFIX}profile_health:alice", "retired", "by hand")
+        assert middleware._read("alice") == "by hand"
+    finally:
+        client.close()
+        proxy.stop()
 
 
 @pytest.mark.parametrize("browser", ["lightpanda"])

@@ -1,4 +1,5 @@
-"""Frontier: one worker's calls to the cluster's Redis, one round trip each.
+"""Frontier: one worker's calls to the cluster's Redis, one round trip each
+at most (a push of a fingerprint known to be stored makes none).
 
 A thin layer over the Lua scripts of :mod:`scrapy_cdp_pool.cluster.scripts`
 with redis-py's blocking client: Scrapy's scheduler interface
@@ -112,6 +113,11 @@ _SCORE_STEP = 2**33
 SCAN_GATES = 1000
 """Most gates one take looks at (each one parked when closed), so one script
 call never runs long; when reached, the take returns nothing and is asked again."""
+KNOWN_FINGERPRINTS = 100_000
+"""Most fingerprints a worker remembers as stored in a ``seen`` set (by its
+own pushes, or Redis's answer that they were there): a push of one of them is
+refused without a round trip. Past this many the memory is cleared (about
+100 bytes each) and filled again."""
 SEEN = "seen"
 START_SEEN = "start_seen"
 
@@ -177,6 +183,9 @@ class Frontier:
         self.max_deliveries = max_deliveries
         #: round trips made (each call below is one)
         self.calls = 0
+        #: (seen set, fingerprint) known to be in Redis: the sets only grow
+        #: while the crawl lives (a lost crawl closes the spider)
+        self._known: set[tuple[str, bytes]] = set()
         self._push = client.register_script(scripts.PUSH)
         self._take = client.register_script(scripts.TAKE)
         self._settle = client.register_script(scripts.SETTLE)
@@ -198,16 +207,29 @@ class Frontier:
 
     def push(self, data: bytes, gate: str, priority: int, seen: str = "", fp: bytes = b"") -> bool:
         """Store a request under ``gate``; ``False`` when ``fp`` was in the set
-        ``seen`` already (nothing stored). :raises ValueError: see :func:`score_base`."""
+        ``seen`` already (nothing stored). A fingerprint this worker already
+        knows to be there (:data:`KNOWN_FINGERPRINTS`) is refused without a
+        round trip. :raises ValueError: see :func:`score_base`."""
         base = score_base(priority)
-        return bool(self._run(self._push, seen, fp, gate, base, data))
+        if seen and (seen, fp) in self._known:
+            return False
+        stored = bool(self._run(self._push, seen, fp, gate, base, data))
+        if seen:
+            if len(self._known) >= KNOWN_FINGERPRINTS:
+                self._known.clear()
+            self._known.add((seen, fp))
+        return stored
 
-    def take(self, acks: Iterable[str] = (), feed_key: str = "") -> Taken:
-        """Acknowledge ``acks`` (lease ids), move items from the feed
-        ``feed_key`` (if any: a list, set or sorted set) into the frontier when
-        it runs low, then take a request. A feed entry's ``data`` starts with
+    def take(
+        self, acks: Iterable[str] = (), feed_key: str = "", releases: Iterable[str] = ()
+    ) -> Taken:
+        """Settle ``releases`` (``r:<id>`` ops, see :meth:`settle`), acknowledge
+        ``acks`` (lease ids), move items from the feed ``feed_key`` (if any: a
+        list, set or sorted set) into the frontier when it runs low, then take
+        a request, all in one round trip. ``Taken.settled`` counts the acks. A
+        feed entry's ``data`` starts with
         :data:`~scrapy_cdp_pool.cluster.scripts.FEED_MARK`."""
-        ops = [f"a:{lease}" for lease in acks]
+        ops = [*releases, *(f"a:{lease}" for lease in acks)]
         self.calls += 1
         raw = self._take(
             keys=[self.route_key, feed_key] if feed_key else [self.route_key],

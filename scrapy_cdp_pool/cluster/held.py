@@ -3,8 +3,10 @@ the acknowledgement.
 
 - :meth:`release` (a finish hook of the crawler's
   :class:`~scrapy_cdp_pool.core.gates.RequestGates`): the download is
-  over, the profile lock and host slot go back at once (one round trip; kept
-  for later while Redis cannot be reached);
+  over, the profile lock and host slot go back with the scheduler's next take
+  (:meth:`take_ops`, no round trip of their own), or on their own after
+  :data:`RELEASE_FLUSH_S` when no take came (the engine takes nothing while a
+  budget is used up); kept for later while Redis cannot be reached;
 - :meth:`finished`: the leases of the requests the engine is done with, for the
   scheduler's next call to acknowledge;
 - every third of ``CDP_POOL_CLUSTER_LEASE_SECONDS`` all leases (and profile
@@ -45,6 +47,10 @@ logger = logging.getLogger(__name__)
 
 LEASE_META_KEY = "_cdp_cluster_lease"
 """The id of the lease under which this worker holds the request."""
+RELEASE_FLUSH_S = 0.01
+"""How long a release waits to ride on the scheduler's next take (the engine
+asks for its next request right after a download ends) before it is sent on
+its own, seconds."""
 
 
 class HeldRequests:
@@ -67,6 +73,7 @@ class HeldRequests:
         self._lost: set[str] = set()  # leases a renewal found lost (their requests not started)
         self._ops: list[str] = []  # releases waiting for Redis
         self._renewal: Any = None
+        self._flush_timer: Any = None
         gates.add_finish_hook(self.release)
         gates.add_launch_check(self.check_launch)
 
@@ -134,17 +141,24 @@ class HeldRequests:
         return len(self._requests)
 
     def release(self, request: Request) -> None:
-        """The download is over: give back the profile lock and host slot now
-        (the request itself is acknowledged when the engine is done with it)."""
+        """The download is over: give back the profile lock and host slot with
+        the next take, or within :data:`RELEASE_FLUSH_S` (the request itself
+        is acknowledged when the engine is done with it)."""
         lease = request.meta.get(LEASE_META_KEY)
         if lease is None or lease not in self._requests:
             return
         request.meta.pop(_TOKEN_META_KEY, None)  # released here, in one step
         self._ops.append(f"r:{lease}")
+        if self._flush_timer is None:
+            self._flush_timer = call_later(RELEASE_FLUSH_S, self._flush_late)
+
+    def _flush_late(self) -> None:
+        self._flush_timer = None
         self.flush()
 
     def flush(self) -> bool:
-        """Send the releases kept while Redis could not be reached; whether none is left."""
+        """Send the releases not sent yet (no take came, or Redis could not be
+        reached); whether none is left."""
         if not self._ops:
             return True
         ops = list(self._ops)
@@ -161,6 +175,10 @@ class HeldRequests:
         ops, self._ops = self._ops, []
         return ops
 
+    def keep_ops(self, ops: list[str]) -> None:
+        """Releases from :meth:`take_ops` that could not be sent: kept, first."""
+        self._ops[:0] = ops
+
     def start_renewal(self) -> None:
         self._renewal = call_later(self.link.lease_s / 3, self._renew)
 
@@ -168,6 +186,9 @@ class HeldRequests:
         if self._renewal is not None:
             self._renewal.cancel()
             self._renewal = None
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
 
     def _renew(self) -> None:
         """Renew every lease held, then schedule the next renewal, whatever

@@ -11,10 +11,10 @@ The crawl calls the book synchronously on its event loop (as it calls
 :class:`~scrapy_cdp_pool.profiles.health.HealthBook`, whose local counts and
 ``cdp_pool/profile/<name>/...`` stats it keeps); the Redis writes go, in order,
 through one thread of this worker. A retirement decided by the fleet is taken
-in at the next call and logged once (WARNING), and
-:meth:`FleetHealthBook.pull` reads the fleet's verdict before each request of
-the profile. So a failure on one worker retires the profile for a request
-another worker starts a Redis round trip later at most.
+in at the next call and logged once (WARNING), and the fleet's verdict is read
+before each request of the profile (with the profile, in one round trip:
+:meth:`FleetHealthBook.retired_field`). So a failure on one worker retires the
+profile for a request another worker starts a Redis round trip later at most.
 """
 
 from __future__ import annotations
@@ -112,11 +112,17 @@ class FleetHealthBook(HealthBook):
     def pull(self, name: str) -> str | None:
         """The fleet's retirement reason for ``name`` (blocks on Redis: call
         it in a thread), ``None`` while in service."""
-        reason = self.redis.hget(self.key(name), "retired")
+        reason = self.redis.hget(*self.retired_field(name))
         return _text(reason) if reason is not None else None
 
+    def retired_field(self, name: str) -> tuple[str, str]:
+        """``(hash key, field)`` of the fleet's retirement reason for ``name``
+        (absent while in service): read with the profile, in one round trip."""
+        return self.key(name), "retired"
+
     def adopt(self, name: str, reason: str | None) -> None:
-        """Take in the fleet's verdict read by :meth:`pull` (on the event loop)."""
+        """Take in the fleet's verdict (read with the profile, in a thread; here
+        on the event loop)."""
         if reason is not None and super().retired(name) is None:
             super().retire(name, reason)
             logger.warning("Profile %r %s", name, reason, extra={"crawler": self.crawler})

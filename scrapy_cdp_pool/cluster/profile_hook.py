@@ -13,7 +13,7 @@ health; nothing else in the profile code changes:
 - at ``spider_opened``: seeds the store from ``CDP_POOL_PROFILES_DIR`` (each
   profile the cluster does not hold yet) and logs what it did;
 - before each request of a profile: reads the fleet's latest copy of the
-  profile and its health in a thread (one Redis round trip each), and
+  profile and its retirement in a thread (one Redis round trip for both), and
   remembers the request's fencing token (:data:`FENCING_TOKEN_META_KEY`, set
   by the frontier's take) for the save-back that follows its render;
 - at ``spider_closed``: waits for the health writes still queued.
@@ -157,8 +157,8 @@ class SharedProfilesMiddleware:
         unreachable, the copy last read is used (a profile never read fails
         by name: :func:`~scrapy_cdp_pool.cluster.profile_store.unreachable`)."""
         try:
-            self.shared.fetch(name)
-            reason = self.health.pull(name)
+            _, retired = self.shared.fetch_and_read(name, self.health.retired_field(name))
+            reason = None if retired is None else retired.decode(errors="replace")
         except (ProfileStoreUnreachable, RedisError, OSError) as e:
             if not self._unreachable:
                 self._unreachable = True

@@ -222,8 +222,16 @@ class SharedProfiles:
         :raises ProfileFileError: not stored, or not valid (naming the key).
         :raises ProfileStoreUnreachable: Redis did not answer.
         """
+        return self.fetch_and_read(name)[0]
+
+    def fetch_and_read(
+        self, name: str, also: tuple[str, str] | None = None
+    ) -> tuple[Profile, bytes | None]:
+        """:meth:`fetch`, and with ``also = (key, field)`` that field of the
+        hash ``key`` read in the same round trip (``None`` when absent, or
+        without ``also``). Raises as :meth:`fetch`."""
         try:
-            profile = self._fetch(name)
+            profile, value = self._fetch(name, also)
         except ProfileStoreUnreachable:
             raise  # the copy last read stays in use
         except ProfileFileError:
@@ -232,15 +240,22 @@ class SharedProfiles:
             raise
         with self._lock:
             self._cache[name] = profile
-        return profile
+        return profile, value
 
-    def _fetch(self, name: str) -> Profile:
+    def _fetch(self, name: str, also: tuple[str, str] | None) -> tuple[Profile, bytes | None]:
         key = self.profile_key(name)
         bad_name = check_name(name)
         if bad_name:
             raise ProfileFileError(name, Path(key), bad_name)
+        value: bytes | None = None
         try:
-            state_text, identity_text = self.redis.hmget(key, ["state", "identity"])
+            if also is None:
+                state_text, identity_text = self.redis.hmget(key, ["state", "identity"])
+            else:  # one round trip for both
+                with self.redis.pipeline(transaction=False) as pipe:
+                    pipe.hmget(key, ["state", "identity"])
+                    pipe.hget(*also)
+                    (state_text, identity_text), value = pipe.execute()
         except (RedisError, RedisClusterException, OSError) as e:
             raise unreachable(name, key, "cannot be read", e) from None
         if state_text is None:
@@ -254,7 +269,7 @@ class SharedProfiles:
         identity = _parse(name, key, "identity", identity_text) if identity_text else {}
         _raise_problems(name, Path(key), identity_problems(identity))
         state_path, identity_path = self._paths(name)
-        return Profile(name, state_path, identity_path, state, identity)
+        return Profile(name, state_path, identity_path, state, identity), value
 
     def load(self, name: str) -> Profile:
         """Profile ``name`` as last fetched (:meth:`fetch`, which

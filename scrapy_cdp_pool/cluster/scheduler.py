@@ -19,9 +19,12 @@ Redis (:mod:`scrapy_cdp_pool.cluster.scripts`):
   :class:`~scrapy_cdp_pool.core.gates.RequestGates`), the request itself
   when the engine is done with it.
 
-Cost: one Redis round trip per call above (push, take, release), the
-acknowledgements riding on the next take; renewals one per third of a lease
-for all requests held. Inside Redis a take is O(log n) plus the closed gates it
+Cost: one Redis round trip per push and per take, the releases and
+acknowledgements riding on the next take (a release goes on its own only
+when no take comes soon: :data:`~scrapy_cdp_pool.cluster.held.RELEASE_FLUSH_S`);
+a push of a fingerprint this worker knows is stored makes none
+(:data:`~scrapy_cdp_pool.cluster.frontier.KNOWN_FINGERPRINTS`); renewals one
+per third of a lease for all requests held. Inside Redis a take is O(log n) plus the closed gates it
 parks on the way (each parked once per change of its state, never scanned
 again while closed: :mod:`~scrapy_cdp_pool.cluster.scripts`). When nothing
 may start but the crawl is not over, the engine is woken to take again after
@@ -97,6 +100,8 @@ POLL_S = (0.05, 1.0)
 over (others hold requests, or new ones may come): doubling from the first to
 the second, reset when a request is taken."""
 PENDING_FRESH_S = 1.0
+"""How long the fleet's figures of the last take (queued, leased) answer
+``has_pending_requests`` and ``len()`` without asking Redis, seconds."""
 
 
 class ClusterScheduler(BaseScheduler):
@@ -118,6 +123,7 @@ class ClusterScheduler(BaseScheduler):
         self._unstored: deque[Request] = deque()  # yielded while Redis was down
         self._local: deque[Request] = deque()  # unserializable: fail by name here
         self._pending: tuple[float, bool] = (0.0, False)
+        self._queued: tuple[float, int] = (-math.inf, 0)  # (when, fleet-wide queued)
         self._poll_s = POLL_S[0]
         self._feed_type = ""  # the feed key's type when the last take could not read it
 
@@ -258,15 +264,20 @@ class ClusterScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         if self._local:
             return self._local.popleft()
-        if self.link.down or not self._flush_unstored() or not self.held.flush():
+        if self.link.down or not self._flush_unstored():
             self.gates.wake(self.link.retry_in_s)
             return None
         if not self.gates.may_start():  # e.g. a used-up budget; it wakes the engine
+            self.held.flush()  # no take to ride on
             return None
         done = self._finished_leases()
+        releases = self.held.take_ops()  # the downloads ended: ride on this take
         try:
-            taken = self.link.call("take", lambda: self.frontier.take(done, self.link.feed_key))
+            taken = self.link.call(
+                "take", lambda: self.frontier.take(done, self.link.feed_key, releases)
+            )
         except RedisUnavailable:
+            self.held.keep_ops(releases)
             self.gates.wake(self.link.retry_in_s)
             return None
         self.held.forget(done)
@@ -288,6 +299,7 @@ class ClusterScheduler(BaseScheduler):
                 self.link.name, taken.requeued, extra={"crawler": self.crawler},
             )  # fmt: skip
         self._pending = (time.monotonic(), bool(taken.queued or taken.leased))
+        self._queued = (time.monotonic(), taken.queued)
         if taken.lease is None:
             if taken.queued or taken.leased or self.keep_open:
                 wait = self._poll_s if taken.wait_s is None else min(taken.wait_s, self._poll_s)
@@ -395,12 +407,22 @@ class ClusterScheduler(BaseScheduler):
         except RedisUnavailable:
             return True
         self._pending = (time.monotonic(), bool(queued or leased))
+        self._queued = (time.monotonic(), queued)
         if not (queued or leased) and not self.link.crawl_is_there():
             return True  # not finished: the crawl was lost (the spider is closing)
         return bool(queued or leased)
 
     def __len__(self) -> int:
-        try:
-            return self.link.call("pending", self.frontier.pending)[0] + len(self._unstored)
-        except RedisUnavailable:
-            return len(self._unstored)
+        """Requests queued fleet-wide (plus those this worker keeps until Redis
+        answers): as of the last take when it is under :data:`PENDING_FRESH_S`
+        old (the telemetry asks at every request scheduled, sent and answered:
+        a round trip each would be most of a page's), else asked of Redis."""
+        at, queued = self._queued
+        if time.monotonic() - at >= PENDING_FRESH_S:
+            try:
+                queued = self.link.call("pending", self.frontier.pending)[0]
+            except RedisUnavailable:
+                queued = 0
+            else:
+                self._queued = (time.monotonic(), queued)
+        return queued + len(self._unstored)

@@ -38,8 +38,8 @@ end
 local function split_gate(g)
   return string.match(g, '^([^|]*)|([^|]*)|(.*)$')
 end
-local function unpark(g)
-  redis.call('ZREM', P .. 'timed', g)
+local function rescore(g)
+  -- a gate that is not parked: in ready by its best request, out when empty
   local head = redis.call('ZRANGE', P .. 'q:' .. g, 0, 0, 'WITHSCORES')
   if #head > 0 then
     redis.call('ZADD', P .. 'ready', head[2], g)
@@ -47,9 +47,24 @@ local function unpark(g)
     redis.call('ZREM', P .. 'ready', g)
   end
 end
+local function unpark(g)
+  redis.call('ZREM', P .. 'timed', g)
+  rescore(g)
+end
 local function unpark_set(key)
-  for _, g in ipairs(redis.call('SMEMBERS', key)) do unpark(g) end
+  local gates = redis.call('SMEMBERS', key)
+  if #gates == 0 then return end
+  for _, g in ipairs(gates) do unpark(g) end
   redis.call('DEL', key)
+end
+local function queue(g, score, id)
+  -- a request into gate g; an unparked gate is in ready by its best
+  -- request, so ZADD LT keeps that (and adds the gate when it was empty)
+  redis.call('ZADD', P .. 'q:' .. g, score, id)
+  redis.call('INCR', P .. 'queued')
+  if not redis.call('ZSCORE', P .. 'timed', g) then
+    redis.call('ZADD', P .. 'ready', 'LT', score, g)
+  end
 end
 local function park(g, due)
   redis.call('ZREM', P .. 'ready', g)
@@ -79,11 +94,7 @@ local function requeue(id, lease, gate)
   release(id, lease)
   redis.call('DEL', P .. 'lease:' .. id)
   redis.call('ZREM', P .. 'leases', id)
-  if redis.call('HEXISTS', P .. 'req', id) == 1 then
-    redis.call('ZADD', P .. 'q:' .. gate, lease.score, id)
-    redis.call('INCR', P .. 'queued')
-    if not redis.call('ZSCORE', P .. 'timed', gate) then unpark(gate) end
-  end
+  if redis.call('HEXISTS', P .. 'req', id) == 1 then queue(gate, tonumber(lease.score), id) end
 end
 local function settle(op, id, worker)
   local lease = lease_of(id)
@@ -117,11 +128,8 @@ PUSH = (
 -- ARGV: prefix, seen set ('' for none), fingerprint, gate, base score, data
 if ARGV[2] ~= '' and redis.call('SADD', P .. ARGV[2], ARGV[3]) == 0 then return 0 end
 local id = redis.call('INCR', P .. 'seq')
-local g = ARGV[4]
 redis.call('HSET', P .. 'req', id, ARGV[6])
-redis.call('ZADD', P .. 'q:' .. g, tonumber(ARGV[5]) + id, id)
-redis.call('INCR', P .. 'queued')
-if not redis.call('ZSCORE', P .. 'timed', g) then unpark(g) end
+queue(ARGV[4], tonumber(ARGV[5]) + id, id)
 return id
 """
 )
@@ -134,14 +142,20 @@ TAKE = (
 -- KEYS: the crawl's route key, then the feed key, if any; ARGV: prefix, worker,
 -- lease ms, host concurrency
 -- (0: none), host interval ms (0: none), most gates to look at, leases of a
--- request that may run out before it is poisoned, then settle ops ('a:<id>' acks)
+-- request that may run out before it is poisoned, then settle ops ('r:<id>'
+-- releases, then 'a:<id>' acks: see SETTLE); settled counts the acks
 local worker = ARGV[2]
 local lease_ms = tonumber(ARGV[3])
 local conc = tonumber(ARGV[4])
 local interval = tonumber(ARGV[5])
 local now = now_ms()
 local max_deliveries = tonumber(ARGV[7])
-local settled = settle_all(worker, 8)
+local settled = 0
+for i = 8, #ARGV do
+  local op = string.sub(ARGV[i], 1, 1)
+  local done = settle(op, string.sub(ARGV[i], 3), worker)
+  if op == 'a' then settled = settled + done end
+end
 local feed_type = ''
 if #KEYS > 1 and tonumber(redis.call('GET', P .. 'queued') or '0') < FEED_BATCH then
   -- items pushed to the feed (a list, set or sorted set, read as scrapy-redis
@@ -163,9 +177,7 @@ if #KEYS > 1 and tonumber(redis.call('GET', P .. 'queued') or '0') < FEED_BATCH 
   for _, data in ipairs(items) do
     local id = redis.call('INCR', P .. 'seq')
     redis.call('HSET', P .. 'req', id, FEED_MARK .. data)
-    redis.call('ZADD', P .. 'q:' .. FEED_GATE, id, id)
-    redis.call('INCR', P .. 'queued')
-    if not redis.call('ZSCORE', P .. 'timed', FEED_GATE) then unpark(FEED_GATE) end
+    queue(FEED_GATE, id, id)
   end
 end
 redis.call('ZADD', P .. 'workers', now, worker)
@@ -232,7 +244,7 @@ for _ = 1, tonumber(ARGV[6]) do
     local id = top[1]
     redis.call('ZREM', P .. 'q:' .. g, id)
     redis.call('DECR', P .. 'queued')
-    unpark(g)
+    rescore(g)
     local token = ''
     if ident ~= '' then
       token = tostring(redis.call('INCR', P .. 'fence'))
@@ -255,7 +267,8 @@ end
 return result('', '', '')
 """
 )
-"""Acknowledge, move feed items in, reclaim expired leases, then take the best
+"""Release and acknowledge (the worker's settle ops ride on its take), move
+feed items in, reclaim expired leases, then take the best
 request whose gate is open: ``[id, data, fencing token, requeued, settled,
 queued, leased, ms to the next parked gate (-1: none), the feed key's type
 when the take could not read it ('' otherwise)]``; ``id`` is empty when none

@@ -1,0 +1,115 @@
+"""Redis round trips of the cluster frontier, counted by the client
+(``Frontier.calls``), against a real ``redis-server``: releases and
+acknowledgements ride on the next take, and a fingerprint a worker knows to be
+stored is refused without asking Redis."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import pytest_twisted
+import scrapy
+from scrapy.utils.misc import load_object
+from scrapy.utils.test import get_crawler
+
+from scrapy_cdp_pool import Addon
+from scrapy_cdp_pool.cluster.frontier import SEEN, Frontier
+from scrapy_cdp_pool.cluster.keys import gate_of
+from scrapy_cdp_pool.cluster.redis_client import connect
+from scrapy_cdp_pool.core.runtime import runtime_of
+from tests.cluster_harness import RedisServer, cluster
+from tests.profiles import token
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+def test_a_release_rides_on_the_take_that_follows(redis_server: RedisServer) -> None:
+    """Before: ``take`` had no releases (TypeError); a release was a round trip of its own."""
+    name = token()
+    client = connect(redis_server.url, 5)
+    one = Frontier(client, name, "w1", lease_s=30)
+    for label in (b"a1", b"a2"):
+        assert one.push(label, gate_of("h", "a"), 0)
+    first = one.take()
+    assert first.data == b"a1"
+    assert one.take().lease is None  # profile a is busy
+    calls = one.calls
+    second = one.take([first.lease or ""], releases=[f"r:{first.lease}"])
+    assert (second.data, second.settled, one.calls - calls) == (b"a2", 1, 1)
+    client.close()
+
+
+def test_a_fingerprint_known_to_be_stored_costs_no_round_trip(redis_server: RedisServer) -> None:
+    """Before: every push of a duplicate was a round trip."""
+    name = token()
+    client = connect(redis_server.url, 5)
+    one, two = (Frontier(client, name, worker, lease_s=30) for worker in ("w1", "w2"))
+    assert one.push(b"r", gate_of("h", ""), 0, SEEN, b"fp")
+    calls = one.calls
+    assert not one.push(b"r", gate_of("h", ""), 0, SEEN, b"fp")
+    assert one.calls == calls  # its own push: known
+    assert not two.push(b"r", gate_of("h", ""), 0, SEEN, b"fp")
+    assert not two.push(b"r", gate_of("h", ""), 0, SEEN, b"fp")
+    assert two.calls == 1  # Redis said so once
+    assert client.hlen(f"{one.prefix}req") == 1
+    client.close()
+
+
+class Spider(scrapy.Spider):
+    name = "round-trips"
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_scheduler_path_makes_two_round_trips_per_request(
+    redis_server: RedisServer,
+) -> None:
+    """The scheduler driven as the engine drives it (each request handed out,
+    downloaded, its callback yielding one new request and two duplicates, then
+    done, ``len(scheduler)`` asked three times as the telemetry asks it),
+    counted exactly: the engine's own loop is replaced by these calls, since
+    its timing would make the count vary. Before: 8 round trips per request
+    (take, push, two duplicate pushes, release, three ``len``); after: 2 (take
+    with the release and acknowledgement, push)."""
+    settings: dict[str, Any] = {"ADDONS": {Addon: 0}, **cluster(redis_server.url, token())}
+    crawler = get_crawler(Spider, settings)
+    spider = crawler._create_spider()
+    crawler.spider = spider
+    in_progress: set[scrapy.Request] = set()
+    nextcall = SimpleNamespace(schedule=lambda: None)  # the engine's loop: nothing to wake
+    crawler.engine = SimpleNamespace(_slot=SimpleNamespace(inprogress=in_progress,  # type: ignore[assignment]
+                                                           nextcall=nextcall))  # fmt: skip
+    gates = runtime_of(crawler).gates
+    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
+    scheduler.open(spider)
+
+    def request(n: int) -> scrapy.Request:
+        return scrapy.Request(f"http://127.0.0.1:9/{n}", meta={"cdp_profile": f"p{n % 3}"})
+
+    total, warm_up = 40, 10
+    scheduler.enqueue_request(request(0))
+    calls = 0
+    for n in range(1, total + 1):
+        if n == warm_up:
+            calls = scheduler.frontier.calls
+        taken = scheduler.next_request()
+        assert taken is not None
+        in_progress.add(taken)
+        assert len(scheduler) >= 0  # the request reached the downloader
+        scheduler.enqueue_request(request(n))
+        for duplicate in (0, n - 1):
+            assert not scheduler.enqueue_request(request(duplicate))
+        assert len(scheduler) >= 0  # scheduled
+        gates.on_finished(taken)  # the download is over
+        assert len(scheduler) >= 0  # its response received
+        in_progress.discard(taken)  # ...and the engine is done with it
+    assert scheduler.frontier.calls - calls == 2 * (total + 1 - warm_up)
+    scheduler.close("finished")
+    assert crawler.stats.get_value("cdp_pool/cluster/acked") == total
