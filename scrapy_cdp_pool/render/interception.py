@@ -12,7 +12,6 @@ profile's credentials.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 import time
@@ -20,12 +19,22 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from scrapy.http import HtmlResponse
-from scrapy.responsetypes import responsetypes
-
 from scrapy_cdp_pool.browser.cdp import CDPError, CDPRequestTooLarge
 from scrapy_cdp_pool.errors import NavigationForbidden, ResponseTooLarge
+from scrapy_cdp_pool.render.body_stream import read_body_prefix, read_body_stream
 from scrapy_cdp_pool.render.document import DocumentResponse
+from scrapy_cdp_pool.render.document_kind import (
+    NO_BODY_STATUSES,
+    bom_charset,
+    content_length,
+    is_raw_document,
+    is_unlabelled,
+    joined,
+    looks_like_html,
+    names_no_charset,
+    same_origin,
+    shareable,
+)
 from scrapy_cdp_pool.render.downloads import PageDownload, download_name, is_download
 from scrapy_cdp_pool.render.private_network import PrivateNetworkRule
 from scrapy_cdp_pool.render.redirects import hands_back_redirects, is_handed_back
@@ -35,106 +44,6 @@ if TYPE_CHECKING:
     from scrapy_cdp_pool.render.page import Page
 
 logger = logging.getLogger(__name__)
-
-_HTML_TYPES = ("text/html", "application/xhtml+xml")
-_NO_BODY_STATUSES = (204, 205, 304)
-
-
-def is_raw_document(status: int, headers: list[tuple[str, str]]) -> bool:
-    """Whether a main document is returned as its original bytes rather than
-    rendered: no body by status, an attachment, or not HTML."""
-    if status in _NO_BODY_STATUSES:
-        return True
-    content_type = disposition = ""
-    for name, value in headers:
-        lowered = name.lower()
-        if lowered == "content-type":
-            content_type = value.split(";")[0].strip().lower()
-        elif lowered == "content-disposition":
-            disposition = value.strip().lower()
-    if disposition.startswith("attachment"):
-        return True
-    return bool(content_type) and content_type not in _HTML_TYPES
-
-
-def joined(headers: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
-    """A request's headers, a repeated one's values joined with ", " in one
-    header (RFC 9110 5.3): the browsers keep only the last entry of a name
-    handed to them several times, so ``[("X", "foo"), ("X", "bar")]`` sent
-    only ``X: bar``. First spelling and order of names kept."""
-    values: dict[str, tuple[str, list[str]]] = {}
-    for name, value in headers:
-        values.setdefault(name.lower(), (name, []))[1].append(value)
-    return [(name, ", ".join(parts)) for name, parts in values.values()]
-
-
-#: byte order marks of the encodings the HTML standard sniffs, and the charset
-#: each one means (its "BOM sniffing" step; UTF-8's needs no label)
-_UTF16_BOMS = ((b"\xff\xfe", "utf-16le"), (b"\xfe\xff", "utf-16be"))
-
-
-def bom_charset(body: bytes) -> str | None:
-    """The charset ``body``'s UTF-16 byte order mark names, ``None`` for none."""
-    return next((charset for bom, charset in _UTF16_BOMS if body.startswith(bom)), None)
-
-
-def names_no_charset(headers: list[tuple[str, str]]) -> bool:
-    """Whether the ``Content-Type`` (if any) names no charset."""
-    return not any(
-        name.lower() == "content-type" and "charset=" in value.lower() for name, value in headers
-    )
-
-
-def same_origin(url: str, other: str) -> bool:
-    """Whether two URLs have one origin: scheme, host and port (the scheme's
-    default port when none is written)."""
-    a, b = urlsplit(url), urlsplit(other)
-    defaults = {"http": 80, "https": 443}
-    try:
-        ports = (a.port or defaults.get(a.scheme), b.port or defaults.get(b.scheme))
-    except ValueError:  # a port that is not a number
-        return False
-    return (a.scheme, a.hostname) == (b.scheme, b.hostname) and ports[0] == ports[1]
-
-
-def is_unlabelled(headers: list[tuple[str, str]]) -> bool:
-    """Whether a response has no ``Content-Type`` (or an empty one), so its
-    body must be looked at to know what it is."""
-    return not any(
-        name.lower() == "content-type" and value.split(";")[0].strip() for name, value in headers
-    )
-
-
-def looks_like_html(url: str, body: bytes) -> bool:
-    """Whether an unlabelled body is HTML, as Scrapy decides for a plain
-    request (its URL's extension, then the body's first bytes)."""
-    response_class = responsetypes.from_args(url=url, body=body[:5000])
-    return issubclass(response_class, HtmlResponse)
-
-
-def shareable(headers: list[dict[str, str]]) -> bool:
-    """Whether a response with these CDP headers (``[{"name", "value"}]``)
-    may be served from a cache to another profile or cookie jar: not when
-    it sets a cookie, is ``Cache-Control: private``, or has a ``Vary`` naming
-    ``Cookie`` (or ``*``)."""
-    for header in headers:
-        name = header.get("name", "").lower()
-        fields = {f.strip().lower() for f in header.get("value", "").split(",")}
-        if name == "set-cookie":
-            return False
-        if name == "vary" and ("cookie" in fields or "*" in fields):
-            return False
-        if name == "cache-control" and any(f.startswith("private") for f in fields):
-            return False
-    return True
-
-
-def _content_length(headers: list[tuple[str, str]]) -> int | None:
-    for name, value in headers:
-        if name.lower() == "content-length" and value.strip().isdigit():
-            return int(value)
-    return None
-
 
 PRIVATE_NETWORK = "private_network"
 """The key of ``DocumentTracker.blocked`` for the page's requests refused by
@@ -347,7 +256,7 @@ class FetchInterceptor:
         request_id = params["requestId"]
         headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
         url = str(params.get("request", {}).get("url", ""))
-        length = _content_length(headers)
+        length = content_length(headers)
         content_type = next((v for k, v in headers if k.lower() == "content-type"), "")
         record = PageDownload(
             url=url,
@@ -412,7 +321,7 @@ class FetchInterceptor:
             await self.page.command("Fetch.continueRequest", {"requestId": request_id})
             return
         maxsize = self.page.spec.maxsize
-        expected = _content_length(headers)
+        expected = content_length(headers)
         if maxsize and expected is not None and expected > maxsize:
             raise ResponseTooLarge(self.page.spec.url, expected, maxsize, expected=True)
         document = DocumentResponse(
@@ -423,7 +332,7 @@ class FetchInterceptor:
             received_at=time.monotonic(),
         )
         method = params.get("request", {}).get("method")
-        has_body = status not in _NO_BODY_STATUSES and method != "HEAD"
+        has_body = status not in NO_BODY_STATUSES and method != "HEAD"
         body: bytes | None = None
         if has_body and is_unlabelled(headers):
             # No Content-Type: what the body is decides, as Scrapy's
@@ -588,73 +497,3 @@ class FetchInterceptor:
             )
         except CDPError as e:
             logger.debug("%s: aborting a paused request: %r", self.page.spec.url, e)
-
-
-#: bytes asked for per ``IO.read`` of a streamed body
-STREAM_READ_BYTES = 1 << 20
-
-
-async def read_body_prefix(page: Page, request_id: str, limit: int) -> tuple[bytes, bool]:
-    """At most ``limit`` bytes of a paused response's body, read in chunks of
-    :data:`STREAM_READ_BYTES`, and whether that is all of it; reading stops
-    as soon as it passes ``limit`` (the stream is closed; the caller then
-    fails the request, which ends the transfer)."""
-    if limit <= 0:
-        return b"", False
-    body, _, complete = await _read_stream(page, request_id, limit)
-    return body, complete
-
-
-async def read_body_stream(page: Page, request_id: str, url: str, maxsize: int) -> bytes:
-    """A paused response's body read in chunks of :data:`STREAM_READ_BYTES`
-    (``Fetch.takeResponseBodyAsStream``, ``IO.read``), stopped as soon as it
-    passes ``maxsize`` bytes; the stream is closed either way (the caller
-    then fails the request, which ends the transfer).
-
-    :raises ResponseTooLarge: past ``maxsize`` (not all of it read).
-    """
-    body, read, complete = await _read_stream(page, request_id, maxsize)
-    if not complete:
-        raise ResponseTooLarge(url, read, maxsize, expected=False)
-    return body
-
-
-async def _read_stream(page: Page, request_id: str, limit: int) -> tuple[bytes, int, bool]:
-    """The body as a stream, read until its end or until more than ``limit``
-    bytes came: ``(at most limit bytes, bytes read, whether it ended)``; the
-    stream is closed either way."""
-    taken = await page.command("Fetch.takeResponseBodyAsStream", {"requestId": request_id})
-    handle = taken["stream"]
-    chunks: list[bytes] = []
-    size = 0
-    try:
-        while True:
-            result = await page.command("IO.read", {"handle": handle, "size": STREAM_READ_BYTES})
-            data = result.get("data", "")
-            chunk = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                return b"".join(chunks)[:limit], size, False
-            if result.get("eof"):
-                return b"".join(chunks), size, True
-    finally:
-        closing = asyncio.ensure_future(page.command("IO.close", {"handle": handle}))
-        closing.add_done_callback(_ignore_result)
-
-
-def _ignore_result(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()  # an answer nobody waits for (the page may be gone)
-
-
-def cdp_resource_type(name: str) -> str:
-    special = {
-        "xhr": "XHR",
-        "texttrack": "TextTrack",
-        "eventsource": "EventSource",
-        "websocket": "WebSocket",
-        "signedexchange": "SignedExchange",
-        "cspviolationreport": "CSPViolationReport",
-    }
-    return special.get(name, name.capitalize())

@@ -10,7 +10,7 @@ from typing import Any
 
 from scrapy_cdp_pool.browser.backends import CHROMIUM, Backend
 from scrapy_cdp_pool.browser.cdp import CDPConnection
-from scrapy_cdp_pool.render.interception import cdp_resource_type
+from scrapy_cdp_pool.render.document_kind import cdp_resource_type
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.render.spec import RenderSpec
 from scrapy_cdp_pool.settings.url_patterns import fetch_url_pattern

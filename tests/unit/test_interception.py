@@ -15,7 +15,8 @@ import pytest_twisted
 from scrapy_cdp_pool.browser.backends import CHROMIUM, Backend
 from scrapy_cdp_pool.render.body_size import BodySizeGuard
 from scrapy_cdp_pool.render.document import DocumentTracker
-from scrapy_cdp_pool.render.interception import FetchInterceptor, is_raw_document, shareable
+from scrapy_cdp_pool.render.document_kind import is_raw_document, shareable
+from scrapy_cdp_pool.render.interception import FetchInterceptor
 
 TARGET = "T1"
 
