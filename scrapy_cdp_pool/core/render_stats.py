@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.core.boundary import error_kind
 from scrapy_cdp_pool.render.cookies import MAX_COOKIE_BYTES, MAX_COOKIES_PER_DOMAIN
+from scrapy_cdp_pool.render.document_kind import content_length
 from scrapy_cdp_pool.render.interception import FAVICON, PRIVATE_NETWORK
 from scrapy_cdp_pool.render.redirects import is_handed_back
 
@@ -143,7 +144,7 @@ class RenderStats:
                 self.stats.inc_value("cdp_pool/console_messages", messages)
             if "exception" in kinds:
                 self.stats.inc_value("cdp_pool/page_errors", kinds.count("exception"))
-        announced = None if result.rendered else _content_length(result.headers)
+        announced = None if result.rendered else content_length(result.headers)
         size = announced if announced is not None else len(result.body)
         if warnsize and size > warnsize:
             # meta["download_warnsize"] or DOWNLOAD_WARNSIZE, in plain Scrapy's words
@@ -179,13 +180,6 @@ class RenderStats:
             self.stats.set_value("cdp_pool/dedicated_servers/started", dedicated.started)
             self.stats.set_value("cdp_pool/dedicated_servers/stopped", dedicated.stopped)
             self.stats.set_value("cdp_pool/dedicated_servers/running_max", dedicated.running_max)
-
-
-def _content_length(headers: list[tuple[str, str]]) -> int | None:
-    for name, value in headers:
-        if name.lower() == "content-length" and value.strip().isdigit():
-            return int(value)
-    return None
 
 
 def _outcome_stat(result: RenderResult) -> str:
