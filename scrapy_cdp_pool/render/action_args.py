@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 
 LOAD_STATES = ("load", "domcontentloaded", "networkidle")
 
+#: the longest wait an action may be given, seconds (a day): an action's
+#: ``timeout`` and ``wait_for_timeout``'s milliseconds above it are refused
+#: (the request's ``download_timeout`` ends every action sooner anyway)
+MAX_WAIT_S = 86_400.0
+
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -43,8 +48,10 @@ def wait_for_selector(action: Action) -> None:
 
 
 def wait_for_timeout(action: Action) -> None:
-    if action.args[0] < 0:
-        raise ValueError(f"{action.args[0]!r} milliseconds: must be >= 0")
+    if not 0 <= action.args[0] <= MAX_WAIT_S * 1000:
+        raise ValueError(
+            f"{action.args[0]!r} milliseconds: must be >= 0 and at most {MAX_WAIT_S * 1000:g}"
+        )
 
 
 def wait_for_load_state(action: Action) -> None:

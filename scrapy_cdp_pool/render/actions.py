@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,6 +23,7 @@ from scrapy_cdp_pool.browser.backends import Backend, Capability
 from scrapy_cdp_pool.errors import ActionUnsupported
 from scrapy_cdp_pool.render import action_args as args
 from scrapy_cdp_pool.render import input_steps, screenshots, wait_steps
+from scrapy_cdp_pool.render.action_args import MAX_WAIT_S
 from scrapy_cdp_pool.render.elements import report_grace_s, wait_for_selector
 
 if TYPE_CHECKING:
@@ -216,8 +216,11 @@ def parse_actions(raw: Any) -> tuple[Action, ...]:
                     f"(expected {_names(expected_kw)})"
                 )
         timeout = kwargs.get("timeout")
-        if timeout is not None and not (0 < timeout < math.inf):
-            raise ValueError(f"action #{index} {name!r}: timeout={timeout!r}; expected seconds > 0")
+        if timeout is not None and not (0 < timeout <= MAX_WAIT_S):
+            raise ValueError(
+                f"action #{index} {name!r}: timeout={timeout!r}; expected seconds > 0 and at "
+                f"most {MAX_WAIT_S:g}"
+            )
         action = Action(name, tuple(args), kwargs)
         if signature.check is not None:
             try:

@@ -50,6 +50,8 @@ BAD: list[tuple[Any, str]] = [
     (["click", "#a", {"modifiers": ["Ctrl"]}], "'click': modifier 'Ctrl' must be one of 'Alt'"),
     (["click", "#a", {"position": {"x": 1}}], "'click': position={'x': 1} must be {'x': number"),
     (["click", "#a", {"force": True}], "'click': unknown keyword 'force'"),
+    (["wait_for_timeout", 1e308], "1e+308 milliseconds: must be >= 0 and at most 8.64e+07"),
+    (["wait_for_timeout", float("nan")], "nan milliseconds: must be >= 0"),
 ]
 
 
@@ -76,7 +78,7 @@ def test_good_arguments_pass() -> None:
     assert len(actions) == 17
 
 
-@pytest.mark.parametrize("timeout", [-5, 0, float("nan"), float("inf")])
+@pytest.mark.parametrize("timeout", [-5, 0, float("nan"), float("inf"), 1e308, 86_401])
 def test_an_action_timeout_must_be_seconds_above_zero(timeout: float) -> None:
     with pytest.raises(ValueError, match=r"action #0 'wait_for_selector': timeout=.*seconds > 0"):
         parse_actions([["wait_for_selector", ".product", {"timeout": timeout}]])
