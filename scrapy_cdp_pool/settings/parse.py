@@ -73,11 +73,23 @@ def integer(minimum: int) -> Kind:
     return Kind(f"integer >= {minimum}", "", parse)
 
 
+#: the most ``CDP_POOL_CONNECTIONS`` a crawl may ask of one endpoint: one
+#: browser serves far fewer usefully (throughput peaks at 8 on Lightpanda,
+#: 2-3 on Chromium, docs/performance.md), and the embedded Lightpanda is
+#: started with twice as many client slots, which it caps at 65,535
+MAX_CONNECTIONS = 1024
+
+
 def _connections(settings: BaseSettings, name: str, default: Any) -> int:
     if settings.get(name) is None:
         embedded = not settings.getlist("CDP_POOL_ENDPOINTS")
         return default_connections(settings.get("CDP_POOL_BROWSER") or "lightpanda", embedded)
     value: int = integer(1).parse(settings, name, default)
+    if value > MAX_CONNECTIONS:
+        raise ValueError(
+            f"{name}: {value!r} is more than {MAX_CONNECTIONS} connections per endpoint "
+            "(one browser serves far fewer usefully; use more endpoints or servers)"
+        )
     return value
 
 
@@ -473,7 +485,7 @@ def _set_by_addon(settings: BaseSettings, name: str, default: Any) -> Any:
 
 BOOL = Kind("boolean", "", _boolean)
 OPTIONAL_BOOL = Kind("boolean or None", "", _optional_boolean)
-CONNECTIONS = Kind("integer >= 1", "", _connections)
+CONNECTIONS = Kind("integer from 1 to 1024", "", _connections)
 SECONDS = Kind("number > 0", "s", _seconds)
 MEGABYTES = Kind("number > 0", "MB", _megabytes)
 OPTIONAL_MEGABYTES = Kind("number > 0 or None", "MB", _optional_megabytes)

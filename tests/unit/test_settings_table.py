@@ -110,3 +110,15 @@ def test_an_unknown_setting_far_from_any_is_refused_by_name() -> None:
     settings = Settings({"CDP_POOL_ZZZ": 1, "OTHER_SETTING": 2})
     with pytest.raises(ValueError, match=r"^CDP_POOL_ZZZ is not a scrapy_cdp_pool setting"):
         PoolConfig.from_settings(settings)
+
+
+@pytest.mark.parametrize("connections", [1025, 40_000])
+def test_more_connections_than_one_browser_can_serve_are_refused_by_name(
+    connections: int,
+) -> None:
+    # 40,000 was accepted and started Lightpanda with --cdp-max-connections
+    # 80,000, which it refused ("range overflow"): the crawl ended
+    # cdp_pool_unavailable with a message naming no setting
+    settings = Settings({"CDP_POOL_CONNECTIONS": connections})
+    with pytest.raises(ValueError, match=r"^CDP_POOL_CONNECTIONS: .* more than 1024 connections"):
+        PoolConfig.from_settings(settings)
