@@ -27,6 +27,9 @@ from typing import Any
 
 import pytest
 
+from scrapy_cdp_pool.cluster import scripts
+from scrapy_cdp_pool.cluster.keys import key_prefix
+from scrapy_cdp_pool.cluster.redis_client import route_key
 from tests.redis_server import RedisServer
 from tests.servers import SiteServer
 from tests.test_resilience_hosts import records
@@ -114,3 +117,33 @@ def test_a_429_seen_by_one_worker_pauses_every_worker(
     print(f"{backend}: windows {windows}, arrivals {sorted(arrivals)}")
     assert inside == [], inside
     assert sum(a["stats"].get("cdp_pool/host_pauses", 0) for a in answers) == 3
+
+
+def test_a_start_claim_waits_for_the_answer_the_interval_and_pauses(
+    redis_server: RedisServer,
+) -> None:
+    """The claim script on a real Redis: one start of a host at a time until
+    its answer, then one interval; a paused host refuses claims; an answer
+    of a claim that is no longer the last changes nothing."""
+    client = redis_server.client()
+    prefix = key_prefix("claims")
+    claim = client.register_script(scripts.CLAIM_NAVIGATION)
+    answer = client.register_script(scripts.ANSWER_NAVIGATION)
+
+    def run(script: Any, *args: object) -> int:
+        return int(script(keys=[route_key(prefix)], args=[prefix, *args]))
+
+    assert run(claim, "a.test", "w1:1", 60_000) == 0
+    assert run(claim, "b.test", "w2:1", 60_000) == 0  # another host: its own
+    waiting = run(claim, "a.test", "w2:2", 60_000)
+    assert -60_000 <= waiting < 0  # no answer yet: look again
+    run(answer, "a.test", "w9:9", 500)  # not the last claim: nothing changes
+    assert run(claim, "a.test", "w2:2", 60_000) < 0
+    run(answer, "a.test", "w1:1", 500)
+    left = run(claim, "a.test", "w2:2", 60_000)
+    assert 0 < left <= 500  # answered: one interval from the answer
+    client.delete(f"{prefix}navigated:a.test")  # the interval ran out
+    client.set(f"{prefix}pause:a.test", 1, px=30_000)
+    assert 0 < run(claim, "a.test", "w2:2", 60_000) <= 30_000
+    client.delete(f"{prefix}pause:a.test")
+    assert run(claim, "a.test", "w2:2", 60_000) == 0
