@@ -1,7 +1,7 @@
 """The crawler's own reaction to a 429 with ``Retry-After`` (not run by the tests).
 
     python benchmarks/retry_after_reaction.py [--backends lightpanda,chromium]
-        [--requests 80] [--every 4] [--load N] [--stage response|middleware]
+        [--requests 80] [--every 4] [--load N] [--stage response|middleware] [--cluster]
 
 A real crawl per backend (``CONCURRENT_REQUESTS = 16``, the add-on's defaults
 otherwise; retries off, so that each request reaches the site once) of
@@ -25,6 +25,10 @@ Measured, on one clock (``time.monotonic()``, system-wide on Linux):
 ``--stage middleware``: the pause is set only where Scrapy's downloader
 middleware sees the response (the handler's report is turned off), as before
 the pause moved to the response stage: the "before" figures.
+
+``--cluster``: the crawl is one worker of a cluster crawl on a real
+``redis-server`` (on a Unix socket, started and stopped here): the pause is
+written to Redis before it is set, and that round trip is in the reaction.
 
 ``--load N``: ``N`` CPU hog processes run meanwhile (started and stopped by
 this script, by PID). Prints median, p95 and max per backend, in ms.
@@ -50,7 +54,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-def child(backend: str, url: str, requests: int, stage: str) -> None:
+def child(backend: str, url: str, requests: int, stage: str, redis_url: str) -> None:
     """One crawl, instrumented; prints one JSON line of 429 records."""
     import scrapy
     from scrapy.crawler import CrawlerProcess
@@ -101,6 +105,9 @@ def child(backend: str, url: str, requests: int, stage: str) -> None:
         "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS": 30,
     }
     settings.pop("CDP_POOL_CONNECTIONS")  # the default
+    if redis_url:
+        settings["CDP_POOL_CLUSTER_REDIS_URL"] = redis_url
+        settings["CDP_POOL_CLUSTER_NAME"] = f"reaction-{uuid.uuid4().hex[:8]}"
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(RecordingSpider)
     pages = [scrapy.Request(f"{url}{i}", meta={"cdp": True}) for i in range(requests)]
@@ -117,11 +124,12 @@ def _figures(values: list[float]) -> str:
     return f"{statistics.median(ordered):.3f} / {p95:.3f} / {ordered[-1]:.3f}"
 
 
-def run(backend: str, args: argparse.Namespace, base: str) -> None:
+def run(backend: str, args: argparse.Namespace, base: str, redis_url: str) -> None:
     key = uuid.uuid4().hex[:10]
     url = f"{base}/storm?key={key}&every={args.every}&after=1&i="
     crawl = subprocess.run(
-        [sys.executable, __file__, "--child", backend, url, str(args.requests), args.stage],
+        [sys.executable, __file__, "--child", backend, url, str(args.requests), args.stage,
+         redis_url],
         cwd=REPO, capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     if crawl.returncode != 0:
@@ -148,7 +156,8 @@ def run(backend: str, args: argparse.Namespace, base: str) -> None:
         received = record["received"]
         started_paused += sum(1 for t in sent_at.values() if t is not None and received < t < end)
     print(
-        f"{backend:<10} stage={args.stage:<10} load={args.load}  429s={len(reactions)}  "
+        f"{backend:<10} stage={args.stage:<10} load={args.load} cluster={args.cluster}  "
+        f"429s={len(reactions)}  "
         f"reaction ms (median / p95 / max): {_figures(reactions)}  "
         f"site to crawler ms: {_figures(to_crawler)}  "
         f"in before the pause: {sum(before)} (max {max(before, default=0)} per 429)  "
@@ -159,7 +168,7 @@ def run(backend: str, args: argparse.Namespace, base: str) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])
+        child(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], sys.argv[6])
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", default="lightpanda,chromium")
@@ -167,19 +176,24 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=4)
     parser.add_argument("--load", type=int, default=0, help="CPU hog processes meanwhile")
     parser.add_argument("--stage", choices=["response", "middleware"], default="response")
+    parser.add_argument("--cluster", action="store_true", help="one worker of a cluster crawl")
     args = parser.parse_args()
+    from tests.redis_server import RedisServer
     from tests.servers import SiteServer
 
     site = SiteServer()
+    redis_server = RedisServer() if args.cluster else None
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
     try:
         for backend in args.backends.split(","):
-            run(backend, args, site.base)
+            run(backend, args, site.base, redis_server.url if redis_server else "")
     finally:
         for hog in hogs:
             os.kill(hog.pid, signal.SIGKILL)
             hog.wait()
         site.stop()
+        if redis_server is not None:
+            redis_server.stop()
 
 
 if __name__ == "__main__":
