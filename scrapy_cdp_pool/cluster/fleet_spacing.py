@@ -5,9 +5,11 @@ where requests reach the site, as each worker's
 The frontier's take spaces the *takes* of a host fleet-wide; a worker then
 waits for its browser, a slot and a context, so two workers' navigations
 taken an interval apart could reach the site closer (measured: 0.44 s apart
-at 2 requests/s, 2 workers). So right before a navigation (or a plain
-request's download), after the worker's own spacing, the worker claims the
-host's next start in Redis (``<prefix>navigated:<host>``, one Lua step, one
+at 2 requests/s, 2 workers). So before a request takes a browser slot
+(holding none, outside its ``download_timeout``) the worker waits until the
+host's next start could be claimed (:meth:`FleetSpacing.wait_s`), and right
+before the navigation (or a plain request's download), after its own
+spacing, it claims that start in Redis (``<prefix>navigated:<host>``, one Lua step, one
 round trip): refused while the host is paused fleet-wide or while the last
 claim has not run out. A claim holds until its request's answer arrives (its
 document's status and headers, or its end without one), at most
@@ -55,21 +57,28 @@ class FleetSpacing:
         ``(seconds to wait, None)`` when not, ``(0.0, None)`` when Redis
         cannot serve (not claimed)."""
         token = f"{self.link.worker}:{next(self._tokens)}"
+        left = self._ask(host, token, "")
+        return (0.0, token) if left == 0 else (left, None)
+
+    def wait_s(self, host: str) -> float:
+        """Seconds until a claim of ``host`` could succeed (``0.0``: now, or
+        Redis cannot serve); nothing is claimed."""
+        return self._ask(host, "", "peek")
+
+    def _ask(self, host: str, token: str, mode: str) -> float:
         frontier = self.link.frontier
         try:
             left_ms = int(
                 self.link.call(
                     "navigation claim",
-                    lambda: frontier._run(self._claim, host, token, self.lease_ms),
+                    lambda: frontier._run(self._claim, host, token, self.lease_ms, mode),
                 )
             )
         except RedisUnavailable:
-            return 0.0, None
-        if left_ms == 0:
-            return 0.0, token
+            return 0.0
         if left_ms < 0:  # the last claim's answer may come any time: look again soon
-            return min(-left_ms / 1000, POLL_S), None
-        return left_ms / 1000, None
+            return min(-left_ms / 1000, POLL_S)
+        return left_ms / 1000
 
     def answered(self, host: str, token: str) -> None:
         """The start claimed with ``token`` has its answer (or ended): the

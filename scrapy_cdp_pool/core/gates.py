@@ -181,6 +181,9 @@ class FleetSpacing(Protocol):
         """Claim ``host``'s next start: ``(0.0, token)``, or ``(seconds to
         wait, None)``, or ``(0.0, None)`` when it cannot be claimed now."""
 
+    def wait_s(self, host: str) -> float:
+        """Seconds until a claim of ``host`` could succeed (nothing claimed)."""
+
     def answered(self, host: str, token: str) -> None:
         """The start claimed with ``token`` has its answer (or ended)."""
 

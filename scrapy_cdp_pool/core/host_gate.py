@@ -21,7 +21,7 @@ import asyncio
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
-from scrapy_cdp_pool.core.gates import HostPauses, RequestGates
+from scrapy_cdp_pool.core.gates import HostPauses, RequestGates, host_of
 from scrapy_cdp_pool.core.politeness import Turn
 from scrapy_cdp_pool.errors import CDPPoolError
 from scrapy_cdp_pool.render.session import RenderHooks
@@ -80,9 +80,22 @@ class HostGate:
 
     async def reserve(self, request: Request) -> Turn | None:
         """Wait for ``request``'s turn in its spaced slots (holding no
-        browser slot); ``None`` when no delay applies to it. A turn must be
-        :meth:`end`-ed, whatever happens."""
-        return await self._gates.spacing.reserve(request)
+        browser slot), and, in a cluster with a host rate, until the fleet's
+        next start of its host could be claimed; ``None`` when no delay
+        applies to it. A turn must be :meth:`end`-ed, whatever happens."""
+        turn = await self._gates.spacing.reserve(request)
+        fleet = self._gates.fleet_spacing
+        if turn is not None and fleet is not None:
+            try:
+                while True:
+                    left = fleet.wait_s(host_of(request))
+                    if left <= 0:
+                        break
+                    await asyncio.sleep(left)
+            except BaseException:
+                self.end(turn)
+                raise
+        return turn
 
     def end(self, turn: Turn | None) -> None:
         """The request of ``turn`` is over (see ``RequestSpacing.end``); a
