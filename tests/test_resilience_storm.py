@@ -6,11 +6,14 @@ a browser slot.
 
 Checked without a time threshold, on one clock (``time.monotonic()`` is
 system-wide on Linux): the site records each arrival and each window it
-announced; the crawler logs when the handler received each 429 ("Pausing
-requests", :class:`~scrapy_cdp_pool.resilience.HostPauseMiddleware`); spies
-on :meth:`Page.navigate` and on Scrapy's HTTP handler (they call the real
+announced; a spy on the render path's document tracker records when the
+crawler received each 429 (the ``received_at`` of its main document, taken at
+the browser's response stage, before the pause is set; a plain request's: the
+"Pausing requests" log line of
+:class:`~scrapy_cdp_pool.resilience.HostPauseMiddleware`); spies on
+:meth:`Page.navigate` and on Scrapy's HTTP handler (they call the real
 methods) record when each navigation, or plain download, started. No
-navigation starts between the handler receiving the 429 and the end of its
+navigation starts between the crawler receiving the 429 and the end of its
 window, and every arrival inside a window comes from a navigation that started
 before the handler received it. (Counting arrivals
 more than a few tens of ms into a window instead fails now and then on a loaded
@@ -30,6 +33,7 @@ from scrapy import Request
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.http import Response
 
+from scrapy_cdp_pool.render.document import DocumentResponse, DocumentTracker
 from scrapy_cdp_pool.render.page import Page
 from tests.crawl import crawl
 from tests.servers import SiteServer
@@ -56,6 +60,21 @@ def spy_starts(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
     return started
 
 
+def spy_429s(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """``time.monotonic()`` when the render path received each 429 (its
+    main document's ``received_at``)."""
+    received: list[float] = []
+    on_document = DocumentTracker.on_document
+
+    def spy(tracker: DocumentTracker, document: DocumentResponse) -> None:
+        if document.status == 429:
+            received.append(document.received_at)
+        on_document(tracker, document)
+
+    monkeypatch.setattr(DocumentTracker, "on_document", spy)
+    return received
+
+
 @pytest.mark.parametrize(
     ("browser", "connections", "requests"),
     [
@@ -77,6 +96,7 @@ async def test_no_request_reaches_a_host_inside_a_pause_it_announced(
 ) -> None:
     caplog.set_level("INFO", logger="scrapy_cdp_pool.resilience.host_pause")
     navigations = spy_starts(monkeypatch)
+    rendered_429s = spy_429s(monkeypatch)
     settings: dict[str, Any] = {"CDP_POOL_BROWSER": browser if browser != "plain" else "lightpanda"}
     if connections is not None:
         settings["CDP_POOL_CONNECTIONS"] = connections
@@ -93,11 +113,14 @@ async def test_no_request_reaches_a_host_inside_a_pause_it_announced(
     assert len(seen["windows"]) == requests // 3
     assert len(navigations) == requests
     epoch_to_monotonic = time.time() - time.monotonic()
-    received = sorted(  # when the handler received a 429
+    logged = [  # when the pause was set (a plain request's 429: when it was received)
         r.created - epoch_to_monotonic
         for r in caplog.records
         if r.getMessage().startswith("Pausing requests")
-    )
+    ]
+    if browser != "plain":
+        assert len(rendered_429s) == requests // 3
+    received = sorted(rendered_429s + logged)  # when the crawler received a 429
     started_inside: set[str] = set()  # navigations started while the handler knew of a pause
     unexplained: set[str] = set()  # arrivals inside a window, not from earlier navigations
     late_50ms: set[float] = set()  # the site-only figure: arrivals more than 50 ms into a window

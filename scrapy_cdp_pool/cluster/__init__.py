@@ -35,6 +35,10 @@ key                      type    holds
 ``P last:<host>``        string  when the last request to ``host`` started
                                  (``CDP_POOL_HOST_RATE``); PEXPIRE: the interval
 ``P pause:<host>``       string  when ``host``'s pause ends; PEXPIRE: then
+``P navigated:<host>``   string  the last navigation to ``host`` a worker
+                                 claimed (``CDP_POOL_HOST_RATE``): its token;
+                                 PEXPIRE: a lease until its answer, then the
+                                 interval
 ``P seen``               set     fingerprints the dupefilter let through
 ``P start_seen``         set     fingerprints of ``dont_filter`` start requests
                                  (stored once per crawl)

@@ -11,6 +11,10 @@ expiring then), so that:
   before it navigates) see pauses announced by any worker: one ``PTTL`` round
   trip each.
 
+With ``CDP_POOL_HOST_RATE`` it also installs the fleet's spacing of each
+host's starts (:mod:`~scrapy_cdp_pool.cluster.fleet_spacing`), which refuses
+a start while the host is paused fleet-wide.
+
 A pause is written to Redis before it is logged ("Pausing requests to ...").
 With Redis unreachable the worker's own pauses still hold on it; others'
 pauses are not seen until Redis answers again (and no request is taken
@@ -22,6 +26,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from scrapy_cdp_pool.cluster.fleet_spacing import FleetSpacing
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
 from scrapy_cdp_pool.core.gates import RequestGates
 from scrapy_cdp_pool.core.runtime import runtime_of
@@ -43,6 +48,8 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
     ) -> None:
         super().__init__(crawler, gates, config)
         self.link = link
+        if config.host_rate:  # the host rate held fleet-wide at the site too
+            gates.fleet_spacing = FleetSpacing(link, 1.0 / config.host_rate, config.cluster_lease_s)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

@@ -394,3 +394,40 @@ end
 return redis.call('PTTL', key)
 """
 )
+
+
+CLAIM_NAVIGATION = (
+    _PRELUDE
+    + r"""
+-- ARGV: prefix, host, token, lease ms[, 'peek']: claim the next navigation to
+-- host (CDP_POOL_HOST_RATE, fleet-wide) unless the host is paused or the last
+-- claim has not run out (its answer, then one interval); returns 0 when
+-- claimed (peek: when it could be, nothing claimed), else the ms to wait:
+-- negative while the last claim waits for its answer (it may come any time)
+local pause = redis.call('PTTL', P .. 'pause:' .. ARGV[2])
+if pause > 0 then return pause end
+local key = P .. 'navigated:' .. ARGV[2]
+local left = redis.call('PTTL', key)
+if left > 0 then
+  local last = redis.call('GET', key)
+  if last and string.sub(last, -2) == '|a' then return left end
+  return -left
+end
+if ARGV[5] ~= 'peek' then redis.call('SET', key, ARGV[3], 'PX', tonumber(ARGV[4])) end
+return 0
+"""
+)
+
+ANSWER_NAVIGATION = (
+    _PRELUDE
+    + r"""
+-- ARGV: prefix, host, token, interval ms: the navigation of the claim
+-- ``token`` has its answer (or ended): the next may start one interval from now
+local key = P .. 'navigated:' .. ARGV[2]
+local last = redis.call('GET', key)
+if last == ARGV[3] or last == ARGV[3] .. '|a' then
+  redis.call('SET', key, ARGV[3] .. '|a', 'PX', tonumber(ARGV[4]))
+end
+return 0
+"""
+)

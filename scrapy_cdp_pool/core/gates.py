@@ -173,6 +173,21 @@ class HostPauses(Protocol):
         """Wait until ``host`` is not paused; the seconds waited."""
 
 
+class FleetSpacing(Protocol):
+    """Starts of one host spaced across crawler processes (a cluster's
+    ``CDP_POOL_HOST_RATE``; :mod:`scrapy_cdp_pool.cluster.fleet_spacing`)."""
+
+    def claim(self, host: str) -> tuple[float, str | None]:
+        """Claim ``host``'s next start: ``(0.0, token)``, or ``(seconds to
+        wait, None)``, or ``(0.0, None)`` when it cannot be claimed now."""
+
+    def wait_s(self, host: str) -> float:
+        """Seconds until a claim of ``host`` could succeed (nothing claimed)."""
+
+    def answered(self, host: str, token: str) -> None:
+        """The start claimed with ``token`` has its answer (or ended)."""
+
+
 class RequestGates:
     """The crawler's gates; one per crawler, held by its
     :class:`~scrapy_cdp_pool.core.runtime.CrawlerRuntime` (``runtime.gates``).
@@ -197,6 +212,9 @@ class RequestGates:
         #: the crawler's host pauses, set by ``HostPauseMiddleware`` (``None``
         #: when it is not installed)
         self.host_pauses: HostPauses | None = None
+        #: starts of a host spaced across processes, set by a cluster
+        #: worker with ``CDP_POOL_HOST_RATE`` (``None`` otherwise)
+        self.fleet_spacing: FleetSpacing | None = None
         #: the delays between requests of one slot, as the site sees them
         #: (Scrapy's slot delay, and the spacings features add)
         self.spacing = RequestSpacing(crawler)

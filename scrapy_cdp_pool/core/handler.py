@@ -180,9 +180,11 @@ class CDPDownloadHandler:
             turn = await self.gate.start_plain(request, host_of(request))
             try:
                 response: Response = await self._fallback(request).download_request(request)
-            finally:
+            except BaseException:
                 self.gate.end(turn)
-        self.gate.observe(request, response)
+                raise
+            self.gate.observe(request, response)  # the pause before the turn's end
+            self.gate.end(turn)
         return response
 
     def _fallback(self, request: Request) -> Any:

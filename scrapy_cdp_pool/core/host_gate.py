@@ -17,10 +17,11 @@ four.
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
-from scrapy_cdp_pool.core.gates import HostPauses, RequestGates
+from scrapy_cdp_pool.core.gates import HostPauses, RequestGates, host_of
 from scrapy_cdp_pool.core.politeness import Turn
 from scrapy_cdp_pool.errors import CDPPoolError
 from scrapy_cdp_pool.render.session import RenderHooks
@@ -79,12 +80,27 @@ class HostGate:
 
     async def reserve(self, request: Request) -> Turn | None:
         """Wait for ``request``'s turn in its spaced slots (holding no
-        browser slot); ``None`` when no delay applies to it. A turn must be
-        :meth:`end`-ed, whatever happens."""
-        return await self._gates.spacing.reserve(request)
+        browser slot), and, in a cluster with a host rate, until the fleet's
+        next start of its host could be claimed; ``None`` when no delay
+        applies to it. A turn must be :meth:`end`-ed, whatever happens."""
+        turn = await self._gates.spacing.reserve(request)
+        fleet = self._gates.fleet_spacing
+        if turn is not None and fleet is not None:
+            try:
+                while True:
+                    left = fleet.wait_s(host_of(request))
+                    if left <= 0:
+                        break
+                    await asyncio.sleep(left)
+            except BaseException:
+                self.end(turn)
+                raise
+        return turn
 
     def end(self, turn: Turn | None) -> None:
-        """The request of ``turn`` is over (see ``RequestSpacing.end``)."""
+        """The request of ``turn`` is over (see ``RequestSpacing.end``); a
+        fleet start it claimed counts as answered."""
+        self._answered(turn)
         self._gates.spacing.end(turn)
 
     async def start_plain(self, request: Request, host: str) -> Turn | None:
@@ -96,19 +112,50 @@ class HostGate:
             await self.wait(host)
             turn = await spacing.reserve(request)
             try:
-                if turn is not None:
-                    await spacing.wait(turn)
+                await self._ready(host, turn)
                 self.check(host)
                 self._gates.check_launch(request)
             except HostPaused:
-                spacing.end(turn)
+                self.end(turn)
                 continue
             except BaseException:  # cancelled: its batons go back
-                spacing.end(turn)
+                self.end(turn)
                 raise
             if turn is not None:
                 spacing.claim(turn)
             return turn
+
+    async def _ready(self, host: str, turn: Turn | None) -> None:
+        """Wait for ``turn`` (this process's spacing), then, in a cluster
+        with a host rate, claim the fleet's next start of ``host`` (kept on
+        the turn until its answer); returns right after the claim, with no
+        await."""
+        if turn is None:
+            return
+        spacing = self._gates.spacing
+        while True:
+            await spacing.wait(turn)
+            fleet = self._gates.fleet_spacing
+            if fleet is None or turn.fleet is not None:
+                return
+            left, token = fleet.claim(host)
+            if token is not None:
+                turn.fleet = (host, token)
+                return
+            if left <= 0:
+                return  # not claimable now (Redis): this process's spacing holds
+            await asyncio.sleep(left)
+
+    def _answered(self, turn: Turn | None, *, last: bool = True) -> None:
+        """``turn``'s fleet claim has its answer (called again, a redirect
+        the browser followed, it moves the next start on, as long as the
+        claim is still the host's last); ``last``: its request ended."""
+        fleet = self._gates.fleet_spacing
+        if turn is not None and turn.fleet is not None and fleet is not None:
+            host, token = turn.fleet
+            if last:
+                turn.fleet = None
+            fleet.answered(host, token)
 
     def hooks(self, request: Request, host: str, turn: Turn | None) -> RenderHooks | None:
         """The render's hooks: the navigation waits for ``turn`` (the slot's
@@ -121,20 +168,26 @@ class HostGate:
         spacing = self._gates.spacing
 
         async def before_navigate() -> None:
-            if turn is not None:
-                await spacing.wait(turn)
-            self.check(host)
-            self._gates.check_launch(request)
+            await self._ready(host, turn)
+            try:
+                self.check(host)
+                self._gates.check_launch(request)
+            except BaseException:
+                self._answered(turn)
+                raise
             if turn is not None:
                 spacing.claim(turn)
 
         def on_document(document: DocumentResponse) -> None:
-            if turn is not None:
-                spacing.arrived(turn)
+            # the pause first: the next start (here or, in a cluster, on any
+            # worker) sees it once the answer lets it go
             if pauses is not None:
                 pauses.observe(
                     request, document.url, document.status, _retry_after(document.headers)
                 )
+            if turn is not None:
+                spacing.arrived(turn)
+                self._answered(turn, last=False)
 
         return RenderHooks(before_navigate=before_navigate, on_document=on_document)
 

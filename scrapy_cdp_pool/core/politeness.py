@@ -87,6 +87,9 @@ class Turn:
     spacings: list[tuple[str, float]] = field(default_factory=list)
     started: bool = False
     ended: bool = False
+    #: ``(host, token)``: the fleet's start this turn claimed
+    #: (:class:`~scrapy_cdp_pool.core.gates.FleetSpacing`), until its answer
+    fleet: tuple[str, str] | None = None
 
 
 class RequestSpacing:
