@@ -189,6 +189,15 @@ class NavigationForbidden(RenderError, IgnoreRequest):
     robots.txt forbids; not retried."""
 
 
+class PrivateNavigationRefused(RenderError):
+    """The page navigated its own main frame (a script, a meta refresh, an
+    action's click) to a loopback, private or link-local address other than
+    its own host's, refused by the private-network rule
+    (``CDP_POOL_ALLOW_PRIVATE_NETWORKS = False``): the browser would show its
+    error page, so there is no page to hand back. Not retried (the page would
+    do the same again)."""
+
+
 class ActionUnsupported(RenderError):
     """An action or option of ``meta["cdp_actions"]`` the request's backend
     cannot perform (e.g. a JPEG screenshot or scrolling on Lightpanda, which

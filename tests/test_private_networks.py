@@ -15,6 +15,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
+from scrapy_cdp_pool.errors import PrivateNavigationRefused
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
@@ -121,3 +122,25 @@ async def test_a_redirect_into_a_private_address_is_refused(
     assert response.css("#out-0::text").get() == "refused"
     assert _secret_hits(site) == before
     assert crawler.stats.get_stats().get("cdp_pool/private_network_blocked") == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_a_page_navigating_itself_into_a_private_address_fails_by_name(
+    site: SiteServer, outsider: SiteServer, backend: str
+) -> None:
+    """The page's own navigation of its main frame to a local service is
+    refused, and the request fails naming why (before: a 200 response of the
+    requested URL whose body was the browser's error page)."""
+    port = urlsplit(site.base).port
+    target = f"http://127.0.0.1:{port}/private/secret?by=navigation"
+    before = _secret_hits(site)
+    page = outsider.url("/private/leave?" + urlencode({"to": target}))
+    spider, crawler = await crawl([scrapy.Request(page, meta={"cdp": True})], BACKENDS[backend])
+    assert not spider.responses, [(r.status, r.text[:200]) for r in spider.responses]
+    (failure,) = spider.failures
+    assert isinstance(failure.value, PrivateNavigationRefused)
+    assert "private network" in str(failure.value)
+    assert target in str(failure.value)
+    assert _secret_hits(site) == before
+    assert crawler.stats.get_stats().get("cdp_pool/errors/PrivateNavigationRefused") == 1

@@ -20,7 +20,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy_cdp_pool.browser.cdp import CDPError, CDPRequestTooLarge
-from scrapy_cdp_pool.errors import NavigationForbidden, ResponseTooLarge
+from scrapy_cdp_pool.errors import (
+    NavigationForbidden,
+    PrivateNavigationRefused,
+    ResponseTooLarge,
+)
 from scrapy_cdp_pool.render.body_stream import read_body_prefix, read_body_stream
 from scrapy_cdp_pool.render.document import DocumentResponse
 from scrapy_cdp_pool.render.document_kind import (
@@ -89,6 +93,15 @@ class FetchInterceptor:
             elif await self._refuses_private(params, resource_type):
                 url = str(params.get("request", {}).get("url", ""))
                 self.page.tracker.private_hosts.add(urlsplit(url).netloc)
+                if resource_type == "document" and params.get("frameId") == self.page.target_id:
+                    # The page leaves for it: what is left is the browser's
+                    # error page, no page to hand back.
+                    self.page.fail(
+                        PrivateNavigationRefused(
+                            f"{self.page.spec.url}: the page's own navigation to {url} goes to "
+                            "a private network (CDP_POOL_ALLOW_PRIVATE_NETWORKS = False)"
+                        )
+                    )
                 await self._block(request_id, PRIVATE_NETWORK)
             elif self._refuses_navigation(params, resource_type):
                 url = str(params.get("request", {}).get("url", ""))

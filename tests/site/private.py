@@ -40,6 +40,13 @@ Promise.all(targets.map((url, i) => fetch(url).then(r => r.text()).catch(() => "
     return html_response("Probe", body)
 
 
+@routes.get("/private/leave")
+async def leave(request: web.Request) -> web.Response:
+    """A page whose script navigates the main frame to ``to`` as it loads."""
+    script = f"<script>location.href = {json.dumps(request.query['to'])};</script>"
+    return html_response("Leaving", script)
+
+
 @routes.get("/private/redirect")
 async def redirect(request: web.Request) -> web.Response:
     """302 to ``to`` (readable by any origin, as the secret)."""
