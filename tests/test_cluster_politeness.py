@@ -101,21 +101,21 @@ def test_the_host_rate_holds_across_workers_at_the_site(
 def test_a_wait_for_another_workers_start_is_not_part_of_the_download_timeout(
     site: SiteServer, redis_server: RedisServer
 ) -> None:
-    """Pages answered after 3 s, one start every 2 s for the fleet: each start
-    waits for the last one's answer anywhere, so the fleet's starts are 5 s
-    apart while the takes are 2 s apart, and a worker's request waits for
-    the other worker's starts for longer than its ``DOWNLOAD_TIMEOUT`` (8 s).
-    That wait is before it takes a browser slot, outside the timeout: no
-    request fails."""
+    """Pages answered after 2 s, one start every 2 s for the fleet: each start
+    waits for the last one's answer anywhere, so the fleet's starts are 4 s
+    apart while the takes are 2 s apart, and the last of the 10 requests
+    waits for the others' starts about 18 s, longer than its
+    ``DOWNLOAD_TIMEOUT`` (12 s, six times what its page takes). That wait is
+    before it takes a browser slot, outside the timeout: no request fails."""
     key = uuid.uuid4().hex[:10]
-    urls = _pages(site, "/held?ms=3000", key, workers=2, count=3)
-    settings = {"CDP_POOL_HOST_RATE": 0.5, "DOWNLOAD_TIMEOUT": 8}
+    urls = _pages(site, "/held?ms=2000", key, workers=2, count=5)
+    settings = {"CDP_POOL_HOST_RATE": 0.5, "DOWNLOAD_TIMEOUT": 12}
     answers = _run_workers(redis_server, "lightpanda", settings, urls)
     seen = records(site, key)
     gaps = [b - a for a, b in itertools.pairwise(sorted(seen["arrivals"]))]
     assert [a["failures"] for a in answers] == [0, 0]
-    assert len(gaps) == 5
-    assert min(gaps) >= 2.0 + 3.0, gaps  # the interval after the last answer
+    assert len(gaps) == 9
+    assert min(gaps) >= 2.0 + 2.0, gaps  # the interval after the last answer
     assert seen["in_flight_max"] == 1
 
 

@@ -57,6 +57,10 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
         return cls(crawler, runtime.gates, runtime.config, link_for(crawler))
 
     def pause(self, host: str, seconds: float, status: int, header: bytes | None) -> None:
+        """Pause ``host`` here at once, then for the fleet (a Redis write):
+        this worker starts nothing to it from the moment the 429 is seen,
+        the others from the moment the write lands."""
+        super().pause(host, seconds, status, header)
         shared_s = min(seconds, self.max_s)
         if shared_s > 0:
             try:
@@ -66,7 +70,6 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
                     "Pause of %s (%.1f s) not shared with the fleet: Redis unreachable",
                     host, shared_s, extra={"crawler": self.crawler},
                 )  # fmt: skip
-        super().pause(host, seconds, status, header)
 
     def remaining(self, host: str) -> float:
         local = super().remaining(host)
