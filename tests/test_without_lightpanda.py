@@ -44,7 +44,15 @@ def test_a_chromium_crawl_runs_without_the_lightpanda_package(
     assert run.error_records() == [], run.log
     rendered = {item["url"].rsplit("=", 1)[1]: item["rendered"] for item in run.items}
     assert rendered == {"3": True, "4": False}, run.log
-    assert "lightpanda" not in run.log.lower()
+    # Lightpanda is never mentioned, but for the start-up sweep of private
+    # directories that killed crawls left behind, which may name one of a
+    # Lightpanda server (another test's crawl, SIGKILLed)
+    said = [
+        line
+        for line in run.log.lower().splitlines()
+        if "lightpanda" in line and "left by crawls that were killed" not in line
+    ]
+    assert said == [], run.log
 
 
 def test_the_default_backend_is_refused_at_start_without_the_lightpanda_package(
