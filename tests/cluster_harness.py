@@ -16,7 +16,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 import psutil
 import redis
@@ -200,3 +200,39 @@ def cluster(redis_url: str, name: str, **extra: Any) -> dict[str, Any]:
     Redis at ``redis_url``, every request rendered, plus ``extra``."""
     return {"CDP_POOL_CLUSTER_REDIS_URL": redis_url, "CDP_POOL_CLUSTER_NAME": name,
             "CDP_POOL_RENDER_ALL": True, **extra}  # fmt: skip
+
+
+class WorkerProcesses:
+    """``python -m tests.cluster_worker`` processes (one per URL list, the
+    same ``settings``) started together; used as a context manager, the ones
+    still running at its end are killed. :meth:`answers` waits for each and
+    returns its final JSON line (``{"stats": ..., "failures": N}``)."""
+
+    def __init__(self, settings: dict[str, Any], url_lists: list[list[str]]) -> None:
+        root = Path(__file__).resolve().parent.parent
+        self.processes = [
+            subprocess.Popen(
+                [sys.executable, "-m", "tests.cluster_worker", json.dumps(settings), *urls],
+                cwd=root,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for urls in url_lists
+        ]
+
+    def answers(self, deadline_s: float) -> list[dict[str, Any]]:
+        return [
+            json.loads(p.communicate(timeout=deadline_s)[0].splitlines()[-1])
+            for p in self.processes
+        ]
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in self.processes:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            if p.stdout is not None:
+                p.stdout.close()

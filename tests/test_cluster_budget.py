@@ -6,17 +6,13 @@ share expires; workers must agree on the bound."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 import pytest_twisted
@@ -27,11 +23,11 @@ from twisted.internet.defer import Deferred
 from scrapy_cdp_pool.cluster.budget import _TAKE, LEASES_LOST_STAT, FleetBudget
 from scrapy_cdp_pool.cluster.budget_extension import FleetBudgetExtension
 from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S
+from tests.cluster_harness import WorkerProcesses
 from tests.cluster_ops import PREFIX
 from tests.redis_server import RedisServer, wait_for
 from tests.servers import SiteServer
 
-ROOT = Path(__file__).resolve().parent.parent
 LEASES = f"{PREFIX}budget:leases"
 CHANNEL = f"{PREFIX}budget:released"
 DEADLINE_S = 120.0
@@ -61,36 +57,15 @@ def test_two_workers_share_one_bound(site: SiteServer, redis_server: RedisServer
         "CDP_POOL_CLUSTER_BUDGET_MAX": 3, "CDP_POOL_CONNECTIONS": 3,
         "CONCURRENT_REQUESTS": 6, "CONCURRENT_REQUESTS_PER_DOMAIN": 6,
     }  # fmt: skip
-    workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tests.cluster_worker",
-                json.dumps(settings),
-                *(site.url(f"/inflight?key={key}&ms=300&w={w}&i={i}") for i in range(8)),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for w in range(2)
+    url_lists = [
+        [site.url(f"/inflight?key={key}&ms=300&w={w}&i={i}") for i in range(8)] for w in range(2)
     ]
-    try:
+    with WorkerProcesses(settings, url_lists) as workers:
         wait_for(lambda: client.pubsub_numsub(CHANNEL)[0][1] == 2, "both workers waiting")
         assert site.stats()["inflight_max"].get(key, 0) == 0
         client.zrem(LEASES, "test:1", "test:2", "test:3")
         client.publish(CHANNEL, 3)
-        answers = [
-            json.loads(w.communicate(timeout=DEADLINE_S)[0].splitlines()[-1]) for w in workers
-        ]
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-                w.wait()
-            if w.stdout is not None:
-                w.stdout.close()
+        answers = workers.answers(DEADLINE_S)
     records = site.stats()
     assert records["hits"]["/inflight"] >= 16
     assert sum(1 for url in records["hits_by_url"] if f"key={key}&" in url) == 16

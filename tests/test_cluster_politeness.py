@@ -18,11 +18,7 @@ is held per worker by ``tests/test_politeness.py``. No speed is asserted.
 from __future__ import annotations
 
 import itertools
-import json
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,11 +26,11 @@ import pytest
 from scrapy_cdp_pool.cluster import scripts
 from scrapy_cdp_pool.cluster.keys import key_prefix
 from scrapy_cdp_pool.cluster.redis_client import route_key
+from tests.cluster_harness import WorkerProcesses
 from tests.redis_server import RedisServer
 from tests.servers import SiteServer
 from tests.test_resilience_hosts import records
 
-ROOT = Path(__file__).resolve().parent.parent
 DEADLINE_S = 300.0
 BACKENDS = ["lightpanda", "chromium"]
 
@@ -55,24 +51,8 @@ def _run_workers(
         "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS": 30,
         **settings,
     }
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.cluster_worker", json.dumps(full), *worker_urls],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for worker_urls in urls
-    ]
-    try:
-        return [json.loads(w.communicate(timeout=DEADLINE_S)[0].splitlines()[-1]) for w in workers]
-    finally:
-        for w in workers:
-            if w.poll() is None:
-                w.kill()
-                w.wait()
-            if w.stdout is not None:
-                w.stdout.close()
+    with WorkerProcesses(full, urls) as workers:
+        return workers.answers(DEADLINE_S)
 
 
 def _pages(site: SiteServer, route: str, key: str, workers: int, count: int) -> list[list[str]]:
