@@ -35,7 +35,7 @@ PAGES = 60
 
 @pytest.fixture
 def proxy() -> Iterator[LatencyProxy]:
-    server = RedisServer()
+    server = RedisServer(appendfsync="no")  # as the storm test's (test_cluster_crawl)
     latency = LatencyProxy(str(server.socket))
     yield latency
     kill_left()

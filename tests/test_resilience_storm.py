@@ -8,14 +8,16 @@ Checked without a time threshold, on one clock (``time.monotonic()`` is
 system-wide on Linux): the site records each arrival and each window it
 announced; a spy on the render path's document tracker records when the
 crawler received each 429 (the ``received_at`` of its main document, taken at
-the browser's response stage, before the pause is set; a plain request's: the
-"Pausing requests" log line of
-:class:`~scrapy_cdp_pool.resilience.HostPauseMiddleware`); spies on
+the browser's response stage, before the pause is set; a plain request's: when
+:class:`~scrapy_cdp_pool.resilience.HostPauseMiddleware` read it); spies on
 :meth:`Page.navigate` and on Scrapy's HTTP handler (they call the real
 methods) record when each navigation, or plain download, started. No
-navigation starts between the crawler receiving the 429 and the end of its
-window, and every arrival inside a window comes from a navigation that started
-before the handler received it. (Counting arrivals
+navigation starts between the crawler receiving a window's 429 and the end of
+that window, and every arrival inside a window comes from a navigation that
+started before the handler received that 429. (Each window is checked against
+its own 429, matched by URL: another window's 429 received earlier may
+announce a pause that ends first, and a 429 the browser delivers late cannot
+be acted on sooner. Counting arrivals
 more than a few tens of ms into a window instead fails now and then on a loaded
 machine: a navigation sent just before the 429 reached the handler can take
 more than 50 ms to reach the site.)"""
@@ -35,6 +37,7 @@ from scrapy.http import Response
 
 from scrapy_cdp_pool.render.document import DocumentResponse, DocumentTracker
 from scrapy_cdp_pool.render.page import Page
+from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
 from tests.crawl import crawl
 from tests.servers import SiteServer
 from tests.test_resilience_hosts import records
@@ -60,18 +63,27 @@ def spy_starts(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
     return started
 
 
-def spy_429s(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """``time.monotonic()`` when the render path received each 429 (its
-    main document's ``received_at``)."""
-    received: list[float] = []
+def spy_429s(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
+    """URL -> ``time.monotonic()`` when the crawler received its 429: a
+    rendered one's main document ``received_at`` (the render path's, before
+    the pause is set), a plain one's when :class:`HostPauseMiddleware` read
+    it (and set the pause)."""
+    received: dict[str, float] = {}
     on_document = DocumentTracker.on_document
+    process_response = HostPauseMiddleware.process_response
 
     def spy(tracker: DocumentTracker, document: DocumentResponse) -> None:
         if document.status == 429:
-            received.append(document.received_at)
+            received[document.url] = document.received_at
         on_document(tracker, document)
 
+    def spy_plain(middleware: HostPauseMiddleware, request: Request, response: Response) -> Any:
+        if response.status == 429:
+            received.setdefault(response.url, time.monotonic())
+        return process_response(middleware, request, response)
+
     monkeypatch.setattr(DocumentTracker, "on_document", spy)
+    monkeypatch.setattr(HostPauseMiddleware, "process_response", spy_plain)
     return received
 
 
@@ -88,15 +100,13 @@ def spy_429s(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 @pytest_twisted.ensureDeferred
 async def test_no_request_reaches_a_host_inside_a_pause_it_announced(
     site: SiteServer,
-    caplog: pytest.LogCaptureFixture,
     monkeypatch: pytest.MonkeyPatch,
     browser: str,
     connections: int | None,
     requests: int,
 ) -> None:
-    caplog.set_level("INFO", logger="scrapy_cdp_pool.resilience.host_pause")
     navigations = spy_starts(monkeypatch)
-    rendered_429s = spy_429s(monkeypatch)
+    received = spy_429s(monkeypatch)
     settings: dict[str, Any] = {"CDP_POOL_BROWSER": browser if browser != "plain" else "lightpanda"}
     if connections is not None:
         settings["CDP_POOL_CONNECTIONS"] = connections
@@ -112,27 +122,22 @@ async def test_no_request_reaches_a_host_inside_a_pause_it_announced(
     assert len(seen["arrivals"]) == requests
     assert len(seen["windows"]) == requests // 3
     assert len(navigations) == requests
-    epoch_to_monotonic = time.time() - time.monotonic()
-    logged = [  # when the pause was set (a plain request's 429: when it was received)
-        r.created - epoch_to_monotonic
-        for r in caplog.records
-        if r.getMessage().startswith("Pausing requests")
-    ]
-    if browser != "plain":
-        assert len(rendered_429s) == requests // 3
-    received = sorted(rendered_429s + logged)  # when the crawler received a 429
+    assert len(received) == requests // 3
+    page_at = {
+        t: f"{url}{label}" for t, label in zip(seen["arrivals"], seen["labels"], strict=True)
+    }
     started_inside: set[str] = set()  # navigations started while the handler knew of a pause
     unexplained: set[str] = set()  # arrivals inside a window, not from earlier navigations
     late_50ms: set[float] = set()  # the site-only figure: arrivals more than 50 ms into a window
     for start, end in seen["windows"]:
-        known = min((t for t in received if start <= t < end), default=start)
+        known = received[page_at[start]]  # when the crawler received this window's 429
         started_inside.update(u for u, t in navigations.items() if known < t < end)
-        for arrival, label in zip(seen["arrivals"], seen["labels"], strict=True):
+        for arrival, page in page_at.items():
             if start < arrival < end:
                 if arrival > start + 0.05:
                     late_50ms.add(arrival)
-                if navigations.get(f"{url}{label}", end) >= known:
-                    unexplained.add(label)
+                if navigations[page] >= known:
+                    unexplained.add(page)
     figures = (
         f"{len(started_inside)} of {requests} navigations started inside a known pause, "
         f"{len(late_50ms)} arrivals more than 50 ms into a window"

@@ -6,8 +6,8 @@ are called.
   the navigation started, and when the handler's last pause check before it
   (``remaining(host)``, in the same task, right before the navigation) began:
   from then on a pause written to Redis is seen.
-- ``{"pause": host, "t": ...}``: once the pause is written to Redis and set
-  locally."""
+- ``{"pause": host, "t": ..., "url": ...}``: once the pause is set locally
+  and written to Redis; the URL of the response that asked for it (its 429)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,11 @@ class Spy:
     def __init__(self, path: str) -> None:
         self.file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - for the process's life
         navigate = Page.navigate
+        observe = ClusterHostPauseMiddleware.observe
         pause = ClusterHostPauseMiddleware.pause
         remaining = ClusterHostPauseMiddleware.remaining
         checks: dict[int, float] = {}  # id of the task -> when its last check began
+        observed: list[str] = [""]  # the URL whose response is being read (in one call)
         spy = self
 
         async def spy_navigate(page: Page, timeout_s: float) -> None:
@@ -42,11 +44,20 @@ class Spy:
             checks[id(asyncio.current_task())] = time.monotonic()
             return remaining(middleware, host)
 
+        def spy_observe(middleware: ClusterHostPauseMiddleware, request: Any, url: str,
+                        *args: Any) -> None:  # fmt: skip
+            observed[0] = url
+            try:
+                observe(middleware, request, url, *args)
+            finally:
+                observed[0] = ""
+
         def spy_pause(middleware: ClusterHostPauseMiddleware, host: str, *args: Any) -> None:
             pause(middleware, host, *args)
-            spy.write({"pause": host, "t": time.monotonic()})
+            spy.write({"pause": host, "t": time.monotonic(), "url": observed[0]})
 
         Page.navigate = spy_navigate  # type: ignore[method-assign]
+        ClusterHostPauseMiddleware.observe = spy_observe  # type: ignore[method-assign]
         ClusterHostPauseMiddleware.pause = spy_pause  # type: ignore[method-assign]
         ClusterHostPauseMiddleware.remaining = spy_remaining  # type: ignore[method-assign]
 
