@@ -138,7 +138,9 @@ async def test_redis_out_of_memory_is_an_outage_that_loses_nothing(
             lifted.append("renewed" if renewed else "ran out")
 
     runner = CrawlerRunner(
-        {**BASE_SETTINGS, **cluster(redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=1.5)}
+        # 3 s, renewed each second: short enough to see a renewal during the
+        # outage, long enough that a loaded machine's reactor renews it in time
+        {**BASE_SETTINGS, **cluster(redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=3.0)}
     )
     crawler = runner.create_crawler(OutOfMemorySpider)
     crawlers.append(crawler)
@@ -221,7 +223,9 @@ async def test_a_worker_stalled_past_its_lease_does_not_start_the_request(
         spider, crawler = await crawl(
             [scrapy.Request(url)],
             cluster(
-                redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=1.0,
+                # 5 s: the lease this worker takes the request on again (its
+                # third delivery) must outlive a loaded machine's reactor hiccups
+                redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=5.0,
                 DOWNLOADER_MIDDLEWARES={f"{__name__}.StallMiddleware": 1},
             ),
             spider_cls=StallingSpider,
