@@ -13,7 +13,9 @@ while the storm kept the whole browser from answering failed as
 the browser too, and such a page fails as ``BrowserUnresponsive``, retried
 (shown deterministically in tests/test_browser_unresponsive.py; both are
 intermittent here). A page in flight when the browser restarts fails as a
-closed connection, retried. The hostile pages themselves end by name (a
+closed connection, retried (a normal page gets as many retries as there are
+hostile attempts: ``NORMAL_RETRIES`` in tests/hostile_pages_crawl.py). The
+hostile pages themselves end by name (a
 response, or an errback's failure). The crawl runs in its own process, as
 ``scrapy crawl`` does; the only bound is the harness's, far above the crawl's
 ~100 s."""
