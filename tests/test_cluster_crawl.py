@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from tests.cluster_harness import RedisServer, Worker, all_items, kill_left, wait_for_item
+from tests.fault_records import records, storm_violations
 from tests.jobdir_project.harness import EXIT_DEADLINE_S, LINE_DEADLINE_S, Job
 from tests.profiles import token, write_profile
 from tests.servers import SiteServer
-from tests.test_resilience_hosts import records
 
 pytestmark = pytest.mark.timeout(600)
 IDENTITIES = 12
@@ -223,22 +223,7 @@ def check_storm(
     seen = records(site, key)
     assert len(seen["arrivals"]) == requests
     assert len(seen["windows"]) == len(paused) == requests // 3
-    page_at = {
-        t: f"{url}{label}" for t, label in zip(seen["arrivals"], seen["labels"], strict=True)
-    }
-    windows = [(start, end, paused[page_at[start]]) for start, end in seen["windows"]]
-    started_inside = sorted(
-        {
-            page
-            for start, end, known in windows
-            for page, t in navigations.items()
-            if known < t < end
-        }
-    )
-    unexplained = sorted({
-        page for start, end, known in windows
-        for arrival, page in page_at.items() if start < arrival < end and navigations[page] >= known
-    })  # fmt: skip
+    started_inside, unexplained = storm_violations(seen, url, navigations, paused)
     said = "\n".join(
         line
         for worker in workers

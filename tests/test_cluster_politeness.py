@@ -27,9 +27,9 @@ from scrapy_cdp_pool.cluster import scripts
 from scrapy_cdp_pool.cluster.keys import key_prefix
 from scrapy_cdp_pool.cluster.redis_client import route_key
 from tests.cluster_harness import WorkerProcesses
+from tests.fault_records import records
 from tests.redis_server import RedisServer
 from tests.servers import SiteServer
-from tests.test_resilience_hosts import records
 
 DEADLINE_S = 300.0
 BACKENDS = ["lightpanda", "chromium"]
@@ -55,20 +55,25 @@ def _run_workers(
         return workers.answers(DEADLINE_S)
 
 
-def _pages(site: SiteServer, route: str, key: str, workers: int, count: int) -> list[list[str]]:
-    return [
-        [site.url(f"{route}&key={key}&i=w{w}-{i}") for i in range(count)] for w in range(workers)
-    ]
+def _crawl_site(
+    site: SiteServer, redis_server: RedisServer, backend: str, route: str, count: int,
+    settings: dict[str, Any],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+    """Two workers, ``count`` pages of the site's ``route`` each (labelled
+    ``w<worker>-<i>``, under a key of their own); their final answers and
+    what the site saw of them (:func:`~tests.fault_records.records`)."""
+    key = uuid.uuid4().hex[:10]
+    urls = [[site.url(f"{route}&key={key}&i=w{w}-{i}") for i in range(count)] for w in range(2)]
+    answers = _run_workers(redis_server, backend, settings, urls)
+    return answers, records(site, key)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_host_rate_holds_across_workers_at_the_site(
     site: SiteServer, redis_server: RedisServer, backend: str
 ) -> None:
-    key = uuid.uuid4().hex[:10]
-    urls = _pages(site, "/flaky?fail=0", key, workers=2, count=5)
-    answers = _run_workers(redis_server, backend, {"CDP_POOL_HOST_RATE": 2.0}, urls)
-    seen = records(site, key)
+    settings = {"CDP_POOL_HOST_RATE": 2.0}
+    answers, seen = _crawl_site(site, redis_server, backend, "/flaky?fail=0", 5, settings)
     arrivals = sorted(seen["arrivals"])
     gaps = [b - a for a, b in itertools.pairwise(arrivals)]
     print(f"{backend}: gaps {[round(g, 3) for g in gaps]}")
@@ -87,11 +92,8 @@ def test_a_wait_for_another_workers_start_is_not_part_of_the_download_timeout(
     waits for the others' starts about 18 s, longer than its
     ``DOWNLOAD_TIMEOUT`` (12 s, six times what its page takes). That wait is
     before it takes a browser slot, outside the timeout: no request fails."""
-    key = uuid.uuid4().hex[:10]
-    urls = _pages(site, "/held?ms=2000", key, workers=2, count=5)
     settings = {"CDP_POOL_HOST_RATE": 0.5, "DOWNLOAD_TIMEOUT": 12}
-    answers = _run_workers(redis_server, "lightpanda", settings, urls)
-    seen = records(site, key)
+    answers, seen = _crawl_site(site, redis_server, "lightpanda", "/held?ms=2000", 5, settings)
     gaps = [b - a for a, b in itertools.pairwise(sorted(seen["arrivals"]))]
     assert [a["failures"] for a in answers] == [0, 0]
     assert len(gaps) == 9
@@ -103,12 +105,10 @@ def test_a_wait_for_another_workers_start_is_not_part_of_the_download_timeout(
 def test_a_429_seen_by_one_worker_pauses_every_worker(
     site: SiteServer, redis_server: RedisServer, backend: str
 ) -> None:
-    key = uuid.uuid4().hex[:10]
-    # every fourth request of the key gets a 429 announcing a 2 s window
-    urls = _pages(site, "/storm?every=4&after=2", key, workers=2, count=6)
+    # every fourth request gets a 429 announcing a 2 s window
     settings = {"CDP_POOL_HOST_RATE": 4.0, "RETRY_ENABLED": False}
-    answers = _run_workers(redis_server, backend, settings, urls)
-    seen = records(site, key)
+    route = "/storm?every=4&after=2"
+    answers, seen = _crawl_site(site, redis_server, backend, route, 6, settings)
     arrivals = seen["arrivals"]
     windows = seen["windows"]
     assert [a["failures"] for a in answers] == [0, 0]

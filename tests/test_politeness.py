@@ -24,8 +24,8 @@ import pytest_twisted
 import scrapy
 
 from tests.crawl import crawl
+from tests.fault_records import records
 from tests.servers import SiteServer
-from tests.test_resilience_hosts import records
 
 BACKENDS = ["lightpanda", "chromium", "plain"]
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
-import urllib.request
 import uuid
 from typing import Any
 
@@ -19,6 +17,7 @@ from scrapy import signals
 
 from scrapy_cdp_pool.core.runtime import runtime_of
 from tests.crawl import RecordingSpider, crawl
+from tests.fault_records import records
 from tests.servers import SiteServer
 
 RETRYING: dict[str, Any] = {
@@ -31,12 +30,6 @@ RETRYING: dict[str, Any] = {
 
 def token() -> str:
     return uuid.uuid4().hex[:10]
-
-
-def records(site: SiteServer, key: str) -> dict[str, Any]:
-    with urllib.request.urlopen(site.url(f"/fault-records?key={key}"), timeout=10) as response:
-        data: dict[str, Any] = json.loads(response.read())
-        return data
 
 
 class FollowUpAfterRetrySpider(RecordingSpider):

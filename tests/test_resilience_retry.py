@@ -6,7 +6,6 @@ compared on the site's own clock only."""
 from __future__ import annotations
 
 import json
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from scrapy_cdp_pool import Addon
 from scrapy_cdp_pool.resilience import HostPauseMiddleware, RetryPolicyMiddleware
 from scrapy_cdp_pool.resilience.retry import retry_http_codes
 from tests.crawl import crawl
+from tests.fault_records import records
 from tests.servers import SiteServer
 
 SCRAPY_RETRY = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
@@ -43,12 +43,6 @@ def downloader_middlewares(settings: Settings) -> dict[Any, Any]:
 
 def token() -> str:
     return uuid.uuid4().hex[:10]
-
-
-def records(site: SiteServer, key: str) -> dict[str, Any]:
-    with urllib.request.urlopen(site.url(f"/fault-records?key={key}"), timeout=10) as response:
-        data: dict[str, Any] = json.loads(response.read())
-        return data
 
 
 def assert_contexts_balanced(crawler: Crawler) -> None:

@@ -39,8 +39,8 @@ from scrapy_cdp_pool.render.document import DocumentResponse, DocumentTracker
 from scrapy_cdp_pool.render.page import Page
 from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
 from tests.crawl import crawl
+from tests.fault_records import records, storm_violations
 from tests.servers import SiteServer
-from tests.test_resilience_hosts import records
 
 
 def spy_starts(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
@@ -123,28 +123,20 @@ async def test_no_request_reaches_a_host_inside_a_pause_it_announced(
     assert len(seen["windows"]) == requests // 3
     assert len(navigations) == requests
     assert len(received) == requests // 3
-    page_at = {
-        t: f"{url}{label}" for t, label in zip(seen["arrivals"], seen["labels"], strict=True)
+    started_inside, unexplained = storm_violations(seen, url, navigations, received)
+    late_50ms = {  # the site-only figure: arrivals more than 50 ms into a window
+        arrival
+        for start, end in seen["windows"]
+        for arrival in seen["arrivals"]
+        if start + 0.05 < arrival < end
     }
-    started_inside: set[str] = set()  # navigations started while the handler knew of a pause
-    unexplained: set[str] = set()  # arrivals inside a window, not from earlier navigations
-    late_50ms: set[float] = set()  # the site-only figure: arrivals more than 50 ms into a window
-    for start, end in seen["windows"]:
-        known = received[page_at[start]]  # when the crawler received this window's 429
-        started_inside.update(u for u, t in navigations.items() if known < t < end)
-        for arrival, page in page_at.items():
-            if start < arrival < end:
-                if arrival > start + 0.05:
-                    late_50ms.add(arrival)
-                if navigations[page] >= known:
-                    unexplained.add(page)
     figures = (
         f"{len(started_inside)} of {requests} navigations started inside a known pause, "
         f"{len(late_50ms)} arrivals more than 50 ms into a window"
     )
     print(figures)
     assert not started_inside, figures
-    assert not unexplained, (figures, sorted(unexplained))
+    assert not unexplained, (figures, unexplained)
     stats = crawler.stats.get_stats()
     if browser != "plain":  # many wait for a browser slot: some are held in the handler
         assert stats["cdp_pool/host_pause_waits"] > 0
