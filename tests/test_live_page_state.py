@@ -2,8 +2,9 @@
 both embedded backends: a profile's state saved when the callback closes the
 page; ``page.context.storage_state()`` with the page's localStorage, in the
 shape real Playwright gives on Chromium; ``page.context.close()`` closing the
-page, and doing nothing once it is closed; a page handed to another request
-refused by name when the callback yields it."""
+page, and doing nothing once it is closed; a page in the meta of another
+request (``meta=response.meta``): dropped when closed, refused through the
+request's errback when open, never at the cost of the callback's output."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest_twisted
 import scrapy
 from twisted.internet.defer import Deferred
 
+from scrapy_cdp_pool.errors import InvalidRequestMeta
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import profile_stats, token, write_profile
 from tests.servers import SiteServer
@@ -209,15 +211,82 @@ async def test_context_close_closes_the_live_page_then_does_nothing(
     assert stats["cdp_pool/contexts_opened"] == stats["cdp_pool/contexts_closed"] == 2
 
 
-class HandingSpider(RecordingSpider):
-    """Closes its page, then yields a request that carries it."""
+class CopyingSpider(RecordingSpider):
+    """scrapy-playwright's documented habit: a follow-up built with
+    ``meta=response.meta`` (the page in it), the page closed before
+    (``meta["close_first"]``) or after; items before and after it."""
 
     async def parse(self, response: scrapy.http.Response) -> Any:
         self.responses.append(response)
+        if "copied" in response.meta:
+            await response.meta["cdp_page"].close()
+            return
         page = response.meta["cdp_page"]
-        await page.close()
+        close_first = response.meta["close_first"]
+        if close_first:
+            await page.close()
+        yield {"item": 1, "url": response.url}
+        for n in (1, 2):
+            yield scrapy.Request(
+                response.urljoin(f"/live/button?key=copied-{close_first}-{n}"),
+                meta={**response.meta, "copied": n},
+                callback=self.parse,
+                errback=self.on_error,
+                dont_filter=True,
+            )
+        yield {"item": 2, "url": response.url}
+        if not close_first:
+            await page.close()
+
+
+@pytest.mark.parametrize("browser", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_a_copied_meta_with_the_page_costs_the_callback_nothing(
+    site: SiteServer, browser: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    requests = [
+        _live(site.url(f"/live/button?key=first-{close_first}"), close_first=close_first)
+        for close_first in (True, False)
+    ]
+    spider, crawler = await crawl(requests, {"CDP_POOL_BROWSER": browser}, spider_cls=CopyingSpider)
+    stats = crawler.stats.get_stats()
+    # Before: InvalidRequestMeta raised inside the callback's generator: the
+    # second item and both follow-ups were lost, with a "Spider error".
+    assert stats["item_scraped_count"] == 4
+    assert "spider_exceptions/InvalidRequestMeta" not in stats
+    assert not [r for r in caplog.records if r.getMessage().startswith("Spider error")]
+    # A closed page is dropped from the copies: each is rendered, with a page of its own
+    copied = sorted(r.url for r in spider.responses if "copied-True" in r.url)
+    assert copied == [site.url(f"/live/button?key=copied-True-{n}") for n in (1, 2)]
+    dropped = [r for r in caplog.records if "a live page already closed" in r.getMessage()]
+    assert len(dropped) == 1, [r.getMessage() for r in dropped]
+    assert dropped[0].levelname == "WARNING"
+    assert stats["cdp_pool/live_pages_dropped_from_meta"] == 2
+    # An open page is refused where the spider sees it: the request's errback, by name
+    refused = sorted(str(f.value) for f in spider.failures)
+    assert len(refused) == 2, refused
+    for n, message in zip((1, 2), refused, strict=True):
+        handed = site.url(f"/live/button?key=copied-False-{n}")
+        assert message.startswith(f"<GET {handed}>: meta['cdp_page'] holds a page"), message
+    assert all(f.check(InvalidRequestMeta) for f in spider.failures)
+    assert not [r for r in spider.responses if "copied-False" in r.url]
+    assert stats["cdp_pool/live_pages"] == 4
+    assert stats["cdp_pool/live_pages_closed_at_deadline"] == 0
+    assert stats["cdp_pool/contexts_opened"] == stats["cdp_pool/contexts_closed"] == 4
+
+
+class HandingSpider(RecordingSpider):
+    """Closes its page (or not: ``meta["keep_open"]``), then yields a request
+    that carries it under ``meta["hand_as"]``."""
+
+    async def parse(self, response: scrapy.http.Response) -> Any:
+        self.responses.append(response)
+        page = response.meta.get("cdp_page")
+        if page is None:  # a handed request, rendered without a page
+            return
         key = response.meta["hand_as"]
         playwright = {"playwright": True} if key == "playwright_page" else {}
+        await page.close()
         yield scrapy.Request(
             response.urljoin(f"/live/button?key=handed-{key}"),
             meta={"cdp": True, **playwright, key: page},
@@ -228,7 +297,7 @@ class HandingSpider(RecordingSpider):
 
 @pytest.mark.parametrize("browser", BACKENDS)
 @pytest_twisted.ensureDeferred
-async def test_a_live_page_handed_to_another_request_fails_by_name(
+async def test_a_closed_live_page_handed_to_another_request_is_dropped_with_a_warning(
     site: SiteServer, browser: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     requests = [
@@ -236,15 +305,13 @@ async def test_a_live_page_handed_to_another_request_fails_by_name(
         for key in ("cdp_page", "playwright_page")
     ]
     spider, crawler = await crawl(requests, {"CDP_POOL_BROWSER": browser}, spider_cls=HandingSpider)
-    # Before: both handed requests were rendered, each in a page of its own,
-    # the page in their meta dropped without a word.
-    assert sorted(r.url for r in spider.responses) == sorted(r.url for r in requests)
-    errors = "\n".join(
-        r.exc_text or "" for r in caplog.records if r.getMessage().startswith("Spider error")
-    )
-    for key in ("cdp_page", "playwright_page"):
-        handed = site.url(f"/live/button?key=handed-{key}")
-        assert f"InvalidRequestMeta: <GET {handed}>: meta['{key}'] holds a page" in errors
+    # Before: both handed requests failed inside the callback as spider errors
+    handed = [site.url(f"/live/button?key=handed-{key}") for key in ("cdp_page", "playwright_page")]
+    assert sorted(r.url for r in spider.responses) == sorted([r.url for r in requests] + handed)
+    assert not spider.failures, spider.failures
+    warnings = [r for r in caplog.records if "a live page already closed" in r.getMessage()]
+    assert len(warnings) == 1
     stats = crawler.stats.get_stats()
-    assert stats["spider_exceptions/InvalidRequestMeta"] == 2
+    assert "spider_exceptions/InvalidRequestMeta" not in stats
+    assert stats["cdp_pool/live_pages_dropped_from_meta"] == 2
     assert stats["cdp_pool/live_pages"] == 2

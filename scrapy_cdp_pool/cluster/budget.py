@@ -260,7 +260,7 @@ class FleetBudgetMember:
                         )
                     if pubsub is not None:
                         with contextlib.suppress(RedisError, RedisClusterException, OSError):
-                            await pubsub.aclose()  # type: ignore[no-untyped-call]
+                            await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed in redis 8.2
                         pubsub = None
                     await asyncio.sleep(backoff_s)
                     backoff_s = min(backoff_s * 2, RETRY_MAX_S)
@@ -284,12 +284,12 @@ class FleetBudgetMember:
                     await _next_message(pubsub, wait_s)
                 except (RedisError, RedisClusterException, OSError):
                     with contextlib.suppress(RedisError, RedisClusterException, OSError):
-                        await pubsub.aclose()  # type: ignore[no-untyped-call]
+                        await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed in redis 8.2
                     pubsub = None  # subscribed again at the next refusal
         finally:
             if pubsub is not None:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # typed in redis 8.2
 
     async def _give_back(self, leases: list[str]) -> None:
         budget = self.budget

@@ -14,15 +14,26 @@ closes it). Responses replaced by a new request (a retry, a redirect) are
 handled by :class:`~scrapy_cdp_pool.core.release.GateReleaseMiddleware`.
 
 Its ``process_spider_output`` sees every request a callback (or errback)
-yields first: one whose meta holds a page (``cdp_page``, or
-scrapy-playwright's ``playwright_page``) is a live page handed to another
-request, which the plugin never does (the page is its own request's, closed
-with it): :class:`~scrapy_cdp_pool.errors.InvalidRequestMeta` is raised there,
-naming the request and the key, as a spider error of the callback.
+yields first. One whose meta holds a page (``cdp_page``, or
+scrapy-playwright's ``playwright_page``), as a request built with
+``meta=response.meta`` does, never costs the callback its output (an exception
+raised there would end the callback's generator, losing what it yields after):
+
+- a closed page (the callback closed it first, scrapy-playwright's documented
+  habit) is dropped from the new request's meta, with one WARNING per crawl;
+  the request is rendered as any other (``meta["cdp_include_page"]`` gives it
+  a page of its own);
+- an open page stays, and the request fails when it reaches the downloader
+  (:class:`~scrapy_cdp_pool.resilience.RequestChecksMiddleware` calls
+  :func:`check_not_handed_over`) with
+  :class:`~scrapy_cdp_pool.errors.InvalidRequestMeta` naming the request and
+  the key: through its errback, or one ERROR naming it. A live page is never
+  handed to another request (it is its own request's, closed with it).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
@@ -39,8 +50,17 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
 
+logger = logging.getLogger(__name__)
+
 #: meta keys that would hand a page to a request: the plugin's, scrapy-playwright's
 PAGE_KEYS = (LIVE_PAGE_META_KEY, "playwright_page")
+
+
+def _is_closed(page: Any) -> bool:
+    """Whether ``page`` is a Playwright page already closed (anything else
+    counts as open: it would be handed over)."""
+    is_closed = getattr(page, "is_closed", None)
+    return callable(is_closed) and is_closed() is True
 
 
 def check_not_handed_over(request: Request) -> None:
@@ -57,12 +77,37 @@ def check_not_handed_over(request: Request) -> None:
 
 
 class LivePageFateMiddleware:
-    def __init__(self, live_pages: LivePages | None) -> None:
+    def __init__(self, live_pages: LivePages | None, crawler: Crawler | None = None) -> None:
         self.live_pages = live_pages
+        self.crawler = crawler
+        #: a closed page was dropped from a request's meta (warned once)
+        self.warned_closed = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(runtime_of(crawler).live_pages)
+        return cls(runtime_of(crawler).live_pages, crawler)
+
+    def _drop_closed_pages(self, request: Request) -> None:
+        """Drop a closed page from ``request``'s own meta (Scrapy copies the
+        ``meta`` a request is built with), warning once per crawl."""
+        for key in PAGE_KEYS:
+            page = request.meta.get(key)
+            if page is None or not _is_closed(page):
+                continue
+            del request.meta[key]
+            if self.crawler is not None and self.crawler.stats is not None:
+                self.crawler.stats.inc_value("cdp_pool/live_pages_dropped_from_meta")
+            if not self.warned_closed:
+                self.warned_closed = True
+                logger.warning(
+                    "%s carried meta[%r], a live page already closed (copied from a "
+                    "response's meta): dropped from its meta, and from any later request's "
+                    "(warned once); a request gets a page of its own with "
+                    "meta['cdp_include_page'] = True",
+                    request,
+                    key,
+                    extra={"crawler": self.crawler},
+                )
 
     def process_spider_input(self, response: Response) -> None:
         page = response.meta.get(LIVE_PAGE_META_KEY)
@@ -79,7 +124,7 @@ class LivePageFateMiddleware:
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         for output in result:
             if isinstance(output, Request):
-                check_not_handed_over(output)
+                self._drop_closed_pages(output)
             yield output
 
     async def process_spider_output_async(
@@ -87,5 +132,5 @@ class LivePageFateMiddleware:
     ) -> AsyncIterator[Any]:
         async for output in result:
             if isinstance(output, Request):
-                check_not_handed_over(output)
+                self._drop_closed_pages(output)
             yield output

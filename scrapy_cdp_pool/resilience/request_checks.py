@@ -6,6 +6,11 @@ name, alone, before it is downloaded; the crawl goes on.
   a request (:data:`~scrapy_cdp_pool.core.queue.UNSERIALIZABLE_META_KEY`)
   and it fails here with :class:`UnserializableRequestError`, naming the meta
   keys (or the callback) that cannot be stored.
+- A live page in the meta (``cdp_page``, ``playwright_page``: a request built
+  with ``meta=response.meta`` before the callback closed its page) fails with
+  :class:`InvalidRequestMeta`, naming the request and the key
+  (:func:`~scrapy_cdp_pool.core.live_page_fate.check_not_handed_over`); a
+  closed page was already dropped when the callback yielded the request.
 - ``meta["cdp_not_before"]`` must be epoch seconds: a finite number, not
   negative, at most ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS`` from now
   (:func:`~scrapy_cdp_pool.core.gates.not_before_problem`). The
@@ -35,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import Request
 
 from scrapy_cdp_pool.core.gates import INVALID_META_KEY, NOT_BEFORE_META_KEY
+from scrapy_cdp_pool.core.live_page_fate import check_not_handed_over
 from scrapy_cdp_pool.core.queue import UNSERIALIZABLE_META_KEY
 from scrapy_cdp_pool.core.request_meta import UnknownMetaKeys, check_request_meta
 from scrapy_cdp_pool.core.runtime import runtime_of
@@ -78,6 +84,8 @@ class RequestChecksMiddleware:
         return cls(crawler)
 
     def process_request(self, request: Request) -> None:
+        # First: a live page in the meta is also what makes it unserializable
+        check_not_handed_over(request)
         error = request.meta.get(UNSERIALIZABLE_META_KEY)
         if error is not None:
             parts = unserializable_parts(request, self.crawler.spider) or [str(error)]
