@@ -113,6 +113,35 @@ async def test_what_a_page_writes_while_leaving_does_not_reach_the_next_request(
     assert crawler.stats.get_value("cdp_pool/contexts_opened") == 1  # the page was reused
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_kept_page_that_armed_beforeunload_leaves_the_next_request_unharmed(
+    site: SiteServer,
+) -> None:
+    """The first request clicks a button that arms a ``beforeunload``
+    handler; the next, unrelated request gets the same kept page and loads,
+    first try (before: ``net::ERR_ABORTED``, 4 of 4, hidden by Scrapy's retry:
+    the site was hit twice). A fresh context has no handler to run."""
+    key = token()
+    first = scrapy.Request(
+        site.url(f"/act/leave-guard?key={key}"),
+        meta={
+            "cdp": True,
+            "cdp_actions": [["click", "#arm"], ["wait_for_selector", "body[data-armed]"]],
+            "then": lambda spider, response: [
+                scrapy.Request(site.url(f"/act/form?key={key}"), meta={"cdp": True})
+            ],
+        },
+    )
+    spider, crawler = await crawl([first], ONE_PAGE)
+    assert not spider.failures, [f.getErrorMessage() for f in spider.failures]
+    assert [r.url for r in spider.responses] == [first.url, site.url(f"/act/form?key={key}")]
+    assert spider.responses[0].css("body::attr(data-armed)").get() == "1"
+    assert hits(site, f"/act/form?key={key}") == 1
+    stats = crawler.stats.get_stats()
+    assert "retry/count" not in stats, stats.get("retry/reason_count/")
+    assert stats["cdp_pool/contexts_opened"] == 1  # the page was kept and reused
+
+
 def _reports(site: SiteServer, key: str) -> Any:
     """What the page's frames posted to ``/act/report?key=``."""
     with urllib.request.urlopen(site.url(f"/act/reports?key={key}"), timeout=10) as answer:

@@ -11,6 +11,7 @@ accept one, and says so with a warning once per process.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -38,11 +39,22 @@ class DialogAnswerer:
         self.accept = accept and not browser_answers
         self.browser_answers = browser_answers
         self.seen: list[dict[str, Any]] = []
+        #: the page is being left by the plugin itself (a kept page stopped at
+        #: ``about:blank``): a ``beforeunload`` dialog is then accepted, unseen,
+        #: as no fresh context would have run it (dismissing it cancelled that
+        #: navigation, and the page kept its handler for the next request,
+        #: whose navigation it aborted: ``net::ERR_ABORTED``)
+        self.leaving = False
 
     async def on_opening(self, params: dict[str, Any]) -> None:
         """Answer the dialog ``params`` (``Page.javascriptDialogOpening``)
         describes. Never raises: a page that went away needs no answer."""
         kind = str(params.get("type", "alert"))
+        if self.leaving and kind == "beforeunload":
+            if not self.browser_answers:
+                with contextlib.suppress(CDPError):
+                    await self.page.command("Page.handleJavaScriptDialog", {"accept": True})
+            return
         self.seen.append(
             {"type": kind, "message": str(params.get("message", "")), "accepted": self.accept}
         )

@@ -354,6 +354,7 @@ async def _read_cookies_and_finish(
     cookie read. A page that loaded a frame of another origin is not kept
     (see render/child_frames.py)."""
     reading = asyncio.ensure_future(browser_cookies(page, timeout_s)) if collect_cookies else None
+    page.dialogs.leaving = True  # a page to keep is left for about:blank now
     try:
         return await lease.render_finished(
             page.stopped_loading, alongside=reading, keepable=not page.child_frames.foreign

@@ -189,6 +189,18 @@ async def form(request: web.Request) -> web.Response:
     )
 
 
+@routes.get("/act/leave-guard")
+async def leave_guard(request: web.Request) -> web.Response:
+    """A page that arms ``beforeunload`` when its button is clicked (a form
+    with unsaved input, as many sites do)."""
+    return html_response(
+        "Leave guard",
+        '<button id="arm" onclick="window.addEventListener(\'beforeunload\', '
+        "function (e) { e.preventDefault(); e.returnValue = 'unsaved'; }); "
+        "document.body.dataset.armed = '1'\">Edit</button>",
+    )
+
+
 @routes.get("/act/covered")
 async def covered(request: web.Request) -> web.Response:
     return html_response(
