@@ -54,6 +54,11 @@ logger = logging.getLogger(__name__)
 
 #: meta keys that would hand a page to a request: the plugin's, scrapy-playwright's
 PAGE_KEYS = (LIVE_PAGE_META_KEY, "playwright_page")
+#: set on a request a callback yielded with an open page in its meta: the key
+#: that holds it (a retry or redirect the downloader makes of a live-page
+#: request also carries the page its response had, closed by the plugin, and
+#: is not refused)
+HANDED_OVER_META_KEY = "_cdp_page_handed_over"
 
 
 def _is_closed(page: Any) -> bool:
@@ -64,16 +69,17 @@ def _is_closed(page: Any) -> bool:
 
 
 def check_not_handed_over(request: Request) -> None:
-    """Refuse a request that carries a page in its meta.
+    """Refuse a request a callback yielded with an open page in its meta
+    (marked by :class:`LivePageFateMiddleware`).
 
     :raises InvalidRequestMeta: naming the request and the key."""
-    for key in PAGE_KEYS:
-        if request.meta.get(key) is not None:
-            raise InvalidRequestMeta(
-                f"{request}: meta[{key!r}] holds a page: a live page is never handed to "
-                "another request (it is its own request's, closed with it); remove the key "
-                "(meta['cdp_include_page'] = True gives this request a page of its own)"
-            )
+    key = request.meta.pop(HANDED_OVER_META_KEY, None)
+    if key is not None:
+        raise InvalidRequestMeta(
+            f"{request}: meta[{key!r}] holds a page: a live page is never handed to "
+            "another request (it is its own request's, closed with it); remove the key "
+            "(meta['cdp_include_page'] = True gives this request a page of its own)"
+        )
 
 
 class LivePageFateMiddleware:
@@ -87,12 +93,16 @@ class LivePageFateMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(runtime_of(crawler).live_pages, crawler)
 
-    def _drop_closed_pages(self, request: Request) -> None:
+    def _check_pages(self, request: Request) -> None:
         """Drop a closed page from ``request``'s own meta (Scrapy copies the
-        ``meta`` a request is built with), warning once per crawl."""
+        ``meta`` a request is built with), warning once per crawl; mark a
+        request that holds an open one, refused at the downloader."""
         for key in PAGE_KEYS:
             page = request.meta.get(key)
-            if page is None or not _is_closed(page):
+            if page is None:
+                continue
+            if not _is_closed(page):
+                request.meta[HANDED_OVER_META_KEY] = key
                 continue
             del request.meta[key]
             if self.crawler is not None and self.crawler.stats is not None:
@@ -124,7 +134,7 @@ class LivePageFateMiddleware:
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
         for output in result:
             if isinstance(output, Request):
-                self._drop_closed_pages(output)
+                self._check_pages(output)
             yield output
 
     async def process_spider_output_async(
@@ -132,5 +142,5 @@ class LivePageFateMiddleware:
     ) -> AsyncIterator[Any]:
         async for output in result:
             if isinstance(output, Request):
-                self._drop_closed_pages(output)
+                self._check_pages(output)
             yield output
