@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from scrapy.settings import BaseSettings
 
 from scrapy_cdp_pool.settings.expectation import Expectation
-from scrapy_cdp_pool.settings.parse import BOOL, SECONDS, default_connections, integer
+from scrapy_cdp_pool.settings.parse import (
+    BOOL,
+    SECONDS,
+    default_chromium_path,
+    default_connections,
+    integer,
+)
 from scrapy_cdp_pool.settings.signed_out import SignedOutRule
 from scrapy_cdp_pool.settings.table import (
     BROWSERS,
@@ -51,7 +57,7 @@ class PoolConfig:
     render_all: bool = False
     endpoints: tuple[str, ...] = ()
     browser: str = "lightpanda"
-    chromium_path: str = "/usr/bin/chromium"
+    chromium_path: str = field(default_factory=default_chromium_path)
     chromium_args: tuple[str, ...] = ()
     lightpanda_path: str | None = None
     lightpanda_args: tuple[str, ...] = ()

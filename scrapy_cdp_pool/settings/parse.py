@@ -316,6 +316,38 @@ def server_args(refused: tuple[str, ...]) -> Kind:
     return Kind("list of strings", "", parse)
 
 
+#: the embedded Chromium's binary where ``CDP_POOL_CHROMIUM_PATH`` is unset,
+#: the first that is installed: Debian's ``chromium-headless-shell`` (the same
+#: engine without UI code, the headless mode Playwright uses: 3.5-4.7x less CPU
+#: per page than ``/usr/bin/chromium``, measured in docs/performance.md), then
+#: Debian's ``chromium``
+CHROMIUM_CANDIDATES = ("/usr/lib/chromium/chromium-headless-shell", "/usr/bin/chromium")
+
+
+def default_chromium_path(candidates: tuple[str, ...] = CHROMIUM_CANDIDATES) -> str:
+    """The first of ``candidates`` that is an executable file, else the last
+    (the start then fails naming it and the packages to install)."""
+    for path in candidates:
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return candidates[-1]
+
+
+def _chromium_path(settings: BaseSettings, name: str, default: Any) -> str:
+    raw: Any = settings.get(name, default)
+    if raw is None or raw == "":
+        return default_chromium_path()
+    if isinstance(raw, os.PathLike):
+        raw = os.fspath(raw)
+    if not isinstance(raw, str):
+        raise ValueError(f"{name}: {raw!r} is not a path to a Chromium binary")
+    return raw
+
+
+#: ``CDP_POOL_CHROMIUM_PATH``: a path, or None for :func:`default_chromium_path`
+CHROMIUM_PATH = Kind("path or None", "", _chromium_path)
+
+
 def binary_path(what: str, *, optional: bool) -> Kind:
     """The path of a server binary (``optional``: None for the default)."""
 

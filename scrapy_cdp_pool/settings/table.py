@@ -97,7 +97,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_BROWSER",                        "browser",                 k.choice(BROWSERS),   "lightpanda",       "pool", shared=True),
     S("CDP_POOL_LIGHTPANDA_PATH",                "lightpanda_path",         k.binary_path("a lightpanda binary", optional=True), None, "pool", shared=True, doc_default="the `lightpanda` package's binary"),
     S("CDP_POOL_LIGHTPANDA_ARGS",                "lightpanda_args",         k.server_args(LIGHTPANDA_EXPOSING), (), "pool", shared=True),
-    S("CDP_POOL_CHROMIUM_PATH",                  "chromium_path",           k.binary_path("a Chromium binary", optional=False), "/usr/bin/chromium", "pool", shared=True),
+    S("CDP_POOL_CHROMIUM_PATH",                  "chromium_path",           k.CHROMIUM_PATH, None, "pool", shared=True, doc_default="`chromium-headless-shell` if installed, else `/usr/bin/chromium`"),
     S("CDP_POOL_CHROMIUM_ARGS",                  "chromium_args",           k.server_args(CHROMIUM_EXPOSING), (), "pool", shared=True),
     S("CDP_POOL_CONNECTIONS",                    "connections",             k.CONNECTIONS,        None,               "pool", shared=True, doc_default="8 (embedded Lightpanda); else CPU cores, at least 2"),
     S("CDP_POOL_CONTEXTS_PER_CONNECTION",        "contexts_per_connection", k.integer(1),         1,                  "pool", shared=True),

@@ -221,6 +221,13 @@ CHROMIUM_FLAGS = (
     "--no-default-browser-check",
     "--metrics-recording-only",
     "--password-store=basic",
+    # Site isolation, as /usr/bin/chromium has it by default: Debian's
+    # chromium-headless-shell (the default binary where installed) runs a
+    # frame of another site in its page's renderer without it (measured on
+    # 156: no "iframe" target), so a cross-site frame looping forever stalled
+    # its page's main thread (tests/test_cross_origin_frames.py); with it, the
+    # shell gives such a frame a process of its own, as Chromium does.
+    "--site-per-process",
     # One --disable-features only: Chromium reads the last one it is given.
     # BackForwardCache: a page kept for reuse goes to about:blank between
     # requests; the back-forward cache would keep each previous document alive.

@@ -222,7 +222,7 @@ class ChromiumServer(EmbeddedServer):
         if not (Path(path).is_file() and os.access(path, os.X_OK)):
             raise ServerStartError(
                 f"CDP_POOL_CHROMIUM_PATH: {path!r} is not an executable "
-                "(on Debian: apt-get install chromium)"
+                "(on Debian: apt-get install chromium-headless-shell, or chromium)"
             )
         return path
 
