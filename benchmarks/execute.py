@@ -54,6 +54,8 @@ def _start_server(kind: str | None, log_dir: Path) -> procs.Managed | None:
         return procs.start_lightpanda(log_dir)
     if kind == "chromium":
         return procs.start_chromium(log_dir)
+    if kind == "chromium_shell":
+        return procs.start_chromium(log_dir, binary=procs.CHROMIUM_SHELL)
     raise ValueError("unknown server kind %r" % kind)
 
 

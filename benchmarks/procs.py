@@ -32,6 +32,8 @@ from scrapy_cdp_pool.browser.pool.server_flags import CHROMIUM_FLAGS
 
 HOST = "127.0.0.1"
 CHROMIUM = os.environ.get("BENCH_CHROMIUM", "/usr/bin/chromium")
+#: Debian's chromium-headless-shell: the same engine without UI code
+CHROMIUM_SHELL = os.environ.get("BENCH_CHROMIUM_SHELL", "/usr/lib/chromium/chromium-headless-shell")
 DEVTOOLS_RE = re.compile(r"DevTools listening on (ws://\S+)")
 
 
@@ -200,10 +202,10 @@ def start_lightpanda(log_dir: Path, max_connections: int = 64, deadline_s: float
     return proc
 
 
-def start_chromium(log_dir: Path, deadline_s: float = 30) -> Managed:
+def start_chromium(log_dir: Path, deadline_s: float = 30, binary: str = "") -> Managed:
     user_dir = Path(tempfile.mkdtemp(prefix="bench-chromium-"))
     argv = [
-        CHROMIUM,
+        binary or CHROMIUM,
         *CHROMIUM_FLAGS,
         "--remote-debugging-port=0",
         "--remote-debugging-address=%s" % HOST,

@@ -5,9 +5,48 @@ server the harness started, through CDP_POOL_ENDPOINTS."""
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 from _common import REPO_ROOT, emit, parser
 from _scrapy import crawl
+
+#: default features a run may switch off (``--off NAME``), each by its setting
+#: where it has one; the rest are benchmark-only patches of the one call that
+#: does the feature's work per page
+FEATURES: dict[str, dict[str, Any]] = {
+    "private_network": {"CDP_POOL_ALLOW_PRIVATE_NETWORKS": True},
+    "shadow_roots": {"CDP_POOL_SHADOW_ROOTS": "none"},
+    "cookies": {"COOKIES_ENABLED": False},  # no jar: no cookie read-back per page
+    "http_cache": {"CDP_POOL_HTTP_CACHE": False},
+    "telemetry": {"EXTENSIONS": {"scrapy_cdp_pool.telemetry.EngineStatusExtension": None}},
+    "download_signals": {},  # patched below
+    "render_stats": {},  # patched below
+    "cache_guard": {},  # patched below: kept pages' subresources not paused at the response
+}
+
+
+def patch_off(feature: str) -> None:
+    """Switch off a default feature that has no setting (benchmark only)."""
+    if feature == "download_signals":
+        from scrapy_cdp_pool.core import rendering
+
+        rendering.send_download_signals = lambda crawler, request, response: response
+    elif feature == "render_stats":
+        from scrapy_cdp_pool.core.render_stats import RenderStats
+
+        RenderStats.result = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
+    elif feature == "cache_guard":
+        from scrapy_cdp_pool.render import session
+
+        def unguarded(original: Any) -> Any:
+            async def opened(*args: Any, **kwargs: Any) -> Any:
+                return await original(*args, **{**kwargs, "guard_cache": False})
+
+            return opened
+
+        for name in ("open_page", "take_over_page"):
+            setattr(session, name, unguarded(getattr(session, name)))
+
 
 if __name__ == "__main__":
     ap = parser(__doc__)
@@ -17,6 +56,12 @@ if __name__ == "__main__":
     ap.add_argument("--no-http-cache", action="store_true", help="CDP_POOL_HTTP_CACHE = False")
     ap.add_argument(
         "--shadow-roots", default="", help="CDP_POOL_SHADOW_ROOTS (default: the plugin's)"
+    )
+    ap.add_argument("--chromium-path", default="", help="CDP_POOL_CHROMIUM_PATH")
+    ap.add_argument(
+        "--off",
+        default="",
+        help="comma-separated default features to switch off: %s" % ", ".join(FEATURES),
     )
     ap.add_argument(
         "--defaults",
@@ -58,4 +103,12 @@ if __name__ == "__main__":
         settings["CDP_POOL_SHADOW_ROOTS"] = args.shadow_roots
     if args.block:
         settings["CDP_POOL_BLOCK_RESOURCES"] = args.block.split(",")
+    if args.chromium_path:
+        settings["CDP_POOL_CHROMIUM_PATH"] = args.chromium_path
+    for feature in filter(None, args.off.split(",")):
+        if feature not in FEATURES:
+            emit("error", message="--off: unknown feature %r" % feature)
+            sys.exit(2)
+        settings.update(FEATURES[feature])
+        patch_off(feature)
     sys.exit(crawl(args, settings, meta={"cdp": True}))

@@ -1,8 +1,13 @@
 """The floor: a minimal asyncio CDP loop, no Playwright, one websocket per connection.
 
-Per page, on one connection: Target.createBrowserContext, Target.createTarget(about:blank),
-Target.attachToTarget(flatten), Page.enable, Page.navigate, wait Page.loadEventFired,
-Runtime.evaluate(outerHTML), Target.closeTarget, Target.disposeBrowserContext.
+``--mode fresh`` (default), per page, on one connection: Target.createBrowserContext,
+Target.createTarget(about:blank), Target.attachToTarget(flatten), Page.enable, Page.navigate,
+wait Page.loadEventFired, Runtime.evaluate(outerHTML), Target.closeTarget,
+Target.disposeBrowserContext.
+
+``--mode kept``: one page per connection, opened once (the same commands) and navigated again
+for every page: Page.navigate, wait Page.loadEventFired, Runtime.evaluate(outerHTML). The floor
+of a browser whose cost is a new renderer per context (Chromium).
 """
 
 from __future__ import annotations
@@ -98,6 +103,29 @@ class Connection:
         finally:
             await self.send("Target.disposeBrowserContext", {"browserContextId": ctx})
 
+    async def open_kept(self) -> str:
+        """A page kept for every render of this connection: its session id."""
+        ctx = (await self.send("Target.createBrowserContext"))["browserContextId"]
+        target = (
+            await self.send("Target.createTarget", {"url": "about:blank", "browserContextId": ctx})
+        )["targetId"]
+        sid = (await self.send("Target.attachToTarget", {"targetId": target, "flatten": True}))[
+            "sessionId"
+        ]
+        await self.send("Page.enable", session=sid)
+        return sid
+
+    async def render_kept(self, sid: str, url: str) -> str:
+        loaded = self.event("Page.loadEventFired", sid)
+        nav = await self.send("Page.navigate", {"url": url}, session=sid)
+        if nav.get("errorText"):
+            raise CDPError("navigate: %s" % nav["errorText"])
+        await asyncio.wait_for(loaded, PAGE_TIMEOUT_S)
+        res = await self.send(
+            "Runtime.evaluate", {"expression": OUTER_HTML, "returnByValue": True}, session=sid
+        )
+        return res["result"]["value"]
+
     async def close(self) -> None:
         await self.ws.close()
         await asyncio.wait_for(self.reader, 5)
@@ -109,7 +137,9 @@ def browser_ws_url(endpoint: str) -> str:
 
 
 async def main() -> None:
-    args = parser(__doc__).parse_args()
+    ap = parser(__doc__)
+    ap.add_argument("--mode", choices=("fresh", "kept"), default="fresh")
+    args = ap.parse_args()
     ws_url = browser_ws_url(args.endpoint)
     conns = [
         Connection(
@@ -121,7 +151,14 @@ async def main() -> None:
     ]
     tally = Tally(args.kind, args.pages, args.progress_every)
     try:
-        await conns[0].render(warmup_url(args.base_url, args.kind, args.pages, args.first_page))
+        warm = warmup_url(args.base_url, args.kind, args.pages, args.first_page)
+        sessions: dict[Connection, str] = {}
+        if args.mode == "kept":
+            for conn in conns:
+                sessions[conn] = await conn.open_kept()
+                await conn.render_kept(sessions[conn], warm)
+        else:
+            await conns[0].render(warm)
         queue = collections.deque(page_urls(args.base_url, args.kind, args.pages, args.first_page))
         tally.start()
 
@@ -129,7 +166,10 @@ async def main() -> None:
             while queue:
                 url = queue.popleft()
                 try:
-                    tally.page(await conn.render(url))
+                    if args.mode == "kept":
+                        tally.page(await conn.render_kept(sessions[conn], url))
+                    else:
+                        tally.page(await conn.render(url))
                 except (TimeoutError, CDPError, websockets.ConnectionClosed) as e:
                     tally.error("%s: %s" % (type(e).__name__, e))
 
