@@ -1,9 +1,8 @@
 """Renderer: the render path's one entry point for the download handler. A
 request in, a Scrapy response out: the render's inputs read from the request
-(its profile's context, ``meta["proxy"]``, the
-:class:`~scrapy_cdp_pool.render._request.spec.RenderSpec`),
+(its profile's context, ``meta["proxy"]``, the :class:`~scrapy_cdp_pool.render.RenderSpec`),
 a browser slot leased from the pool within ``download_timeout``, the render
-(:func:`~scrapy_cdp_pool.render._request.session.render`), what it gives back applied
+(:func:`~scrapy_cdp_pool.render.render`), what it gives back applied
 (cookies into Scrapy's jar, the profile's storage state) and counted
 (:class:`~scrapy_cdp_pool.core.render_stats.RenderStats`)."""
 
@@ -25,16 +24,25 @@ from scrapy_cdp_pool.core.host_gate import HostGate, HostPaused
 from scrapy_cdp_pool.core.request_meta import read_render_meta
 from scrapy_cdp_pool.core.robots import RobotsGate
 from scrapy_cdp_pool.errors import ActionError, CapabilityUnavailable, ProxyUnsupported
-from scrapy_cdp_pool.render._live.live_page import LIVE_PAGE_META_KEY, LivePages
-from scrapy_cdp_pool.render._page.console import CONSOLE_MESSAGES_META_KEY
-from scrapy_cdp_pool.render._page.dialogs import RefusedAcceptWarning
-from scrapy_cdp_pool.render._request.cookies import cookies_middleware, merge_into_jar
-from scrapy_cdp_pool.render._request.request_proxy import request_proxy, with_request_proxy
-from scrapy_cdp_pool.render._request.response import build_response
-from scrapy_cdp_pool.render._request.session import RenderHooks, RenderResult, render
-from scrapy_cdp_pool.render._request.snapshots import SnapshotWriter
-from scrapy_cdp_pool.render._request.spec import RenderSpec, build_spec, default_header_values
-from scrapy_cdp_pool.render._request.user_agent import RefusedUserAgentWarning
+from scrapy_cdp_pool.render import (
+    CONSOLE_MESSAGES_META_KEY,
+    LIVE_PAGE_META_KEY,
+    LivePages,
+    RefusedAcceptWarning,
+    RefusedUserAgentWarning,
+    RenderHooks,
+    RenderResult,
+    RenderSpec,
+    SnapshotWriter,
+    build_response,
+    build_spec,
+    cookies_middleware,
+    default_header_values,
+    merge_into_jar,
+    render,
+    request_proxy,
+    with_request_proxy,
+)
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -47,7 +55,7 @@ if TYPE_CHECKING:
     from scrapy_cdp_pool.core.parts import ProfileContexts
     from scrapy_cdp_pool.core.politeness import Turn
     from scrapy_cdp_pool.core.render_stats import RenderStats
-    from scrapy_cdp_pool.render._request.context_options import ContextOptions
+    from scrapy_cdp_pool.render import ContextOptions
     from scrapy_cdp_pool.settings.config import PoolConfig
 
 #: raised by the render as they are: an action's failure (counted), and what

@@ -40,7 +40,7 @@ from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
 from scrapy_cdp_pool.core.gates import RequestGates
 from scrapy_cdp_pool.core.parts import BudgetView, PartKey
 from scrapy_cdp_pool.core.sharing import POOLS, pool_settings
-from scrapy_cdp_pool.render._live.live_page import LivePages
+from scrapy_cdp_pool.render import LivePages
 from scrapy_cdp_pool.settings.config import PoolConfig
 
 if TYPE_CHECKING:

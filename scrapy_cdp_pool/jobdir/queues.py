@@ -21,7 +21,7 @@ from scrapy.utils.request import request_from_dict
 
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.jobdir.store import JobStore, job_store
-from scrapy_cdp_pool.render._live.live_page import LIVE_PAGE_META_KEY
+from scrapy_cdp_pool.render import LIVE_PAGE_META_KEY
 
 if TYPE_CHECKING:
     from typing import Self
