@@ -101,10 +101,6 @@ class CrawlerRuntime:
         part = self._parts[key] = maker()
         return cast(T, part)
 
-    def part_if_made(self, key: PartKey[T]) -> T | None:
-        """``key``'s part if it was made, else ``None`` (nothing is made)."""
-        return cast("T | None", self._parts.get(key))
-
     @cached_property
     def gates(self) -> RequestGates:
         """The crawler's request gates (profile busy, host paused/limited)."""

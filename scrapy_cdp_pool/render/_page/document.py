@@ -41,11 +41,10 @@ class DocumentResponse:
     body: bytes | None = None
     received_at: float = 0.0
     #: where it came from, when the browser says (Chromium's
-    #: ``Network.responseReceived``): the server's IP address, the protocol
-    #: (``"http/1.1"``, ``"h2"``...), and for HTTPS Chromium's security details
+    #: ``Network.responseReceived``): the server's IP address and the protocol
+    #: (``"http/1.1"``, ``"h2"``...)
     remote_ip: str | None = None
     protocol: str | None = None
-    security: dict[str, Any] | None = None
 
 
 #: what a script's error says when its document went away (navigated)
@@ -220,7 +219,7 @@ class DocumentTracker:
         self.changed.set()
 
     def _note_connection(self, params: dict[str, Any]) -> None:
-        """The document's remote address, protocol and TLS details, from its
+        """The document's remote address and protocol, from its
         ``Network.responseReceived`` (it may come before or after the Fetch
         pause that made the document)."""
         if params.get("type") != "Document" or params.get("frameId") != self.main_frame_id:
@@ -229,7 +228,6 @@ class DocumentTracker:
         connection = {
             "remote_ip": response.get("remoteIPAddress") or None,
             "protocol": response.get("protocol") or None,
-            "security": response.get("securityDetails") or None,
         }
         self._connections[str(params.get("requestId", ""))] = connection
         document = self.document
@@ -330,4 +328,3 @@ def _header(headers: dict[str, Any], name: str) -> str | None:
 def _apply_connection(document: DocumentResponse, connection: dict[str, Any]) -> None:
     document.remote_ip = connection["remote_ip"]
     document.protocol = connection["protocol"]
-    document.security = connection["security"]
