@@ -59,8 +59,8 @@ def child(backend: str, url: str, requests: int, stage: str, redis_url: str) -> 
     import scrapy
     from scrapy.crawler import CrawlerProcess
 
-    from scrapy_cdp_pool.render.document import DocumentResponse, DocumentTracker
-    from scrapy_cdp_pool.render.page import Page
+    from scrapy_cdp_pool.render._page.document import DocumentResponse, DocumentTracker
+    from scrapy_cdp_pool.render._page.page import Page
     from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
     from tests.crawl import BASE_SETTINGS, RecordingSpider
 

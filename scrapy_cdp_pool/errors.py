@@ -229,7 +229,7 @@ class PageScriptStalled(PageCrashed):
     Lightpanda's watchdog stopped it (``--watchdog-ms``: half of
     ``DOWNLOAD_TIMEOUT``, at most 30 s) and closed the page's connection; or,
     on Chromium, past the render's deadline, when the page's main thread did
-    not answer a probe (see :mod:`scrapy_cdp_pool.render.script_stall`). Not
+    not answer a probe (see :mod:`scrapy_cdp_pool.render._request.script_stall`). Not
     retried: the same page would stall again there. On the render ladder a
     fallback to Chromium may render a page Lightpanda stalled on."""
 
@@ -237,7 +237,7 @@ class PageScriptStalled(PageCrashed):
 class BrowserUnresponsive(RenderError, DownloadTimeoutError):
     """The request's deadline passed on Chromium while the whole browser,
     not only this page, answered no command: a browser-level command sent
-    beside the stall probe (see :mod:`scrapy_cdp_pool.render.script_stall`)
+    beside the stall probe (see :mod:`scrapy_cdp_pool.render._request.script_stall`)
     got no answer either, or the browser restarted while the page was being
     probed. Another page swamping the browser (a ``window.open`` storm, 1,000
     frames) does this to its neighbours, so it says nothing about this page:

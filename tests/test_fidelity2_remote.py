@@ -8,7 +8,7 @@ import pytest_twisted
 import scrapy
 
 from scrapy_cdp_pool.errors import RequestTooLarge
-from scrapy_cdp_pool.render.request_proxy import ProxyUnsupported
+from scrapy_cdp_pool.render._request.request_proxy import ProxyUnsupported
 from tests.crawl import crawl
 from tests.servers import SiteServer
 

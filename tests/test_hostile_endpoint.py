@@ -21,7 +21,7 @@ import pytest
 
 from scrapy_cdp_pool.browser.cdp import CDPConnection
 from scrapy_cdp_pool.browser.cdp.client import MAX_UNCLAIMED_TARGETS
-from scrapy_cdp_pool.render.document import (
+from scrapy_cdp_pool.render._page.document import (
     MAX_SET_COOKIE_RESPONSES,
     DocumentResponse,
     DocumentTracker,

@@ -1,4 +1,4 @@
-"""The live page's relay (render/live_relay.py) against a real embedded
+"""The live page's relay (render/_live/live_relay.py) against a real embedded
 Lightpanda, spoken to as Playwright would: private (one client, at its secret
 path only), and scoped to the request's context and page."""
 
@@ -18,7 +18,7 @@ from websockets.exceptions import InvalidStatus
 
 from scrapy_cdp_pool.browser.cdp import CDPConnection
 from scrapy_cdp_pool.browser.pool.servers import LightpandaServer
-from scrapy_cdp_pool.render.live_relay import LiveRelay
+from scrapy_cdp_pool.render._live.live_relay import LiveRelay
 from scrapy_cdp_pool.settings.config import PoolConfig
 
 

@@ -10,8 +10,8 @@ import pytest
 import pytest_twisted
 import scrapy
 
-from scrapy_cdp_pool.render.console import MAX_MESSAGES, MESSAGE_LIMIT_CHARS
-from scrapy_cdp_pool.render.snapshots import ERRORS_FILE
+from scrapy_cdp_pool.render._page.console import MAX_MESSAGES, MESSAGE_LIMIT_CHARS
+from scrapy_cdp_pool.render._request.snapshots import ERRORS_FILE
 from tests.crawl import crawl
 from tests.servers import SiteServer
 

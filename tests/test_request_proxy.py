@@ -1,4 +1,4 @@
-"""meta["proxy"] as a rendered request's proxy (render/request_proxy.py): what
+"""meta["proxy"] as a rendered request's proxy (render/_request/request_proxy.py): what
 Scrapy's HttpProxyMiddleware leaves on a request, read back; a profile's proxy
 against the request's."""
 
@@ -8,8 +8,8 @@ import pytest
 import scrapy
 from scrapy.downloadermiddlewares.httpproxy import HttpProxyMiddleware
 
-from scrapy_cdp_pool.render.context_options import ContextOptions
-from scrapy_cdp_pool.render.request_proxy import (
+from scrapy_cdp_pool.render._request.context_options import ContextOptions
+from scrapy_cdp_pool.render._request.request_proxy import (
     ProxyConflict,
     request_proxy,
     with_request_proxy,

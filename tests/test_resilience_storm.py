@@ -35,8 +35,8 @@ from scrapy import Request
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.http import Response
 
-from scrapy_cdp_pool.render.document import DocumentResponse, DocumentTracker
-from scrapy_cdp_pool.render.page import Page
+from scrapy_cdp_pool.render._page.document import DocumentResponse, DocumentTracker
+from scrapy_cdp_pool.render._page.page import Page
 from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
 from tests.crawl import crawl
 from tests.fault_records import records, storm_violations

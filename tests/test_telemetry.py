@@ -17,8 +17,8 @@ from scrapy.utils.defer import deferred_from_coro
 
 from scrapy_cdp_pool import EngineStatusExtension, PoolConfig
 from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
-from scrapy_cdp_pool.render.session import RenderResult, render
-from scrapy_cdp_pool.render.spec import RenderSpec
+from scrapy_cdp_pool.render._request.session import RenderResult, render
+from scrapy_cdp_pool.render._request.spec import RenderSpec
 from scrapy_cdp_pool.telemetry import MemoryGuard, StatusSample
 from scrapy_cdp_pool.telemetry.memory_guard import CLOSE_REASON, HOLD_REASON
 from scrapy_cdp_pool.telemetry.status_file import read_status_file

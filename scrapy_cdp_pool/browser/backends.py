@@ -85,19 +85,19 @@ class Backend:
     crashes_told_on_stderr: bool = False
     #: a render that runs out of time asks the page's main thread for ``1``:
     #: no answer means a script that does not yield (see
-    #: :mod:`~scrapy_cdp_pool.render.script_stall`); Lightpanda's own
+    #: :mod:`~scrapy_cdp_pool.render._request.script_stall`); Lightpanda's own
     #: watchdog tells instead
     probes_stalled_scripts: bool = True
     #: the browser itself asks each site for ``/favicon.ico`` (Chromium, for
     #: a page that declares no icon): a request the page did not make and
     #: plain Scrapy would not send, failed at the request stage
-    #: (:func:`~scrapy_cdp_pool.render.page_setup.fetch_params`)
+    #: (:func:`~scrapy_cdp_pool.render._page.page_setup.fetch_params`)
     fetches_favicon: bool = True
     #: the browser decodes an HTML document by its byte order mark when its
     #: ``Content-Type`` names no charset, as the HTML standard says (Lightpanda
     #: 1.0.2 does not: a UTF-16 page with a BOM came back garbled), else the
     #: page's body is read and handed back labelled
-    #: (:class:`~scrapy_cdp_pool.render.interception.FetchInterceptor`)
+    #: (:class:`~scrapy_cdp_pool.render._page.interception.FetchInterceptor`)
     sniffs_byte_order_mark: bool = True
     #: the server flag that caps a page's JavaScript heap, and its form
     #: (``{mb}``: the ceiling in MB); one argument per item
@@ -121,7 +121,7 @@ class Backend:
     #: ``Input.dispatchKeyEvent`` reaches the focused element inside a shadow
     #: root; Lightpanda 1.0.2 sends it to the outermost shadow host (its
     #: ``document.activeElement``), so the key actions dispatch it on the
-    #: element by script there (:mod:`~scrapy_cdp_pool.render.shadow_keys`)
+    #: element by script there (:mod:`~scrapy_cdp_pool.render._actions.shadow_keys`)
     keys_reach_shadow_roots: bool = True
 
     def can(self, capability: Capability | str) -> bool:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import Request
 
-from scrapy_cdp_pool.render.spec import is_rendered
+from scrapy_cdp_pool.render import is_rendered
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.browser.pool.pool import ConnectionPool

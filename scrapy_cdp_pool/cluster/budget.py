@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from redis.exceptions import RedisClusterException, RedisError
 from scrapy import Request
 
-from scrapy_cdp_pool.render.spec import is_rendered
+from scrapy_cdp_pool.render import is_rendered
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

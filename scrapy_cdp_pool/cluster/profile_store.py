@@ -148,7 +148,6 @@ class SharedProfiles:
         self.files = ProfileStore(directory) if directory else None
         self.stats = stats
         self.crawler = crawler
-        self.stale_writes = 0
         self._seed = redis.register_script(_SEED)
         self._save = redis.register_script(_SAVE)
         self._cache: dict[str, Profile] = {}
@@ -335,7 +334,6 @@ class SharedProfiles:
         self, name: str, key: str, token: int | None, current: int | None
     ) -> StaleProfileWrite:
         error = StaleProfileWrite(name, key, token, current)
-        self.stale_writes += 1
         if self.stats is not None:
             self.stats.inc_value(STALE_WRITES_STAT)
         logger.warning("Profile %r: %s", name, error.problem, extra={"crawler": self.crawler})

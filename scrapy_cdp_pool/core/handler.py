@@ -30,7 +30,7 @@ from scrapy_cdp_pool.errors import (
     PoolUnavailable,
     ResponseTooLarge,
 )
-from scrapy_cdp_pool.render.spec import is_rendered
+from scrapy_cdp_pool.render import is_rendered
 from scrapy_cdp_pool.scrapy_internals import running_engine
 
 if TYPE_CHECKING:

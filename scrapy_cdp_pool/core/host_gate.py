@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING
 from scrapy_cdp_pool.core.gates import HostPauses, RequestGates, host_of
 from scrapy_cdp_pool.core.politeness import Turn
 from scrapy_cdp_pool.errors import CDPPoolError
-from scrapy_cdp_pool.render.session import RenderHooks
+from scrapy_cdp_pool.render import RenderHooks
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.http import Response
     from scrapy.statscollectors import StatsCollector
 
-    from scrapy_cdp_pool.render.document import DocumentResponse
+    from scrapy_cdp_pool.render import DocumentResponse
 
 
 class HostPaused(CDPPoolError):

@@ -7,7 +7,7 @@ through, so the page is marked delivered to the callback; its
 ``process_spider_exception`` is the first to see an exception an outer
 middleware raised for a response (``HttpError`` from ``HttpErrorMiddleware``)
 when the request has no errback: that response will never reach a callback,
-and its page is closed (:meth:`~scrapy_cdp_pool.render.live_page.LivePages.unreached`),
+and its page is closed (:meth:`~scrapy_cdp_pool.render.LivePages.unreached`),
 which frees its browser slot. A request with an errback gets the failure
 with the response, page included, as scrapy-playwright hands it (the errback
 closes it). Responses replaced by a new request (a retry, a redirect) are
@@ -40,7 +40,7 @@ from scrapy import Request
 
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import InvalidRequestMeta
-from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, LivePages
+from scrapy_cdp_pool.render import LIVE_PAGE_META_KEY, LivePages
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterable, Iterator

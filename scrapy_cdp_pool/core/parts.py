@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from scrapy.http import Response
 
     from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
-    from scrapy_cdp_pool.render.context_options import ContextOptions
+    from scrapy_cdp_pool.render import ContextOptions
     from scrapy_cdp_pool.settings.expectation import Expectation
     from scrapy_cdp_pool.settings.signed_out import SignedOutRule
 

@@ -23,7 +23,7 @@ from scrapy.http import Response
 
 from scrapy_cdp_pool.core.gates import _TOKEN_META_KEY, RequestGates, profile_of
 from scrapy_cdp_pool.core.runtime import runtime_of
-from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, LivePages
+from scrapy_cdp_pool.render import LIVE_PAGE_META_KEY, LivePages
 
 if TYPE_CHECKING:
     from typing import Self

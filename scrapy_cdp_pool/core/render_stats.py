@@ -9,10 +9,14 @@ import logging
 from typing import TYPE_CHECKING
 
 from scrapy_cdp_pool.core.boundary import error_kind
-from scrapy_cdp_pool.render.cookies import MAX_COOKIE_BYTES, MAX_COOKIES_PER_DOMAIN
-from scrapy_cdp_pool.render.document_kind import content_length
-from scrapy_cdp_pool.render.interception import FAVICON, PRIVATE_NETWORK
-from scrapy_cdp_pool.render.redirects import is_handed_back
+from scrapy_cdp_pool.render import (
+    FAVICON,
+    MAX_COOKIE_BYTES,
+    MAX_COOKIES_PER_DOMAIN,
+    PRIVATE_NETWORK,
+    content_length,
+    is_handed_back,
+)
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -20,9 +24,7 @@ if TYPE_CHECKING:
 
     from scrapy_cdp_pool.browser.pool.lease import ContextLease
     from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
-    from scrapy_cdp_pool.render.cookies import Merged
-    from scrapy_cdp_pool.render.live_page import LivePages
-    from scrapy_cdp_pool.render.session import RenderResult
+    from scrapy_cdp_pool.render import LivePages, Merged, RenderResult
 
 logger = logging.getLogger(__name__)
 

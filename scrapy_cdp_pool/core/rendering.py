@@ -1,8 +1,8 @@
 """Renderer: the render path's one entry point for the download handler. A
 request in, a Scrapy response out: the render's inputs read from the request
-(its profile's context, ``meta["proxy"]``, the :class:`~scrapy_cdp_pool.render.spec.RenderSpec`),
+(its profile's context, ``meta["proxy"]``, the :class:`~scrapy_cdp_pool.render.RenderSpec`),
 a browser slot leased from the pool within ``download_timeout``, the render
-(:func:`~scrapy_cdp_pool.render.session.render`), what it gives back applied
+(:func:`~scrapy_cdp_pool.render.render`), what it gives back applied
 (cookies into Scrapy's jar, the profile's storage state) and counted
 (:class:`~scrapy_cdp_pool.core.render_stats.RenderStats`)."""
 
@@ -24,16 +24,25 @@ from scrapy_cdp_pool.core.host_gate import HostGate, HostPaused
 from scrapy_cdp_pool.core.request_meta import read_render_meta
 from scrapy_cdp_pool.core.robots import RobotsGate
 from scrapy_cdp_pool.errors import ActionError, CapabilityUnavailable, ProxyUnsupported
-from scrapy_cdp_pool.render.console import CONSOLE_MESSAGES_META_KEY
-from scrapy_cdp_pool.render.cookies import cookies_middleware, merge_into_jar
-from scrapy_cdp_pool.render.dialogs import RefusedAcceptWarning
-from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY, LivePages
-from scrapy_cdp_pool.render.request_proxy import request_proxy, with_request_proxy
-from scrapy_cdp_pool.render.response import build_response
-from scrapy_cdp_pool.render.session import RenderHooks, RenderResult, render
-from scrapy_cdp_pool.render.snapshots import SnapshotWriter
-from scrapy_cdp_pool.render.spec import RenderSpec, build_spec, default_header_values
-from scrapy_cdp_pool.render.user_agent import RefusedUserAgentWarning
+from scrapy_cdp_pool.render import (
+    CONSOLE_MESSAGES_META_KEY,
+    LIVE_PAGE_META_KEY,
+    LivePages,
+    RefusedAcceptWarning,
+    RefusedUserAgentWarning,
+    RenderHooks,
+    RenderResult,
+    RenderSpec,
+    SnapshotWriter,
+    build_response,
+    build_spec,
+    cookies_middleware,
+    default_header_values,
+    merge_into_jar,
+    render,
+    request_proxy,
+    with_request_proxy,
+)
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -46,7 +55,7 @@ if TYPE_CHECKING:
     from scrapy_cdp_pool.core.parts import ProfileContexts
     from scrapy_cdp_pool.core.politeness import Turn
     from scrapy_cdp_pool.core.render_stats import RenderStats
-    from scrapy_cdp_pool.render.context_options import ContextOptions
+    from scrapy_cdp_pool.render import ContextOptions
     from scrapy_cdp_pool.settings.config import PoolConfig
 
 #: raised by the render as they are: an action's failure (counted), and what
@@ -220,7 +229,7 @@ class Renderer:
         in_lease = self._in_lease(request, pool, inputs, attempts)
         with scrapy_errors(inputs.where, timeout_s, self._failed, _PASSTHROUGH):
             lease_cm = pool.lease(requires, options, timeout_s - attempts.spent_s)
-            if spec.include_page:  # the lease outlives this call (render/live_page.py)
+            if spec.include_page:  # the lease outlives this call (render/_live/live_page.py)
                 save = None
                 if inputs.context is not None and inputs.context.save_state:
                     # saved when the page is closed, before its profile is released

@@ -22,9 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.core.gates import NOT_BEFORE_META_KEY, PROFILE_META_KEY, not_before_problem
 from scrapy_cdp_pool.errors import InvalidRequestMeta
-from scrapy_cdp_pool.render.actions import Action, parse_actions
-from scrapy_cdp_pool.render.capture import CaptureRule, parse_capture
-from scrapy_cdp_pool.render.console import parse_console
+from scrapy_cdp_pool.render import Action, CaptureRule, parse_actions, parse_capture, parse_console
 from scrapy_cdp_pool.settings.config import DIALOG_ANSWERS, SHADOW_ROOTS, WAIT_UNTIL, PoolConfig
 from scrapy_cdp_pool.settings.expectation import parse_expectation
 from scrapy_cdp_pool.settings.init_scripts import load_scripts

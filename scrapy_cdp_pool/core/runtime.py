@@ -40,7 +40,7 @@ from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
 from scrapy_cdp_pool.core.gates import RequestGates
 from scrapy_cdp_pool.core.parts import BudgetView, PartKey
 from scrapy_cdp_pool.core.sharing import POOLS, pool_settings
-from scrapy_cdp_pool.render.live_page import LivePages
+from scrapy_cdp_pool.render import LivePages
 from scrapy_cdp_pool.settings.config import PoolConfig
 
 if TYPE_CHECKING:
@@ -100,10 +100,6 @@ class CrawlerRuntime:
             raise LookupError(f"scrapy_cdp_pool: no {key.name} on this crawler's runtime")
         part = self._parts[key] = maker()
         return cast(T, part)
-
-    def part_if_made(self, key: PartKey[T]) -> T | None:
-        """``key``'s part if it was made, else ``None`` (nothing is made)."""
-        return cast("T | None", self._parts.get(key))
 
     @cached_property
     def gates(self) -> RequestGates:

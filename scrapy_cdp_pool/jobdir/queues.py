@@ -21,7 +21,7 @@ from scrapy.utils.request import request_from_dict
 
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.jobdir.store import JobStore, job_store
-from scrapy_cdp_pool.render.live_page import LIVE_PAGE_META_KEY
+from scrapy_cdp_pool.render import LIVE_PAGE_META_KEY
 
 if TYPE_CHECKING:
     from typing import Self
@@ -43,7 +43,7 @@ def serialize(request: Request, spider: Spider | None) -> bytes:
     if LIVE_PAGE_META_KEY in data["meta"]:
         # A live page is a handle to this process's browser, never stored: a
         # copy of a live-page request (a retry) is rendered again with a page
-        # of its own (render/live_page.py).
+        # of its own (render/_live/live_page.py).
         data["meta"] = {k: v for k, v in data["meta"].items() if k != LIVE_PAGE_META_KEY}
     try:
         return pickle.dumps(data, protocol=4)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from scrapy_cdp_pool.profiles.store import Profile
-from scrapy_cdp_pool.render.context_options import ContextOptions
+from scrapy_cdp_pool.render import ContextOptions
 
 #: What the README calls each capability a profile may need.
 REQUIREMENT_TEXT = {

@@ -27,7 +27,7 @@ from scrapy_cdp_pool.errors import (
 from scrapy_cdp_pool.profiles.health import HealthBook
 from scrapy_cdp_pool.profiles.options import context_options
 from scrapy_cdp_pool.profiles.store import Profile, ProfileStore
-from scrapy_cdp_pool.render.context_options import ContextOptions
+from scrapy_cdp_pool.render import ContextOptions
 from scrapy_cdp_pool.settings.config import PoolConfig
 from scrapy_cdp_pool.settings.signed_out import SignedOutRule
 

@@ -45,7 +45,7 @@ from scrapy_cdp_pool.core.queue import UNSERIALIZABLE_META_KEY
 from scrapy_cdp_pool.core.request_meta import UnknownMetaKeys, check_request_meta
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import InvalidRequestMeta, UnserializableRequestError
-from scrapy_cdp_pool.render.spec import is_rendered
+from scrapy_cdp_pool.render import is_rendered
 
 if TYPE_CHECKING:
     from typing import Self

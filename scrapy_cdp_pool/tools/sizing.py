@@ -31,10 +31,7 @@ from scrapy_cdp_pool.browser.pool.servers import embedded_server
 from scrapy_cdp_pool.core.process_memory import TreeMemory, process_tree_memory
 from scrapy_cdp_pool.errors import RenderError
 from scrapy_cdp_pool.messages import redact_url
-from scrapy_cdp_pool.render.context_options import ContextOptions
-from scrapy_cdp_pool.render.page import Page
-from scrapy_cdp_pool.render.page_setup import open_page
-from scrapy_cdp_pool.render.spec import RenderSpec
+from scrapy_cdp_pool.render import ContextOptions, Page, RenderSpec, open_page
 from scrapy_cdp_pool.settings.config import PoolConfig
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -158,7 +155,7 @@ async def measure(
     seconds to let memory settle (pages' scripts, processes exiting) before
     each reading. ``progress`` is called with one line per reading.
     ``context``: open every page as this profile (a stored profile's
-    :class:`~scrapy_cdp_pool.render.context_options.ContextOptions`).
+    :class:`~scrapy_cdp_pool.render.ContextOptions`).
 
     :raises ValueError: ``steps`` not increasing positive counts, or
         ``connections`` < 1.

@@ -1,6 +1,6 @@
 """Bad arguments of the page actions are refused by name when the request is
 built, before any browser work (issue 18 item 4): ``parse_actions`` and the
-value checks of render/action_args.py."""
+value checks of render/_actions/action_args.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scrapy_cdp_pool.render.actions import parse_actions
+from scrapy_cdp_pool.render._actions.actions import parse_actions
 
 BAD: list[tuple[Any, str]] = [
     (["hover"], "'hover': takes 1 positional argument(s), got 0"),

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from scrapy_cdp_pool.render.actions import ACTIONS, parse_actions
+from scrapy_cdp_pool.render._actions.actions import ACTIONS, parse_actions
 
 
 def test_actions_parse_with_positional_and_keyword_arguments() -> None:
@@ -67,7 +67,7 @@ def test_mistyped_or_unknown_arguments_are_refused(raw: Any) -> None:
 
 def test_every_allowed_action_parses_with_its_own_arguments() -> None:
     samples: dict[type, Any] = {str: "x", bool: True}
-    # Those whose values are checked further (render/action_args.py).
+    # Those whose values are checked further (render/_actions/action_args.py).
     own = {"goto": ["https://example.com/"], "select_option": ["#s", "x"]}
     for name, signature in ACTIONS.items():
         args = own.get(name) or [

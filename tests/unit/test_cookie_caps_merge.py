@@ -8,7 +8,7 @@ from typing import Any
 from scrapy import Request
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 
-from scrapy_cdp_pool.render.cookies import MAX_COOKIES_PER_DOMAIN, merge_into_jar
+from scrapy_cdp_pool.render._request.cookies import MAX_COOKIES_PER_DOMAIN, merge_into_jar
 
 
 def _cookie(name: str, value: str = "v", domain: str = "a.test") -> dict[str, Any]:

@@ -3,7 +3,7 @@ fed by hand in the order a browser sends them; no browser."""
 
 from __future__ import annotations
 
-from scrapy_cdp_pool.render.document import DocumentResponse, DocumentTracker
+from scrapy_cdp_pool.render._page.document import DocumentResponse, DocumentTracker
 
 FRAME = "F1"
 

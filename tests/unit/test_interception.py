@@ -13,10 +13,10 @@ from typing import Any
 import pytest_twisted
 
 from scrapy_cdp_pool.browser.backends import CHROMIUM, Backend
-from scrapy_cdp_pool.render.body_size import BodySizeGuard
-from scrapy_cdp_pool.render.document import DocumentTracker
-from scrapy_cdp_pool.render.document_kind import is_raw_document, shareable
-from scrapy_cdp_pool.render.interception import FetchInterceptor
+from scrapy_cdp_pool.render._page.body_size import BodySizeGuard
+from scrapy_cdp_pool.render._page.document import DocumentTracker
+from scrapy_cdp_pool.render._page.document_kind import is_raw_document, shareable
+from scrapy_cdp_pool.render._page.interception import FetchInterceptor
 
 TARGET = "T1"
 

@@ -5,6 +5,7 @@ README's test command), so none may import anything unchecked."""
 from __future__ import annotations
 
 import ast
+import importlib
 import pkgutil
 import tomllib
 from pathlib import Path
@@ -50,6 +51,17 @@ def test_the_browser_side_may_not_import_scrapy() -> None:
     [forbidden] = [c for c in _contracts() if c["type"] == "forbidden"]
     assert forbidden["source_modules"] == ["scrapy_cdp_pool.browser"]
     assert forbidden["forbidden_modules"] == ["scrapy"]
+
+
+def test_the_render_layer_has_one_front_door() -> None:
+    # render/__init__.py is the one way in: its internals are private (render/_*)
+    # and import-linter's private_modules contract keeps the rest of the package out.
+    [private] = [c for c in _contracts() if c["type"] == "private_modules"]
+    assert private["packages_with_private_modules"] == ["scrapy_cdp_pool.render"]
+    render = ROOT / "scrapy_cdp_pool" / "render"
+    assert sorted(p.name for p in render.iterdir() if p.suffix == ".py") == ["__init__.py"]
+    front_door = importlib.import_module("scrapy_cdp_pool.render")
+    assert all(getattr(front_door, name) is not None for name in front_door.__all__)
 
 
 #: function-level imports of the package's own modules, each for a reason that is

@@ -1,11 +1,11 @@
 """Which document responses a page starts are downloads, and their names
-(render/downloads.py)."""
+(render/_page/downloads.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from scrapy_cdp_pool.render.downloads import download_name, is_download
+from scrapy_cdp_pool.render._page.downloads import download_name, is_download
 
 
 @pytest.mark.parametrize(

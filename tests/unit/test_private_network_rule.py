@@ -1,4 +1,4 @@
-"""The private-network rule's address classes (render/private_network.py),
+"""The private-network rule's address classes (render/_page/private_network.py),
 on address literals: no lookup, no browser."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import ipaddress
 
 import pytest
 
-from scrapy_cdp_pool.render.private_network import is_public, refused
+from scrapy_cdp_pool.render._page.private_network import is_public, refused
 
 PUBLIC_PAGE = frozenset({ipaddress.ip_address("93.184.216.34")})
 LOCAL_PAGE = frozenset({ipaddress.ip_address("127.0.0.1")})

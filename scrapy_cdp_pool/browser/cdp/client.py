@@ -265,7 +265,7 @@ class CDPConnection:
         session_id: str | None,
         on_answer: AnswerHandler,
     ) -> int | None:
-        """Queue one command for a relay (render/live_relay.py): its answer
+        """Queue one command for a relay (render/_live/live_relay.py): its answer
         goes to ``on_answer(result, None)`` or ``on_answer(None, error)``
         synchronously, from the reader, in order with the events around it
         (a future's callback would run after the events read with it). No

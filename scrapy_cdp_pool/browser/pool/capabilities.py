@@ -33,7 +33,7 @@ class ServerInfo:
     ws_url: str
     max_contexts_per_connection: int | None
     set_cookie_in_fetch_headers: bool
-    #: capabilities it lacks (see render/context_options.py for the names)
+    #: capabilities it lacks (see render/_request/context_options.py for the names)
     unsupported: frozenset[str] = frozenset()
     #: the User-Agent it sends by default
     default_user_agent: str = ""

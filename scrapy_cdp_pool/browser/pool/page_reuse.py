@@ -29,7 +29,7 @@ A page that cannot be cleaned within ``CDP_POOL_CONTEXT_CLOSE_TIMEOUT_SECONDS``
 is disposed instead. Storage that Chromium keys by a top-level site (the
 partitioned storage of third-party frames) is not reached by origin: a page
 that loaded a frame of another origin is not kept (see
-:mod:`~scrapy_cdp_pool.render.child_frames`).
+:mod:`~scrapy_cdp_pool.render._page.child_frames`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Where a request with requirements may go: which endpoints honour them, or
 what a dedicated server must cover instead.
 
-Requirements are capability names (see ``render/context_options.py``);
+Requirements are capability names (see ``render/_request/context_options.py``);
 ``infos`` are the pool's endpoints as discovered (``None``: not answering).
 """
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlsplit, urlunsplit
 
-#: the capability names (see render/context_options.py) a dedicated server covers
+#: the capability names (see render/_request/context_options.py) a dedicated server covers
 SERVER_LEVEL = frozenset({"proxy", "timezone"})
 
 

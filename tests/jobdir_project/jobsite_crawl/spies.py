@@ -20,7 +20,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from scrapy_cdp_pool.cluster.host_pause import ClusterHostPauseMiddleware
-from scrapy_cdp_pool.render.page import Page
+from scrapy_cdp_pool.render._page.page import Page
 
 
 class Spy:

@@ -1,0 +1,158 @@
+"""Cookies a render leaves in its browser context, handed to Scrapy's jar.
+
+A rendered request without a profile gets Scrapy's cookies in a fresh context
+(:attr:`RenderSpec.cookies`); whatever the page then adds (its document's
+``Set-Cookie``, ``document.cookie``, an XHR's ``Set-Cookie``) is read from the
+context at the end (:func:`browser_cookies`) and set in the request's jar of
+Scrapy's ``CookiesMiddleware`` (:func:`merge_into_jar`) as
+:class:`http.cookiejar.Cookie` objects, domain, path, expiry, ``Secure`` and
+``HttpOnly`` intact, so the next request sends what a browser would.
+
+Set straight into the jar rather than as synthetic ``Set-Cookie`` headers: a
+header is parsed against the response's URL, so a host-only cookie of another
+host (an XHR's, a redirect hop's) would be refused, and the response's headers
+would no longer be the server's.
+
+Capped as a browser caps its store (Chromium's ``kMaxCookiesPerDomain`` and
+RFC 6265bis's size limit): at most :data:`MAX_COOKIES_PER_DOMAIN` cookies per
+cookie domain in the jar, the ones it holds first (a server's session cookie
+is not pushed out by a page's script), and no cookie whose name and value
+together pass :data:`MAX_COOKIE_BYTES` bytes. A page writing 500 cookies
+otherwise made every later request to its host carry them all: a ``Cookie``
+header past the server's limit, answered 400.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from http.cookiejar import Cookie
+from typing import TYPE_CHECKING, Any
+
+from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
+
+from scrapy_cdp_pool.scrapy_internals import running_downloader_middleware
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+    from scrapy_cdp_pool.render._page.page import Page
+
+# the name it logged under before render/ went private (log lines, LOG filters)
+logger = logging.getLogger("scrapy_cdp_pool.render.cookies")
+
+#: most cookies of one cookie domain kept in a jar (Chromium's kMaxCookiesPerDomain)
+MAX_COOKIES_PER_DOMAIN = 180
+#: largest name plus value of a cookie kept, bytes (RFC 6265bis 5.6, Chromium)
+MAX_COOKIE_BYTES = 4096
+
+
+async def browser_cookies(page: Page, timeout_s: float) -> list[dict[str, Any]]:
+    """Every cookie of ``page``'s browser context, as CDP ``Network.Cookie``
+    objects (``name``, ``value``, ``domain`` with a leading dot for a domain
+    cookie, ``path``, ``expires`` in seconds since the epoch or -1,
+    ``secure``, ``httpOnly``, ``sameSite``)."""
+    result = await page.command("Network.getAllCookies", None, timeout_s)
+    return list(result.get("cookies", []))
+
+
+def jar_cookie(cdp_cookie: dict[str, Any]) -> Cookie:
+    """A :class:`http.cookiejar.Cookie` as the standard library builds it
+    from the equivalent ``Set-Cookie`` header."""
+    domain = str(cdp_cookie["domain"])
+    expires = cdp_cookie.get("expires", -1)
+    session = bool(cdp_cookie.get("session")) or expires is None or float(expires) < 0
+    rest: dict[str, Any] = {}
+    if cdp_cookie.get("httpOnly"):
+        rest["HttpOnly"] = None  # as http.cookiejar records a flag attribute
+    same_site = cdp_cookie.get("sameSite")
+    if same_site:
+        rest["SameSite"] = str(same_site)
+    return Cookie(
+        version=0,
+        name=str(cdp_cookie["name"]),
+        value=str(cdp_cookie["value"]),
+        port=None,
+        port_specified=False,
+        domain=domain,
+        domain_specified=domain.startswith("."),
+        domain_initial_dot=domain.startswith("."),
+        path=str(cdp_cookie.get("path") or "/"),
+        path_specified=True,
+        secure=bool(cdp_cookie.get("secure")),
+        expires=None if session else int(float(expires)),
+        discard=session,
+        comment=None,
+        comment_url=None,
+        rest=rest,
+    )
+
+
+def cookies_middleware(crawler: Crawler) -> CookiesMiddleware | None:
+    """The crawler's running ``CookiesMiddleware`` (or a subclass), ``None``
+    when cookies are disabled (``COOKIES_ENABLED = False``) or the engine is
+    not running."""
+    return running_downloader_middleware(crawler, CookiesMiddleware)
+
+
+@dataclass
+class Merged:
+    """What :func:`merge_into_jar` did: cookies set; cookies left out by the
+    caps, by cookie domain (``too_many``: past :data:`MAX_COOKIES_PER_DOMAIN`;
+    ``too_large``: past :data:`MAX_COOKIE_BYTES`)."""
+
+    count: int = 0
+    too_many: dict[str, int] = field(default_factory=dict)
+    too_large: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def dropped(self) -> int:
+        return sum(self.too_many.values()) + sum(self.too_large.values())
+
+
+def _domain_key(domain: str) -> str:
+    return domain.lstrip(".").lower()
+
+
+def merge_into_jar(
+    middleware: CookiesMiddleware,
+    request: Request,
+    cookies: list[dict[str, Any]],
+    sent: tuple[tuple[str, str], ...],
+) -> Merged:
+    """Set ``cookies`` in the jar ``middleware`` (the crawler's
+    :func:`cookies_middleware`) keeps for ``request`` (``meta["cookiejar"]``),
+    except those the request sent itself unchanged (``sent``: the
+    ``(name, value)`` pairs set in the context before the navigation, whose
+    attributes the context does not know), and those past the caps (see the
+    module's docstring). The caller leaves out requests with
+    ``meta["dont_merge_cookies"]``, as Scrapy does."""
+    jar = middleware.jars[request.meta.get("cookiejar")]
+    sent_pairs = set(sent)
+    merged = Merged()
+    held: dict[str, set[tuple[str, str]]] = {}  # cookie domain: (path, name) in the jar
+    for cookie in jar:
+        held.setdefault(_domain_key(cookie.domain), set()).add((cookie.path, cookie.name))
+    for cdp_cookie in cookies:
+        name, value = cdp_cookie.get("name"), cdp_cookie.get("value")
+        if (name, value) in sent_pairs:
+            continue
+        try:
+            cookie = jar_cookie(cdp_cookie)
+        except (KeyError, TypeError, ValueError) as e:
+            logger.debug("%s: cookie %r not merged: %r", request, name, e)
+            continue
+        key = _domain_key(cookie.domain)
+        if len(cookie.name.encode()) + len((cookie.value or "").encode()) > MAX_COOKIE_BYTES:
+            merged.too_large[key] = merged.too_large.get(key, 0) + 1
+            continue
+        domain_held = held.setdefault(key, set())
+        slot = (cookie.path, cookie.name)
+        if slot not in domain_held and len(domain_held) >= MAX_COOKIES_PER_DOMAIN:
+            merged.too_many[key] = merged.too_many.get(key, 0) + 1
+            continue
+        jar.set_cookie(cookie)
+        domain_held.add(slot)
+        merged.count += 1
+    return merged
