@@ -36,7 +36,7 @@ def patch_off(feature: str) -> None:
 
         RenderStats.result = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
     elif feature == "cache_guard":
-        from scrapy_cdp_pool.render import session
+        from scrapy_cdp_pool.render._request import session
 
         def unguarded(original: Any) -> Any:
             async def opened(*args: Any, **kwargs: Any) -> Any:
