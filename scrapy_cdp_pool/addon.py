@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
@@ -149,9 +150,18 @@ class Addon(RuntimeOwner):
 
 def _check_binaries(config: PoolConfig) -> None:
     """:raises ValueError: an embedded server's binary is missing (with
-    ``CDP_POOL_FALLBACK = "chromium"``, the Chromium of its rung too)."""
+    ``CDP_POOL_FALLBACK = "chromium"``, the Chromium of its rung too), or
+    cannot be started here: on Windows, which has no process groups and no
+    descriptors handed to a child, only remote endpoints serve."""
     if config.endpoints:
         return
+    if sys.platform == "win32":
+        raise ValueError(
+            f"CDP_POOL_BROWSER = {config.browser!r}: the embedded servers need a POSIX "
+            "system (Linux, macOS); on Windows start Chromium with "
+            "--remote-debugging-port=9222 and set "
+            'CDP_POOL_ENDPOINTS = ["http://127.0.0.1:9222"]'
+        )
     browsers = {config.browser, config.fallback or config.browser}
     try:
         for browser in sorted(browsers):

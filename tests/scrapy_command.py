@@ -53,22 +53,26 @@ class ProbeSpider(scrapy.Spider):
         }
 """
 
-#: what puts ``import lightpanda`` out of reach (``sitecustomize`` runs at
-#: interpreter start): a meta path finder that answers every ``lightpanda``
-#: import as an absent distribution would, with ModuleNotFoundError
+#: what puts ``import lightpanda`` (or another top-level module) out of reach
+#: (``sitecustomize`` runs at interpreter start): a meta path finder that
+#: answers every import of it as an absent distribution would, with
+#: ModuleNotFoundError; ``{name!r}`` is filled in by :func:`write_blocker`
 BLOCKER = """
 import sys
 
+_BLOCKED = {name!r}
 
-class _NoLightpanda:
+
+class _Blocker:
     @staticmethod
     def find_spec(name, path=None, target=None):
-        if name == "lightpanda" or name.startswith("lightpanda."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        if name == _BLOCKED or name.startswith(_BLOCKED + "."):
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
         return None
 
 
-sys.meta_path.insert(0, _NoLightpanda())
+sys.modules.pop(_BLOCKED, None)
+sys.meta_path.insert(0, _Blocker())
 """
 
 
@@ -96,11 +100,11 @@ def write_project(directory: Path, settings: str = "") -> Path:
     return directory
 
 
-def write_blocker(directory: Path) -> Path:
+def write_blocker(directory: Path, name: str = "lightpanda") -> Path:
     """A ``sitecustomize.py`` in ``directory`` (put it on ``PYTHONPATH``)
-    that makes ``import lightpanda`` fail; returns ``directory``."""
+    that makes ``import <name>`` fail; returns ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "sitecustomize.py").write_text(BLOCKER)
+    (directory / "sitecustomize.py").write_text(BLOCKER.format(name=name))
     return directory
 
 

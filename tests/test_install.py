@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -64,10 +65,28 @@ def dists(
             out = shared / "out"
             built = _run([sys.executable, "-m", "build", "--outdir", str(out), str(source)])
             assert built.returncode == 0, built.stdout + built.stderr
+            (shared / "build.log").write_text(built.stdout + built.stderr)
             (shared / "built").touch()
     [wheel] = (shared / "out").glob("scrapy_cdp_pool-*.whl")
     [sdist] = (shared / "out").glob("scrapy_cdp_pool-*.tar.gz")
     return wheel, sdist
+
+
+def test_the_build_warns_of_no_deprecation_and_states_the_license_in_spdx(
+    dists: tuple[Path, Path],
+) -> None:
+    """Issue 40, item 3: the ``project.license`` table made setuptools warn
+    three times that it stops working after 2027-02-18; the SPDX string does
+    not (setuptools 77 and later, bounded in ``build-system.requires``)."""
+    wheel, _ = dists
+    log = (wheel.parent.parent / "build.log").read_text()
+    assert "Successfully built" in log
+    assert "deprecat" not in log.lower(), log
+    name = wheel.name.split("-py3", 1)[0]
+    with zipfile.ZipFile(wheel) as zipped:
+        metadata = zipped.read(f"{name}.dist-info/METADATA").decode().splitlines()
+    assert "License-Expression: BSD-3-Clause" in metadata, metadata
+    assert not [line for line in metadata if line.startswith("License:")], metadata
 
 
 def _package_files() -> set[str]:

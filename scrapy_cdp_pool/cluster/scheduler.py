@@ -60,6 +60,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
 from scrapy_cdp_pool.cluster.feed import adopt_redis_spider, requests_from_feed
+from scrapy_cdp_pool.cluster.flush import flush_if_alone, flushes_at_start
 from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
 from scrapy_cdp_pool.cluster.keys import gate_of
@@ -146,13 +147,46 @@ class ClusterScheduler(BaseScheduler):
         self.spider = spider
         self.gates.locks = ClusterProfileLocks(self.link)
         adopt_redis_spider(self.crawler, spider, self.link.feed_key)
+        start = self._start_state()
         self.link.remember_crawl()
         self.held.start_renewal()
         logger.info(
-            "Cluster crawl %r: worker %s, lease %.1f s", self.link.name, self.link.worker,
-            self.link.lease_s, extra={"crawler": self.crawler},
+            "Cluster crawl %r: worker %s, lease %.1f s; %s", self.link.name, self.link.worker,
+            self.link.lease_s, start, extra={"crawler": self.crawler},
         )  # fmt: skip
         return self.df.open()
+
+    def _start_state(self) -> str:
+        """Flush the crawl first when the project asks for a fresh one
+        (:mod:`~scrapy_cdp_pool.cluster.flush`); what it starts with, for
+        the start line."""
+        setting = flushes_at_start(self.crawler.settings)
+        said = ""
+        frontier = self.frontier
+        try:
+            if setting is not None:
+                deleted = self.link.call(
+                    "flush",
+                    lambda: flush_if_alone(
+                        self.link.client, frontier.route_key, frontier.prefix,
+                        frontier.worker, frontier.lease_ms,
+                    ),
+                )  # fmt: skip
+                said = (
+                    f"{setting}: other workers are live, joining their crawl unflushed; "
+                    if deleted < 0
+                    else f"{setting}: crawl flushed at start ({deleted} keys deleted); "
+                )
+            seen = int(
+                self.link.call("resume", lambda: self.link.client.scard(frontier.prefix + SEEN))
+            )
+            queued, leased = self.link.call("resume", frontier.pending)
+        except RedisUnavailable:
+            return f"{said}Redis unreachable: the seen fingerprints could not be counted"
+        return (
+            f"{said}resuming with {seen} seen fingerprints, {queued} requests queued, "
+            f"{leased} leased"
+        )
 
     def close(self, reason: str) -> Any:
         self.held.stop_renewal()

@@ -11,13 +11,18 @@ resume (the file stays; only a held lock refuses).
 The lock is taken on a file of its own, not on the database: SQLite uses POSIX
 ``fcntl`` locks on the database, which a second ``open``/``close`` of the same
 file in this process would drop.
+
+On Windows, where ``fcntl`` does not exist, the lock is ``msvcrt.locking`` on one
+byte past the PID, which Windows also releases when the handle is closed or its
+process ends. Each module is imported when a lock is taken, so the package
+imports on every platform.
 """
 
 from __future__ import annotations
 
 import errno
-import fcntl
 import os
+import sys
 import weakref
 from pathlib import Path
 
@@ -37,11 +42,11 @@ class JobdirLock:
     def __init__(self, directory: Path) -> None:
         self.path = directory / LOCK_NAME
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOINHERIT, 0o600)
         except OSError as e:
             raise JobdirError(f"{self.path}: cannot be opened ({e.strerror})") from e
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock_exclusive(fd)
         except OSError as e:
             pid = _read_pid(fd)
             os.close(fd)
@@ -49,7 +54,8 @@ class JobdirLock:
                 raise JobdirLocked(directory, pid) from None
             raise JobdirError(f"{self.path}: cannot be locked ({e.strerror})") from e
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, f"{os.getpid()}\n".encode())
         # Closing the only descriptor releases the flock: on release(), or
         # when the lock is garbage-collected unreleased.
         self._close = weakref.finalize(self, os.close, fd)
@@ -64,9 +70,36 @@ class JobdirLock:
         self._close()
 
 
+#: not inherited by child processes (``O_NOINHERIT`` is Windows' name)
+_NOINHERIT = getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOINHERIT", 0)
+
+#: the byte ``msvcrt.locking`` locks: past the PID, which others may then read
+_LOCKED_BYTE = 64
+
+
+def _lock_exclusive(fd: int) -> None:
+    """Lock ``fd``'s file exclusively, or raise OSError at once (with errno
+    ``EWOULDBLOCK`` when another holder has it)."""
+    if sys.platform == "win32":
+        import msvcrt
+
+        os.lseek(fd, _LOCKED_BYTE, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError as e:
+            if e.errno in (errno.EACCES, errno.EDEADLK):  # locked elsewhere
+                raise BlockingIOError(errno.EWOULDBLOCK, e.strerror) from e
+            raise
+    else:
+        import fcntl
+
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
 def _read_pid(fd: int) -> int | None:
     try:
-        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        os.lseek(fd, 0, os.SEEK_SET)
+        text = os.read(fd, 32).decode("ascii", "replace").strip()
         return int(text) if text else None
     except (OSError, ValueError):
         return None

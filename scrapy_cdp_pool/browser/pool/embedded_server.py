@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
-import fcntl
 import logging
 import os
 import shutil
@@ -65,11 +64,28 @@ def child_setup(pipe_fds: tuple[int, int] | None) -> Callable[[], None]:
         if pipe_fds is not None:
             # Chromium's --remote-debugging-pipe: it reads fd 3, writes fd 4.
             # Moved out of the way first, in case either already is 3 or 4.
-            high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in pipe_fds]
+            high = [dup_above(fd, 10) for fd in pipe_fds]
             os.dup2(high[0], 3)
             os.dup2(high[1], 4)
 
     return setup
+
+
+def dup_above(fd: int, floor: int) -> int:
+    """A duplicate of ``fd`` numbered ``floor`` or more: ``fcntl``'s
+    ``F_DUPFD`` through ``os.dup`` alone, as ``fcntl`` is POSIX-only and the
+    package must import without it (Windows). The lower duplicates taken on the
+    way are closed."""
+    lower: list[int] = []
+    try:
+        new = os.dup(fd)
+        while new < floor:
+            lower.append(new)
+            new = os.dup(fd)
+    finally:
+        for spare in lower:
+            os.close(spare)
+    return new
 
 
 def free_port() -> int:
