@@ -310,6 +310,11 @@ class ServerStartError(CDPPoolError, RuntimeError):
     """The embedded server did not start or did not get ready in time."""
 
 
+class ServerMisconfigured(ServerStartError):
+    """The embedded server cannot start as configured (its binary missing or
+    not executable, its socket path too long): the pool does not try again."""
+
+
 class ProxyUnsupported(RenderError):
     """A request's ``meta["proxy"]`` cannot be honoured by the pool (the
     message says why); the request is not sent. Not retried."""

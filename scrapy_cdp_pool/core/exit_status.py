@@ -2,8 +2,9 @@
 lost or left undone that the user did not ask to leave.
 
 Scrapy's ``scrapy crawl`` exits 0 whatever the ``finish_reason``. Features
-name the reasons that are failures (:func:`fail_exit_on`): the cluster's
-``cdp_pool_cluster_state_lost``, a full disk's ``cdp_pool_disk_full``, and,
+name the reasons that are failures (:func:`fail_exit_on`): the pool's
+``cdp_pool_unavailable``, the cluster's ``cdp_pool_cluster_state_lost``, a
+full disk's ``cdp_pool_disk_full``, and,
 in a cluster worker, ``shutdown`` when no SIGINT or SIGTERM asked for it (an
 error that stopped the engine). When the spider closes with one of them, one
 WARNING says so (the feature logged the cause as an ERROR) and, once the
@@ -30,6 +31,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+POOL_UNAVAILABLE_REASON = "cdp_pool_unavailable"
+"""The ``finish_reason`` of a crawl whose pool could not serve at all (its
+embedded server did not start after its attempts, no endpoint answers): exit
+status 1."""
 
 UNASKED_SHUTDOWN = "shutdown"
 """Scrapy's reason when the engine is stopped with the spider open: a failure

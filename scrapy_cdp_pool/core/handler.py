@@ -17,6 +17,7 @@ from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.misc import build_from_crawler, load_object
 
 from scrapy_cdp_pool.core.boundary import to_scrapy_error
+from scrapy_cdp_pool.core.exit_status import POOL_UNAVAILABLE_REASON, fail_exit_on
 from scrapy_cdp_pool.core.gates import host_of
 from scrapy_cdp_pool.core.host_gate import HostGate
 from scrapy_cdp_pool.core.parts import PROFILE_CONTEXTS, RENDER_LADDER
@@ -215,6 +216,7 @@ class CDPDownloadHandler:
         if self._pool_failed or self.pool.state.value in ("closing", "closed"):
             return
         self._pool_failed = True
+        fail_exit_on(self.crawler, [POOL_UNAVAILABLE_REASON])
         logger.error(
             "The CDP pool is unavailable, closing the spider: %s",
             error,
@@ -223,7 +225,7 @@ class CDPDownloadHandler:
         engine = running_engine(self.crawler)  # none outside a running crawl
         if engine is not None:
             asyncio.get_running_loop().create_task(
-                engine.close_spider_async(reason="cdp_pool_unavailable"),
+                engine.close_spider_async(reason=POOL_UNAVAILABLE_REASON),
                 name="cdp-pool close spider",
             )
 

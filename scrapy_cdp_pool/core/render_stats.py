@@ -170,6 +170,8 @@ class RenderStats:
             self.stats.set_value("cdp_pool/live_pages_closed_unreached", live.closed_unreached)
         pool = self.own_pool
         await pool.wait_disposed()
+        if pool.start_retries:
+            self.stats.set_value("cdp_pool/server_start_retries", pool.start_retries)
         rows = pool.snapshot()
         if not rows:
             return

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import errno
 import logging
 import os
 import shutil
@@ -28,7 +29,7 @@ from scrapy_cdp_pool.browser.cdp import CDPConnection
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.browser.pool.lightpanda_reports import LightpandaReports
 from scrapy_cdp_pool.browser.pool.private_dir import make_private_dir, sweep_once
-from scrapy_cdp_pool.errors import ServerStartError
+from scrapy_cdp_pool.errors import ServerMisconfigured, ServerStartError
 from scrapy_cdp_pool.settings.config import PoolConfig
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
+
+_MISCONFIGURED_ERRNOS = {errno.ENOENT, errno.EACCES, errno.ENOEXEC, errno.ENOTDIR}
 
 _XDG = ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
 
@@ -167,7 +170,7 @@ class EmbeddedServer(ABC):
             try:
                 self.private_dir = make_private_dir(self.kind)
             except OSError as e:  # TMPDIR too long and no short place, or not writable
-                raise ServerStartError(f"the embedded {self.kind} server: {e}") from e
+                raise ServerMisconfigured(f"the embedded {self.kind} server: {e}") from e
             try:
                 async with asyncio.timeout(self.config.server_start_timeout_s):
                     self.endpoint = await self._start()
@@ -214,7 +217,9 @@ class EmbeddedServer(ABC):
                 env=self._env(),
             )
         except OSError as e:
-            raise ServerStartError(f"cannot start {argv[0]}: {e}") from e
+            # not found, not executable, not a program: another try fails the same way
+            kind = ServerMisconfigured if e.errno in _MISCONFIGURED_ERRNOS else ServerStartError
+            raise kind(f"cannot start {argv[0]}: {e}") from e
         self._drain = asyncio.get_running_loop().create_task(
             self._drain_stderr(self._proc), name=f"cdp-pool {self.kind} stderr"
         )

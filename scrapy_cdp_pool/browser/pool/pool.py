@@ -14,6 +14,7 @@ import asyncio
 import collections
 import enum
 import logging
+import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -37,6 +38,7 @@ from scrapy_cdp_pool.browser.pool.slots import SlotQueue
 from scrapy_cdp_pool.errors import (
     PoolStartTimeout,
     PoolUnavailable,
+    ServerMisconfigured,
     ServerStartError,
     SlotWaitTimeout,
 )
@@ -46,6 +48,17 @@ from scrapy_cdp_pool.settings.config import PoolConfig
 logger = logging.getLogger(__name__)
 
 _RECONNECT_BACKOFF_S = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0)
+
+SERVER_START_ATTEMPTS = 3
+"""How many times the pool tries to bring up its embedded server (start it,
+read what it is, open a first connection) before it gives up (the crawl then
+ends ``cdp_pool_unavailable``, exit status 1): a browser killed as it starts
+costs a retry, not the crawl. A server that died once started is restarted
+without limit (see :meth:`ConnectionPool._reconnect`)."""
+
+SERVER_START_BACKOFF_S = (0.5, 2.0)
+"""Seconds waited before the second and the third attempt (with jitter:
+between half and all of it)."""
 
 
 class PoolState(enum.Enum):
@@ -85,6 +98,8 @@ class ConnectionPool:
         self.connections: list[PooledConnection] = []
         self.pages_in_flight = 0
         self.pages_in_flight_max = 0
+        #: failed starts of the embedded server tried again (``cdp_pool/server_start_retries``)
+        self.start_retries = 0
         self._start_task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._disposals: set[asyncio.Task[None]] = set()
@@ -113,8 +128,50 @@ class ConnectionPool:
 
     async def _start(self) -> None:
         self.state = PoolState.STARTING
-        if not self.endpoints:
-            self.server = embedded_server(self.config, self.dedicated_to)
+        if self.endpoints:  # remote endpoints: one try (the handler says why)
+            await self._start_once()
+            return
+        self.server = embedded_server(self.config, self.dedicated_to)
+        attempt = 1
+        while True:
+            try:
+                await self._start_once()
+                return
+            except PoolUnavailable as e:
+                retryable = not isinstance(e.__cause__, ServerMisconfigured)
+                if not retryable or attempt >= SERVER_START_ATTEMPTS:
+                    if attempt > 1:
+                        raise PoolUnavailable(f"{e} (after {attempt} attempts)") from e
+                    raise
+                delay = SERVER_START_BACKOFF_S[min(attempt, len(SERVER_START_BACKOFF_S)) - 1]
+                delay *= random.uniform(0.5, 1.0)  # noqa: S311 - jitter, not a secret
+                logger.warning(
+                    "The embedded %s server did not start (attempt %d of %d): %s; "
+                    "trying again in %.1f s",
+                    self.server.kind, attempt, SERVER_START_ATTEMPTS, e, delay,
+                )  # fmt: skip
+                self.start_retries += 1
+                await self._undo_start()
+                await asyncio.sleep(delay)
+                attempt += 1
+
+    async def _undo_start(self) -> None:
+        """Back to before a failed start: its connections closed and
+        forgotten, the server stopped."""
+        for connection in self.connections:
+            if connection.cdp is not None:
+                await connection.cdp.close()
+        self.connections.clear()  # the slot queue reads this same list
+        for task in list(self._tasks):  # reconnects of the failed start
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.infos = []
+        self.endpoints = []
+        if self.server is not None:
+            await self.server.stop(grace_s=1.0)
+
+    async def _start_once(self) -> None:
+        if self.server is not None:
             try:
                 self.endpoints = [await self.server.ensure_running()]
             except ServerStartError as e:

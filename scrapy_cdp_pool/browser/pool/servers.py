@@ -40,7 +40,7 @@ from scrapy_cdp_pool.browser.pool.server_flags import (
     watchdog_ms,
 )
 from scrapy_cdp_pool.browser.pool.server_options import ServerOptions
-from scrapy_cdp_pool.errors import ServerStartError
+from scrapy_cdp_pool.errors import ServerMisconfigured, ServerStartError
 from scrapy_cdp_pool.settings.config import PoolConfig
 
 logger = logging.getLogger(__name__)
@@ -92,13 +92,13 @@ class LightpandaServer(EmbeddedServer):
             from lightpanda.client import find_binary  # the wheel's own lookup
             from lightpanda.errors import ProcessError
         except ImportError:
-            raise ServerStartError(
+            raise ServerMisconfigured(
                 LIGHTPANDA_MISSING % "the lightpanda package is not installed"
             ) from None
         try:
             return str(find_binary())
         except ProcessError as e:
-            raise ServerStartError(
+            raise ServerMisconfigured(
                 LIGHTPANDA_MISSING % f"the lightpanda package has no binary ({e})"
             ) from None
 
@@ -108,7 +108,7 @@ class LightpandaServer(EmbeddedServer):
         :raises ServerStartError: it is not a file."""
         binary = self.binary()
         if not Path(binary).is_file():
-            raise ServerStartError(
+            raise ServerMisconfigured(
                 f"CDP_POOL_LIGHTPANDA_PATH: {binary!r} is not a file "
                 "(pip install lightpanda ships the binary)"
             )
@@ -136,7 +136,7 @@ class LightpandaServer(EmbeddedServer):
         binary = self.checked_binary()
         path = str(self._dir() / "cdp.sock")
         if len(path.encode()) > MAX_SOCKET_PATH:
-            raise ServerStartError(
+            raise ServerMisconfigured(
                 f"the server's socket path {path!r} is longer than a Unix socket's "
                 f"{MAX_SOCKET_PATH} bytes: set TMPDIR to a shorter directory"
             )
@@ -220,7 +220,7 @@ class ChromiumServer(EmbeddedServer):
         :raises ServerStartError: it is not an executable file."""
         path = self.config.chromium_path
         if not (Path(path).is_file() and os.access(path, os.X_OK)):
-            raise ServerStartError(
+            raise ServerMisconfigured(
                 f"CDP_POOL_CHROMIUM_PATH: {path!r} is not an executable "
                 "(on Debian: apt-get install chromium-headless-shell, or chromium)"
             )
