@@ -30,7 +30,8 @@ or overrides these internals (all present from Scrapy 2.13 to 2.19):
   process sets ``bootstrap_failed`` (exit status 1) for a crawler that ends
   without a ``spider``, and offers an extension no other way to fail the
   command, so :func:`mark_crawl_failed` clears ``crawler.spider`` once the
-  engine has stopped; and it tells a shutdown asked by a signal from one an
+  engine has stopped (:func:`crawl_failed` and :func:`crawls_failed` read it
+  back, for ``scrapy_cdp_pool.exit_status``); and it tells a shutdown asked by a signal from one an
   error caused by the handler Scrapy installs after the first signal
   (``CrawlerProcessBase._signal_kill``).
 
@@ -146,6 +147,9 @@ def _check_exit_status() -> None:
         raise _missing("CrawlerProcess._signal_kill (the exit status of a stopped crawl)")
     if "spider" not in _assigned_by_init(scrapy_crawler.Crawler):
         raise _missing("Crawler's 'spider' (the exit status of a failed crawl)")
+    runner = getattr(scrapy_crawler, "CrawlerRunnerBase", scrapy_crawler.CrawlerRunner)
+    if "bootstrap_failed" not in _assigned_by_init(runner):
+        raise _missing("CrawlerRunnerBase's 'bootstrap_failed' (the exit status of a script)")
 
 
 def mark_crawl_failed(crawler: Crawler) -> None:
@@ -155,6 +159,22 @@ def mark_crawl_failed(crawler: Crawler) -> None:
     ``crawler.cdp_pool_closed_spider``."""
     crawler.cdp_pool_closed_spider = crawler.spider  # type: ignore[attr-defined]
     crawler.spider = None
+
+
+def crawl_failed(crawler: Crawler) -> bool:
+    """Whether ``crawler``'s crawl counts as failed, as Scrapy's crawler
+    process reads it (no spider once it ended: it never opened one, or
+    :func:`mark_crawl_failed`)."""
+    return not getattr(crawler, "spider", None)
+
+
+def crawls_failed(process: Any) -> bool | None:
+    """Whether a crawl of ``process`` (a ``CrawlerProcess``,
+    ``AsyncCrawlerProcess`` or ``CrawlerRunner``) failed or could not start:
+    its ``bootstrap_failed``, which ``scrapy crawl`` turns into exit status 1;
+    ``None`` for an object without one."""
+    failed = getattr(process, "bootstrap_failed", None)
+    return failed if isinstance(failed, bool) else None
 
 
 def shutdown_signal_received() -> bool:

@@ -12,15 +12,21 @@ engine has stopped, the crawl is marked failed the one way Scrapy's crawler
 process reads
 (:func:`~scrapy_cdp_pool.scrapy_internals.mark_crawl_failed`): ``scrapy
 crawl`` exits with status 1, as for a crawl that could not start.
+
+A script that runs its crawls itself (``CrawlerProcess``,
+``AsyncCrawlerProcess``, ``CrawlerRunner``) exits as it likes: it ends with
+``sys.exit(scrapy_cdp_pool.exit_status(process))`` (:func:`exit_status`) to
+follow the same rule (docs/resilience.md, Exit status).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.crawler import Crawler
 
 from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.core.parts import PartKey
@@ -28,7 +34,6 @@ from scrapy_cdp_pool.core.runtime import runtime_of
 
 if TYPE_CHECKING:
     from scrapy import Spider
-    from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
 
@@ -83,3 +88,29 @@ def fail_exit_on(
     status = runtime_of(crawler).part(_EXIT_STATUS, lambda: ExitStatus(crawler))
     status.reasons.update(reasons)
     status.unasked_shutdown |= unasked_shutdown
+
+
+def exit_status(ran: Any) -> int:
+    """The exit status a process that ran ``ran`` should end with: 1 when a
+    crawl did not finish its work, else 0 (the rule ``scrapy crawl`` follows).
+
+    ``ran`` is the ``CrawlerProcess`` (``AsyncCrawlerProcess``,
+    ``CrawlerRunner``) once its crawls ended: 1 when one of them ended with a
+    failing ``finish_reason`` (:func:`fail_exit_on`) or could not start, as
+    Scrapy's ``scrapy crawl`` reads it; or one ``Crawler``: 1 when it ended
+    with a failing ``finish_reason`` or never opened its spider::
+
+        process = CrawlerProcess(settings)
+        process.crawl(MySpider)
+        process.start()
+        sys.exit(scrapy_cdp_pool.exit_status(process))
+    """
+    if isinstance(ran, Crawler):
+        return 1 if scrapy_internals.crawl_failed(ran) else 0
+    failed = scrapy_internals.crawls_failed(ran)
+    if failed is None:
+        raise TypeError(
+            f"exit_status() takes a Crawler or the CrawlerProcess (CrawlerRunner) that ran "
+            f"the crawls, not {type(ran).__name__}"
+        )
+    return 1 if failed else 0
