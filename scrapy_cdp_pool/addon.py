@@ -51,6 +51,10 @@ FLEET_BUDGET_EXTENSION = "scrapy_cdp_pool.cluster.budget_extension.FleetBudgetEx
 POISON_MIDDLEWARE = "scrapy_cdp_pool.cluster.poison.PoisonedRequestMiddleware"
 METRICS_EXTENSION = "scrapy_cdp_pool.telemetry.metrics.MetricsExtension"
 SCRAPY_RETRY_MIDDLEWARE = "scrapy.downloadermiddlewares.retry.RetryMiddleware"
+SCRAPY_SPIDER_STATE = "scrapy.extensions.spiderstate.SpiderState"
+#: Scrapy's ``SpiderState`` with the durable JOBDIR: written whole, a refused
+#: write reported as a disk's (jobdir/spider_state.py)
+SPIDER_STATE = "scrapy_cdp_pool.jobdir.spider_state.DurableSpiderState"
 RETRY_POLICY_MIDDLEWARE = "scrapy_cdp_pool.resilience.RetryPolicyMiddleware"
 #: (setting, component, order) the add-on adds unless the project set the
 #: component itself (to an order, or to None to disable it)
@@ -221,6 +225,7 @@ def _install_scheduler(
             settings.set(name, value, priority)
         if changes:  # refused now, not in the middle of the engine's start
             check_jobdir(str(settings.get("JOBDIR")))
+            _replace_component(settings, "EXTENSIONS", SCRAPY_SPIDER_STATE, SPIDER_STATE)
     elif settings.get("JOBDIR"):
         refuse_durable_queue(str(settings.get("JOBDIR")))
 
@@ -308,6 +313,22 @@ def _install_components(
             path = HOST_PAUSE_MIDDLEWARE
         settings.setdefault_in_component_priority_dict(setting, load_object(path), order)
     settings.set_in_component_priority_dict(name, scrapy_retry, None)
+
+
+def _replace_component(settings: BaseSettings, name: str, theirs: str, ours: str) -> None:
+    """Scrapy's component ``theirs`` (in ``name`` or its ``_BASE``) replaced
+    by ``ours`` at the same order; a project that disabled it (None) or
+    listed ``ours`` keeps its choice."""
+    scrapy_class, our_class = load_object(theirs), load_object(ours)
+    listed = {load_object(key): order for key, order in settings.getdict(name).items()}
+    if our_class in listed or (scrapy_class in listed and listed[scrapy_class] is None):
+        return
+    base = {load_object(key): order for key, order in settings.getdict(f"{name}_BASE").items()}
+    order = listed.get(scrapy_class, base.get(scrapy_class))
+    if order is None:
+        return
+    settings.set_in_component_priority_dict(name, scrapy_class, None)
+    settings.set_in_component_priority_dict(name, our_class, order)
 
 
 def _set_priority_queue(settings: BaseSettings, crawler: Crawler | None) -> None:

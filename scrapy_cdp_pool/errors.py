@@ -400,10 +400,10 @@ class JobdirError(CDPPoolError, RuntimeError):
 
 
 class JobdirFull(JobdirError):
-    """The JOBDIR's database could not be written: its disk is full. Nothing
-    more is written to it in this run (so nothing is acknowledged that a
-    resume would need); the crawl stops (``finish_reason``
-    ``cdp_pool_disk_full``)."""
+    """The JOBDIR's database could not be written: its disk is full, or
+    read-only or failing (I/O errors). Nothing more is written to it in this
+    run (so nothing is acknowledged that a resume would need); the crawl stops
+    (``finish_reason`` ``cdp_pool_disk_full`` or ``cdp_pool_disk_error``)."""
 
 
 class JobdirCorrupt(JobdirError):

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.job import job_dir
 
-from scrapy_cdp_pool.core.disk_full import is_disk_full
+from scrapy_cdp_pool.core.disk_full import disk_refusal
 from scrapy_cdp_pool.core.parts import PartKey
 from scrapy_cdp_pool.errors import JobdirError, JobdirFull
 from scrapy_cdp_pool.jobdir.database import (
@@ -88,7 +88,7 @@ class JobStore:
         self.commits = 0
         self._depth = 0
         self._in_transaction = False
-        #: the write SQLite refused for lack of space; nothing is written after it
+        #: the write its disk refused (full, read-only, failing); nothing is written after it
         self.full: BaseException | None = None
         self._db: sqlite3.Connection | None = None
         self._lock: JobdirLock | None = JobdirLock(path.parent)
@@ -138,7 +138,7 @@ class JobStore:
     def _write(self, sql: str, params: tuple[object, ...] = ()) -> sqlite3.Cursor:
         """:raises JobdirFull: the disk is full (now or earlier in this run)."""
         if self.full is not None:
-            raise JobdirFull(f"{self.path}: not written, the disk is full ({self.full})")
+            raise JobdirFull(f"{self.path}: not written, its disk refused a write ({self.full})")
         try:
             if not self._in_transaction:
                 self.db.execute("BEGIN IMMEDIATE")
@@ -163,17 +163,19 @@ class JobStore:
             self.commits += 1
 
     def _refused(self, error: sqlite3.Error) -> None:
-        """A write failed: the transaction is rolled back; a full disk stops
-        every later write. :raises JobdirFull: the disk is full."""
+        """A write failed: the transaction is rolled back; a disk full,
+        read-only or failing stops every later write. :raises JobdirFull:
+        the disk refused it (:func:`disk_refusal`)."""
         if self._in_transaction:
             self._in_transaction = False
             try:
                 self.db.execute("ROLLBACK")
             except sqlite3.Error:
                 pass  # SQLite rolled back itself
-        if is_disk_full(error):
+        refusal = disk_refusal(error)
+        if refusal is not None:
             self.full = error
-            raise JobdirFull(f"{self.path}: not written, the disk is full ({error})") from error
+            raise JobdirFull(f"{self.path}: not written, its disk {refusal} ({error})") from error
 
     def push(self, queue: str, data: bytes) -> int:
         cursor = self._write("INSERT INTO requests (queue, data) VALUES (?, ?)", (queue, data))
