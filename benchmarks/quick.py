@@ -13,9 +13,9 @@ In one process tree (the benchmark site, then one runner subprocess at a time, e
   context per page (``--mode fresh``), and the plugin at its defaults (``CDP_POOL_BROWSER =
   "chromium"``, whose default binary is the shell when installed).
 - ``--full-chromium``: the same three on ``/usr/bin/chromium``.
-- ``--features``: the plugin on Lightpanda again with each default feature switched off in turn
-  (``run_cdp_pool.py --off NAME``): what each costs per page is its row's CPU ms below the
-  defaults row.
+- ``--features``: the plugin again with each default feature switched off in turn, on Lightpanda
+  and on the shell (``run_cdp_pool.py --off NAME``): what each costs per page is the defaults
+  row's CPU ms (and pages/s) against its row.
 
 Prints pages/s, the ratio to the backend's floor (the kept-page loop for Chromium) and CPU ms per
 page, split into browser (the server process tree) and crawler (the runner: Scrapy and the
@@ -45,6 +45,13 @@ from _common import page_urls, warmup_url  # noqa: E402 - the runners' own URL l
 from run_cdp_pool import FEATURES  # noqa: E402 - the features a run may switch off
 
 KIND = "products"
+#: the default features switched off in turn with --features, per backend (the
+#: HTTP cache is Lightpanda's; kept pages, their stop, cleaning and cache guard
+#: Chromium's)
+LIGHTPANDA_FEATURES = tuple(
+    f for f in FEATURES if f not in ("cache_guard", "page_cleaning", "page_stop", "network_events")
+)
+CHROMIUM_FEATURES = tuple(f for f in FEATURES if f != "http_cache")
 
 
 Row = tuple[str, Config, int, str]
@@ -81,9 +88,16 @@ def plan(a: argparse.Namespace) -> list[Row]:
         ]
     if a.features:
         group = "lightpanda: one default off"
-        for feature in FEATURES:
+        for feature in LIGHTPANDA_FEATURES:
             off = _plugin("plugin_without_" + feature, "--browser", "lightpanda", "--off", feature)
             rows.append((group, off, lp, "raw_cdp_loop"))
+        group = "chromium (shell): one default off"
+        for feature in CHROMIUM_FEATURES:
+            off = _plugin(
+                "plugin_shell_without_" + feature, "--browser", "chromium", "--off", feature,
+                "--chromium-path", procs.CHROMIUM_SHELL,
+            )  # fmt: skip
+            rows.append((group, off, ch, "raw_kept_page_shell"))
     return rows
 
 

@@ -22,6 +22,14 @@ FEATURES: dict[str, dict[str, Any]] = {
     "download_signals": {},  # patched below
     "render_stats": {},  # patched below
     "cache_guard": {},  # patched below: kept pages' subresources not paused at the response
+    # kept pages (Chromium), each patched below: no storage clearing between requests; no
+    # stop at about:blank (a kept page is navigated straight to the next URL). Both are
+    # what makes a kept page as clean as a fresh context: measured here, never skipped
+    "page_cleaning": {},
+    "page_stop": {},
+    # Chromium: no Network domain (its events carry the document's Set-Cookie
+    # headers there): patched below, measured here, never skipped
+    "network_events": {},
 }
 
 
@@ -46,6 +54,32 @@ def patch_off(feature: str) -> None:
 
         for name in ("open_page", "take_over_page"):
             setattr(session, name, unguarded(getattr(session, name)))
+    elif feature == "network_events":
+        from scrapy_cdp_pool.render._request import session
+
+        original_open = session.open_page
+
+        async def without_network(*args: Any, **kwargs: Any) -> Any:
+            return await original_open(*args, **{**kwargs, "network_events": False})
+
+        session.open_page = without_network
+    elif feature == "page_cleaning":
+        from scrapy_cdp_pool.browser.pool import page_reuse
+
+        async def cleaned(*args: Any, **kwargs: Any) -> bool:
+            return True
+
+        page_reuse.clean_for_reuse = cleaned
+    elif feature == "page_stop":
+        from scrapy_cdp_pool.browser.pool import page_reuse
+
+        async def stopped(cdp: Any, session_id: str, loading: Any, timeout_s: float,
+                          alongside: Any = None) -> bool:  # fmt: skip
+            if alongside is not None:
+                await alongside
+            return True
+
+        page_reuse.stop_page = stopped
 
 
 if __name__ == "__main__":
