@@ -14,6 +14,65 @@ and the tools' (:class:`PlotError`). Users import them from here.
 
 Translating them into Scrapy's download exceptions happens once, at the
 download handler's boundary (:mod:`scrapy_cdp_pool.core.boundary`).
+
+The tree (first base, then in brackets the standard or Scrapy classes each
+also is; ``tests/unit/test_errors_tree.py`` checks it against the classes)::
+
+    CDPPoolError
+        ActionTimeout (TimeoutError)
+        CDPError
+            CDPConnectError
+            CDPConnectionClosed
+                CDPBacklogExceeded
+                CDPMalformedMessage
+                CDPMessageTooLarge
+                CDPRequestTooLarge
+            CDPProtocolError
+            CDPTimeoutError
+        ExpectationNotMet
+        InvalidRequestMeta (ValueError)
+        JobdirError (RuntimeError)
+            JobdirCorrupt
+            JobdirFull
+            JobdirLocked
+        LeaseLost (IgnoreRequest)
+        PlotError
+        PoolStartTimeout (DownloadTimeoutError)
+        ProfileError (IgnoreRequest)
+            ProfileFileError
+                ProfileStoreUnreachable
+                StaleProfileWrite
+            ProfileRetired
+            ProfileSignedOut
+            ProfileUnsupported
+        RedisUnavailable (RuntimeError)
+        RenderError
+            ActionError
+            ActionUnsupported
+            BrowserUnresponsive (DownloadTimeoutError)
+            CertificateRejected
+            DedicatedServerFailed
+            LivePageFailed
+            NavigationFailed
+            NavigationForbidden (IgnoreRequest)
+            NavigationToOtherScheme
+            PageCrashed
+                PageMemoryExceeded
+                PageScriptStalled
+            PageScriptError
+                NavigationLoop
+            PoolUnavailable
+                CapabilityUnavailable
+            PrivateNavigationRefused
+            ProxyUnsupported
+                ProxyConflict
+            RequestTooLarge
+            ResponseTooLarge
+        RequestPoisoned
+        ServerStartError (RuntimeError)
+            ServerMisconfigured
+        SlotWaitTimeout (DownloadTimeoutError)
+        UnserializableRequestError (ValueError)
 """
 
 from __future__ import annotations

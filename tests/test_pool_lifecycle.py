@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 from typing import Any
 
@@ -89,6 +90,7 @@ async def test_embedded_server_is_stopped_at_close(site: SiteServer, browser: st
         assert pool.server is not None
         seen["pid"] = pool.server.pid
         seen["private_dir"] = pool.server.private_dir
+        seen["repr"] = repr(pool)
         return []
 
     spider, crawler = await crawl(
@@ -96,6 +98,12 @@ async def test_embedded_server_is_stopped_at_close(site: SiteServer, browser: st
         {"CDP_POOL_BROWSER": browser},
     )
     assert len(spider.responses) == 1
+    # in the callback, nothing waits; the one page is closed, or still being
+    # kept (a Chromium page is parked after its response is handed over)
+    assert re.fullmatch(
+        r"<ConnectionPool \[READY \| [01]/\d+ open, 0 waiting, [01] kept, \d+ connections\]>",
+        seen["repr"],
+    ), seen["repr"]
     assert seen["pid"]
     assert not process_tree_alive(seen["pid"])
     assert seen["private_dir"]

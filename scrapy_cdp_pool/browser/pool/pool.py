@@ -534,6 +534,19 @@ class ConnectionPool:
 
     # Introspection -------------------------------------------------------
 
+    def __repr__(self) -> str:
+        """State, pages open against slots, leases waiting for a slot and
+        kept pages (as httpcore's pool shows its requests), e.g.
+        ``<ConnectionPool [READY | 3/8 open, 5 waiting, 1 kept, 4 connections]>``."""
+        connections = self.connections
+        open_now = sum(c.open_contexts for c in connections)
+        slots = sum(c.capacity for c in connections)
+        kept = sum(len(c.idle_pages) for c in connections)
+        return (
+            f"<{type(self).__name__} [{self.state.name} | {open_now}/{slots} open, "
+            f"{self.waiting} waiting, {kept} kept, {len(connections)} connections]>"
+        )
+
     @property
     def waiting(self) -> int:
         """Leases waiting for a free slot."""
