@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -81,6 +82,8 @@ def settings_for(mode: str, connections: int, concurrency: int) -> dict[str, Any
     }
     if mode == "chromium":
         settings["CDP_POOL_BROWSER"] = "chromium"
+    if os.environ.get("BENCH_CHROMIUM_PATH"):  # e.g. /usr/bin/chromium; else the plugin's default
+        settings["CDP_POOL_CHROMIUM_PATH"] = os.environ["BENCH_CHROMIUM_PATH"]
     if mode in ("auto", "perfect"):
         settings.update(
             CDP_POOL_RENDER="auto", CDP_POOL_FALLBACK="chromium", CDP_POOL_EXPECT=EXPECT,
