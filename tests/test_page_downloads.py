@@ -143,3 +143,36 @@ async def test_a_frames_download_is_recorded_on_chromium(site: SiteServer) -> No
     (download,) = response.meta["cdp_downloaded"]
     assert (download["name"], download["body"]) == ("report.csv", REPORT)
     assert crawler.stats.get_value("cdp_pool/page_downloads") == 1
+
+
+BROWSERS = {
+    **BACKENDS,
+    "full chromium": {**BACKENDS["chromium"], "CDP_POOL_CHROMIUM_PATH": "/usr/bin/chromium"},
+}
+
+
+@pytest.mark.parametrize("browser", BROWSERS)
+@pytest_twisted.ensureDeferred
+async def test_a_download_link_to_a_displayed_type_keeps_the_page(
+    site: SiteServer, browser: str
+) -> None:
+    """Issue 35 item 3: a click on ``<a download>`` to a ``text/csv`` without
+    ``Content-Disposition`` (a type a browser shows when navigated to). The
+    full Chromium fetches it through its download manager, paused as a
+    main-frame document: before, it replaced the page with the CSV (the
+    action after the click failed "the page is not HTML"). Its headless shell
+    and Lightpanda 1.0.2 send no request for it: the page stays there too."""
+    url = site.url("/dl/link?" + urlencode({"to": site.url("/dl/plain.csv"), "b": browser}))
+    actions = [["click", "#get"], ["wait_for_selector", "#ready"]]
+    meta = {"cdp": True, "cdp_actions": actions, "cdp_downloads": True}
+    spider, _ = await crawl([scrapy.Request(url, meta=meta)], BROWSERS[browser])
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    (response,) = spider.responses
+    assert response.css("title::text").get() == "Download page", response.body[:200]
+    downloaded = response.meta["cdp_downloaded"]
+    if browser == "full chromium":
+        assert [(d["name"], d["type"], d["body"]) for d in downloaded] == [
+            ("plain.csv", "text/csv", REPORT)
+        ]
+    else:
+        assert downloaded == []

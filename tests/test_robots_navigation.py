@@ -55,3 +55,30 @@ async def test_without_robotstxt_obey_the_navigation_goes_on(site: SiteServer) -
     spider, _ = await crawl([scrapy.Request(start, meta={"cdp": True})])
     [response] = spider.responses
     assert response.css("#private::text").get() == "free"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_a_refused_navigation_during_an_action_is_named_once(
+    site: SiteServer, backend: str
+) -> None:
+    """Issue 35 item 3: the page leaves (from a timer) while an action waits
+    in it for an element the forbidden page would have. Before, the action
+    failed with what the refusal did to the page (Lightpanda: "Execution
+    context was destroyed", a DownloadFailedError), retried twice: the site
+    saw the page 3 times and NavigationForbidden was never named."""
+    key = f"action-{backend}"
+    start = site.url(f"/hist/leave?how=timeout&to=/hist/private/{key}")
+    request = scrapy.Request(
+        start, meta={"cdp": True, "cdp_actions": [["wait_for_selector", "#private"]]}
+    )
+    spider, crawler = await crawl(
+        [request], {**BACKENDS[backend], "ROBOTSTXT_OBEY": True, "RETRY_ENABLED": True}
+    )
+    assert spider.responses == []
+    [failure] = spider.failures
+    assert isinstance(failure.value, NavigationForbidden), repr(failure.value)
+    hits = site.stats()["hits_by_url"]
+    assert hits[f"/hist/leave?how=timeout&to=/hist/private/{key}"] == 1
+    assert not any(key in url for url in hits if url.startswith("/hist/private/"))
+    assert crawler.stats.get_value("retry/count") is None

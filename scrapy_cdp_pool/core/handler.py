@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import sys
 import weakref
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, signals
@@ -285,13 +288,57 @@ def _check_unapplied_settings(crawler: Crawler) -> None:
         for name in _UNAPPLIED_SETTINGS
         if settings.getpriority(name) != SETTINGS_PRIORITIES["default"]
     ]
-    if changed and crawler not in _WARNED_UNAPPLIED:
-        _WARNED_UNAPPLIED.add(crawler)
+    if crawler in _WARNED_UNAPPLIED:
+        return
+    _WARNED_UNAPPLIED.add(crawler)
+    if changed:
         logger.warning(
             "%s are not applied to rendered requests (the browser makes its own connections "
             "and TLS handshakes); plain requests keep them",
             ", ".join(changed),
             extra={"crawler": crawler},
+        )
+    _check_verify_certificates(crawler)
+    _check_keylog_file(crawler)
+
+
+def _check_verify_certificates(crawler: Crawler) -> None:
+    """Warn, naming both settings, when ``DOWNLOAD_VERIFY_CERTIFICATES`` is set
+    and says otherwise than the browsers do: they verify certificates unless
+    ``CDP_POOL_IGNORE_HTTPS_ERRORS`` (a flag of the whole server: Chromium's
+    ``--ignore-certificate-errors``, Lightpanda's
+    ``--insecure-disable-tls-host-verification``), where plain Scrapy's
+    client verifies only with ``DOWNLOAD_VERIFY_CERTIFICATES = True``."""
+    settings = crawler.settings
+    if settings.getpriority("DOWNLOAD_VERIFY_CERTIFICATES") == SETTINGS_PRIORITIES["default"]:
+        return
+    verify = settings.getbool("DOWNLOAD_VERIFY_CERTIFICATES")
+    ignore = settings.getbool("CDP_POOL_IGNORE_HTTPS_ERRORS")
+    if verify != ignore:
+        return
+    logger.warning(
+        "DOWNLOAD_VERIFY_CERTIFICATES = %s does not apply to rendered requests: the browser "
+        "%s certificates as CDP_POOL_IGNORE_HTTPS_ERRORS = %s says; plain requests keep it",
+        verify,
+        "does not verify" if ignore else "verifies",
+        ignore,
+        extra={"crawler": crawler},
+    )
+
+
+def _check_keylog_file(crawler: Crawler) -> None:
+    """Warn, as Scrapy's own client does, when ``SSLKEYLOGFILE`` names a file
+    that cannot be written (the browsers, which inherit the variable, would
+    write nothing there and say nothing)."""
+    filename = os.environ.get("SSLKEYLOGFILE")
+    if not filename or sys.flags.ignore_environment:
+        return
+    try:
+        with Path(filename).open("ab"):
+            pass
+    except OSError as e:
+        logger.warning(
+            "Cannot write TLS session keys to %s: %s", filename, e, extra={"crawler": crawler}
         )
 
 

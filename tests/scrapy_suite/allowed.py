@@ -37,7 +37,8 @@ TLS = (
     "(DOWNLOAD_TLS_MIN_VERSION, DOWNLOAD_TLS_MAX_VERSION, DOWNLOADER_CLIENT_TLS_CIPHERS, "
     "DOWNLOADER_CLIENTCONTEXTFACTORY, DOWNLOADER_CLIENT_TLS_VERBOSE_LOGGING, SSLKEYLOGFILE) do "
     "not apply to rendered requests, and certificates are checked as "
-    "CDP_POOL_IGNORE_HTTPS_ERRORS says, not DOWNLOAD_VERIFY_CERTIFICATES"
+    "CDP_POOL_IGNORE_HTTPS_ERRORS says, not DOWNLOAD_VERIFY_CERTIFICATES (a WARNING names both "
+    "when they disagree)"
 )
 CHROMIUM_407 = (
     "Chromium fails a 407 sent by a site that is not its proxy as a network error "
@@ -66,11 +67,6 @@ LIGHTPANDA_DATALOSS = (
     "Lightpanda keeps nothing of a document cut short of its Content-Length or last chunk: "
     "under DOWNLOAD_FAIL_ON_DATALOSS = False (or meta download_fail_on_dataloss) the request "
     "still fails with ResponseDataLossError (Chromium hands back what arrived, flagged dataloss)"
-)
-PROXY_CERTIFICATE = (
-    "The browser verifies an HTTPS proxy's certificate: CDP_POOL_IGNORE_HTTPS_ERRORS applies to "
-    "the sites' certificates only, so a proxy whose certificate is not trusted fails the "
-    "request (plain Scrapy does not verify a proxy's certificate)"
 )
 
 _BOTH_HTTP_AND_HTTPS: dict[str, str] = {
@@ -115,19 +111,19 @@ ALLOWED: dict[str, str] = {
     "TestHttpsWithCrawler::test_response_ssl_certificate": CERTIFICATE,
     "TestHttpsWithCrawler::test_response_ssl_certificate_empty_body": CERTIFICATE,
     "TestHttps::test_tls_logging": TLS,
-    "TestHttps::test_keylog_unwritable": TLS,
     "TestHttps::test_verify_certs": TLS,
     "TestHttps::test_verify_certs_deprecated": TLS,
     "TestHttpsCustomCiphers::test_download": TLS,
     "TestHttpsTLSVersion::test_download[client-max-below-server-min]": TLS,
     "TestHttpsTLSVersion::test_download[client-min-above-server-max]": TLS,
-    # Scrapy's proxy echo server answers text/html
+    # Scrapy's proxy echo server answers text/html (an HTTPS proxy's own
+    # certificate is accepted: these fail on the body only)
     "TestHttpProxy::test_download_with_proxy": HTML_DOM,
     "TestHttpProxy::test_download_without_proxy": HTML_DOM,
     "TestHttpProxy::test_download_with_proxy_without_http_scheme": HTML_DOM,
     "TestHttpsProxy::test_download_without_proxy": HTML_DOM,
     "TestHttpsProxy::test_download_with_proxy_without_http_scheme": HTML_DOM,
-    "TestHttpsProxy::test_download_with_proxy": PROXY_CERTIFICATE,
+    "TestHttpsProxy::test_download_with_proxy": HTML_DOM,
     # Chromium only (Lightpanda's libcurl writes SSLKEYLOGFILE; Lightpanda
     # refuses the bad header line, its capability flag "fail")
     "chromium/TestHttps::test_keylog": TLS,

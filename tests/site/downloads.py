@@ -6,6 +6,7 @@
 - ``/dl/framed?to=URL``: a page framing ``URL`` (a frame's download).
 - ``/dl/link?to=URL``: a page with a link to ``URL`` with the ``download``
   attribute (``#get``).
+- ``/dl/plain.csv``: the same bytes, ``text/csv`` without ``Content-Disposition``.
 - ``/dl/report.csv``: a small attachment (``Content-Disposition: attachment;
   filename="report.csv"``, ``text/csv``).
 """
@@ -58,3 +59,10 @@ async def report(request: web.Request) -> web.Response:
             "Content-Disposition": 'attachment; filename="report.csv"',
         },
     )
+
+
+@routes.get("/dl/plain.csv")
+async def plain_csv(request: web.Request) -> web.Response:
+    """The same rows as ``text/csv`` without ``Content-Disposition``: a
+    browser shows it, unless a ``<a download>`` link asks for it."""
+    return web.Response(body=REPORT, headers={"Content-Type": "text/csv"})

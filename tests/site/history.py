@@ -4,6 +4,8 @@ click, with relative links that resolve against the page's URL."""
 
 from __future__ import annotations
 
+import json
+
 from aiohttp import web
 
 from .common import html_response
@@ -74,13 +76,27 @@ async def robots(request: web.Request) -> web.Response:
     return web.Response(text="User-agent: *\nDisallow: /hist/private/\n")
 
 
+_LEAVES = {
+    "href": "location.href = {to};",
+    "replace": "location.replace({to});",
+    "assign": "window.location = {to};",
+    "timeout": "setTimeout(() => {{ location.href = {to}; }}, 50);",
+    "load": 'addEventListener("load", () => {{ location.href = {to}; }});',
+    "timer0": "setTimeout(() => {{ location.href = {to}; }}, 0);",
+    "ready": 'document.addEventListener("DOMContentLoaded", () => {{ location.href = {to}; }});',
+}
+
+
 @routes.get("/hist/leave")
 async def leave(request: web.Request) -> web.Response:
-    """A page whose script sends the browser to ``to`` at load."""
-    target = request.query.get("to", "/hist/private/secret")
-    return html_response(
-        "Leave", f'<p id="here">here</p><script>location.href = "{target}";</script>'
-    )
+    """A page whose script sends the browser to ``to`` at load: by
+    ``location.href`` (how=href, default), ``location.replace`` (replace),
+    ``window.location =`` (assign), from a 50 ms timer (timeout), a 0 ms one
+    (timer0), the ``DOMContentLoaded`` event (ready) or the ``load`` event
+    (load)."""
+    target = json.dumps(request.query.get("to", "/hist/private/secret"))
+    script = _LEAVES[request.query.get("how", "href")].format(to=target)
+    return html_response("Leave", f'<p id="here">here</p><script>{script}</script>')
 
 
 @routes.get("/hist/private/{name}")

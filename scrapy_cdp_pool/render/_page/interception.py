@@ -258,8 +258,15 @@ class FetchInterceptor:
             return False
         if "responseErrorReason" in params or "responseStatusCode" not in params:
             return False
-        if params.get("frameId") == self.page.target_id and self.page.tracker.document is None:
+        main_frame = params.get("frameId") == self.page.target_id
+        if main_frame and self.page.tracker.document is None:
             return False
+        if main_frame and not params.get("networkId"):
+            # Chromium's ``<a download>``: a main-frame document fetched by its
+            # download manager, not by a navigation (no loader, so no
+            # networkId): a download whatever its type (before, a text/csv
+            # without Content-Disposition replaced the page).
+            return True
         headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
         return is_download(int(params["responseStatusCode"]), headers)
 

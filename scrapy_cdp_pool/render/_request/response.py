@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv6Address, ip_address
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from scrapy import Request
 from scrapy.http import Headers, HtmlResponse, Response
@@ -50,13 +51,14 @@ def build_response(request: Request, result: RenderResult) -> Response:
         request.meta["cdp_network"] = result.network
     if result.console is not None:
         request.meta[CONSOLE_MESSAGES_META_KEY] = result.console
+    url = as_requested(request.url, result.url)
     connection = _connection(result)
     if result.dataloss:  # what Scrapy's handler flags a body cut short with
         connection["flags"] = ["dataloss"]
     if result.rendered:
         headers[b"Content-Type"] = b"text/html; charset=utf-8"
         return HtmlResponse(
-            url=result.url,
+            url=url,
             status=result.status,
             headers=headers,
             body=result.body,
@@ -64,15 +66,46 @@ def build_response(request: Request, result: RenderResult) -> Response:
             request=request,
             **connection,
         )
-    response_class = responsetypes.from_args(headers=headers, url=result.url, body=result.body)
+    response_class = responsetypes.from_args(headers=headers, url=url, body=result.body)
     return response_class(
-        url=result.url,
+        url=url,
         status=result.status,
         headers=headers,
         body=result.body,
         request=request,
         **connection,
     )
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _as_browser_writes(url: str) -> str:
+    """``url`` as a browser writes it: lower-case scheme and host, no default
+    port, and ``/`` for an empty path."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port
+    except ValueError:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None or port == _DEFAULT_PORTS.get(scheme) else f"{host}:{port}"
+    if parts.username is not None or parts.password is not None:
+        return url  # refused before it gets here (docs/response.md); left alone
+    return urlunsplit((scheme, netloc, parts.path or "/", parts.query, parts.fragment))
+
+
+def as_requested(requested: str, final: str) -> str:
+    """The response's URL: the request's own when the page is where it was
+    asked for and only the browser's writing differs (``http://host:port``
+    comes back ``http://host:port/``), as plain Scrapy's response keeps the
+    request's URL; else the page's URL."""
+    if final != requested and final == _as_browser_writes(requested):
+        return requested
+    return final
 
 
 #: the browser's protocol names as Scrapy's handlers name them

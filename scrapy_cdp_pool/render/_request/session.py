@@ -205,7 +205,9 @@ async def render(
         page.interceptor.allows_navigation = hooks.allows_navigation
     try:
         try:
-            return await _render_page(lease, page, spec, collect_cookies, hooks)
+            return await _named_failure_first(
+                page, _render_page(lease, page, spec, collect_cookies, hooks)
+            )
         except (PageCrashed, CDPConnectionClosed) as e:
             named = await _named_crash(lease, page)
             if named is None:
@@ -222,6 +224,23 @@ async def render(
         raise
     finally:
         page.detach()
+
+
+async def _named_failure_first(page: Page, rendering: Awaitable[RenderResult]) -> RenderResult:
+    """``rendering``'s result; when it fails after the page was failed by
+    name (:meth:`Page.fail`: a navigation robots.txt forbids, one to a private
+    network, a document past its maxsize), that named error instead. An
+    action waiting in the page when its own navigation was refused fails
+    with what the refusal did to the page (Lightpanda: ``Execution context
+    was destroyed``, a retried ``DownloadFailedError``; before, the request
+    was fetched 3 times and never named ``NavigationForbidden``)."""
+    try:
+        return await rendering
+    except Exception as e:
+        named = page.too_large
+        if named is None or e is named:
+            raise
+        raise named from e
 
 
 def _actions_to_run(page: Page) -> tuple[Action, ...]:

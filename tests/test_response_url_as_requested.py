@@ -1,0 +1,32 @@
+"""``Request("http://host:port")`` (no path) comes back with the request's
+URL, as plain Scrapy's response keeps it, not the browser's
+``http://host:port/`` (issue 35 item 5: 4 of Scrapy's handler tests per
+backend failed on it)."""
+
+from __future__ import annotations
+
+import pytest
+import pytest_twisted
+import scrapy
+
+from tests.crawl import crawl
+from tests.servers import SiteServer
+
+BACKENDS = {"lightpanda": {}, "chromium": {"CDP_POOL_BROWSER": "chromium"}}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest_twisted.ensureDeferred
+async def test_a_url_without_a_path_keeps_the_requests_writing(
+    site: SiteServer, backend: str
+) -> None:
+    bare = site.url("")
+    assert not bare.endswith("/")
+    plain, _ = await crawl([scrapy.Request(bare)])
+    rendered, _ = await crawl([scrapy.Request(bare, meta={"cdp": True})], BACKENDS[backend])
+    assert not rendered.failures, [str(f.value) for f in rendered.failures]
+    (reference,) = plain.responses
+    (response,) = rendered.responses
+    assert reference.url == bare  # plain Scrapy
+    assert response.url == reference.url
+    assert response.status == reference.status
