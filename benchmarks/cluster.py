@@ -125,6 +125,7 @@ def redis_info(server: RedisServer) -> dict[str, float]:
         "memory": info["used_memory"],
     }
     counts.update({f"cmd:{k[len('cmdstat_') :]}": v["calls"] for k, v in commands.items()})
+    counts.update({f"usec:{k[len('cmdstat_') :]}": v["usec"] for k, v in commands.items()})
     return counts
 
 
@@ -287,7 +288,7 @@ def crawl(mode: str, workers: int, pages: int, workdir: Path, site: Any, server:
     per_page = {
         f"{key}_page": (redis_after[key] - redis_before.get(key, 0)) / pages
         for key in redis_after
-        if key.startswith("cmd:")
+        if key.startswith(("cmd:", "usec:"))
     }
     return {
         "steady_pages_s": (len(times) - 1) / (times[-1] - times[0]),
@@ -482,6 +483,12 @@ def crawl_only(args: argparse.Namespace, server: RedisServer) -> None:
                     key=lambda kv: -kv[1],
                 )[:10]
                 print("  commands per page: " + ", ".join(f"{k} {v:.2f}" for k, v in top))
+                top = sorted(
+                    ((k[5:-5], v) for k, v in med.items() if k.startswith("usec:")),
+                    key=lambda kv: -kv[1],
+                )[:6]
+                print("  Redis µs per page in commands (scripts: with the commands they run): "
+                      + ", ".join(f"{k} {v:.0f}" for k, v in top))  # fmt: skip
             if args.idle:
                 idle = idle_worker(workdir, site, server, args.idle, options)
                 print(f"an idle worker (KEEP_OPEN, nothing queued) over {args.idle:g} s: "
