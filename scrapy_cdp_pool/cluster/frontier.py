@@ -158,6 +158,9 @@ class Taken:
     ``max_deliveries`` (it fails as poisoned); 0 otherwise."""
     ready_left: bool = True
     """Gates are still ready after this take: another may find one open."""
+    profile: tuple[bytes | None, bytes | None, bytes | None] | None = None
+    """The taken request's profile as stored, read in the take (``state``,
+    ``identity``, health's ``retired``), when asked for; ``None`` otherwise."""
 
 
 class Frontier:
@@ -225,14 +228,21 @@ class Frontier:
         return stored
 
     def take(
-        self, acks: Iterable[str] = (), feed_key: str = "", releases: Iterable[str] = ()
+        self,
+        acks: Iterable[str] = (),
+        feed_key: str = "",
+        releases: Iterable[str] = (),
+        *,
+        profile_copy: bool = False,
     ) -> Taken:
         """Settle ``releases`` (``r:<id>`` ops, see :meth:`settle`), acknowledge
         ``acks`` (lease ids), move items from the feed ``feed_key`` (if any: a
         list, set or sorted set) into the frontier when it runs low, then take
         a request, all in one round trip. ``Taken.settled`` counts the acks. A
         feed entry's ``data`` starts with
-        :data:`~scrapy_cdp_pool.cluster.scripts.FEED_MARK`."""
+        :data:`~scrapy_cdp_pool.cluster.scripts.FEED_MARK`. ``profile_copy``:
+        read the stored copy of the taken request's profile too
+        (``Taken.profile``)."""
         ops = [*releases, *(f"a:{lease}" for lease in acks)]
         self.calls += 1
         raw = self._take(
@@ -245,6 +255,7 @@ class Frontier:
                 self.host_interval_ms,
                 SCAN_GATES,
                 self.max_deliveries,
+                "1" if profile_copy else "0",
                 *ops,
             ],
         )
@@ -262,6 +273,7 @@ class Frontier:
             feed_type=raw[8].decode() if raw[8] else "",
             poisoned=int(raw[9]),
             ready_left=bool(int(raw[10])),
+            profile=(raw[11], raw[12], raw[13]) if len(raw) >= 14 else None,
         )
 
     def settle(self, ops: Iterable[str]) -> int:

@@ -70,7 +70,7 @@ from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
 from scrapy_cdp_pool.cluster.feed import adopt_redis_spider, requests_from_feed
 from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
-from scrapy_cdp_pool.cluster.keys import gate_of
+from scrapy_cdp_pool.cluster.keys import PROFILE_COPY_META_KEY, gate_of
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
 from scrapy_cdp_pool.cluster.locks import ClusterProfileLocks
 from scrapy_cdp_pool.cluster.poison import POISONED_META_KEY
@@ -103,7 +103,13 @@ FENCE_META_KEY = "_cdp_cluster_fence"
 """The fencing token of the request's profile lock (an int, from ``INCR
 <prefix>fence``): a profile saved back under a token that is no longer the
 profile's current one is stale."""
-_PRIVATE_META_KEYS = (LEASE_META_KEY, FENCE_META_KEY, _TOKEN_META_KEY, POISONED_META_KEY)
+_PRIVATE_META_KEYS = (
+    LEASE_META_KEY,
+    FENCE_META_KEY,
+    _TOKEN_META_KEY,
+    POISONED_META_KEY,
+    PROFILE_COPY_META_KEY,
+)
 FEED_CHECK_S = 10.0
 """How long a feed key in another hash slot (a Redis Cluster), found empty,
 is left unread, seconds (it is read again at a take after this long)."""
@@ -318,7 +324,10 @@ class ClusterScheduler(BaseScheduler):
         sent = self._last_take = time.monotonic()
         try:
             taken = self.link.call(
-                "take", lambda: self.frontier.take(done, self.link.take_feed_key, releases)
+                "take",
+                lambda: self.frontier.take(
+                    done, self.link.take_feed_key, releases, profile_copy=True
+                ),
             )
         except RedisUnavailable:
             self.held.keep_ops(releases)
@@ -352,7 +361,10 @@ class ClusterScheduler(BaseScheduler):
             self._changed = True  # another take may find a gate open
         if taken.lease is None:
             return None
-        return self._hand_out(taken.lease, taken.data, taken.token, taken.poisoned, sent)
+        request = self._hand_out(taken.lease, taken.data, taken.token, taken.poisoned, sent)
+        if request is not None and taken.profile is not None:
+            request.meta[PROFILE_COPY_META_KEY] = taken.profile  # read with the take
+        return request
 
     def _feed_type_seen(self, kind: str) -> None:
         """The feed key's type when it cannot be read ('' when it can): one

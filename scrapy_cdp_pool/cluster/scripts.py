@@ -155,16 +155,18 @@ TAKE = (
 -- KEYS: the crawl's route key, then the feed key, if any; ARGV: prefix, worker,
 -- lease ms, host concurrency
 -- (0: none), host interval ms (0: none), most gates to look at, leases of a
--- request that may run out before it is poisoned, then settle ops ('r:<id>'
--- releases, then 'a:<id>' acks: see SETTLE); settled counts the acks
+-- request that may run out before it is poisoned, '1' to read the profile's
+-- stored copy with it, then settle ops ('r:<id>' releases, then 'a:<id>'
+-- acks: see SETTLE); settled counts the acks
 local worker = ARGV[2]
 local lease_ms = tonumber(ARGV[3])
 local conc = tonumber(ARGV[4])
 local interval = tonumber(ARGV[5])
 local now = now_ms()
 local max_deliveries = tonumber(ARGV[7])
+local copy_profile = ARGV[8] == '1'
 local settled = 0
-for i = 8, #ARGV do
+for i = 9, #ARGV do
   local op = string.sub(ARGV[i], 1, 1)
   local done = settle(op, string.sub(ARGV[i], 3), worker)
   if op == 'a' then settled = settled + done end
@@ -211,7 +213,7 @@ if requeued > 0 then redis.call('HINCRBY', P .. 'stats', 'requeued', requeued) e
 for _, g in ipairs(redis.call('ZRANGEBYSCORE', P .. 'timed', '-inf', now, 'LIMIT', 0, 100)) do
   unpark(g)
 end
-local function result(id, data, token, poisoned, more)
+local function result(id, data, token, poisoned, more, ident)
   if id ~= '' then woke = true end  -- gates left ready: pass the token on
   publish_wake()
   local wait = -1
@@ -230,8 +232,17 @@ local function result(id, data, token, poisoned, more)
     end
   end
   local queued = tonumber(redis.call('GET', P .. 'queued') or '0')
-  return {id, data, token, requeued, settled, queued, redis.call('ZCARD', P .. 'leases'), wait,
-    feed_type, poisoned or 0, ready_left}
+  local answer = {id, data, token, requeued, settled, queued, redis.call('ZCARD', P .. 'leases'),
+    wait, feed_type, poisoned or 0, ready_left}
+  if copy_profile and ident and ident ~= '' then
+    -- the profile's stored copy and the fleet's verdict on it, read with the
+    -- take (its lock is this worker's now: no save-back can come between)
+    local copy = redis.call('HMGET', P .. 'profile:' .. ident, 'state', 'identity')
+    table.insert(answer, copy[1])
+    table.insert(answer, copy[2])
+    table.insert(answer, redis.call('HGET', P .. 'profile_health:' .. ident, 'retired'))
+  end
+  return answer
 end
 if redis.call('EXISTS', P .. 'paused') == 1 then return result('', '', '') end
 local exhausted = false
@@ -289,7 +300,7 @@ for _ = 1, tonumber(ARGV[6]) do
       poisoned = tonumber(redis.call('HGET', P .. 'expired', id) or '0')
       if poisoned < max_deliveries then poisoned = 0 end
     end
-    return result(id, redis.call('HGET', P .. 'req', id), token, poisoned)
+    return result(id, redis.call('HGET', P .. 'req', id), token, poisoned, false, ident)
   end
 end
 return result('', '', '', 0, not exhausted)
@@ -304,7 +315,9 @@ due), the feed key's type
 when the take could not read it ('' otherwise)]``; ``id`` is empty when none
 may start; then how many leases of the request ran out when that reached
 the most allowed (it is poisoned: fail it, do not download it), else 0; then
-1 when gates are still ready (another take may find one open), else 0. The
+1 when gates are still ready (another take may find one open), else 0; with
+the profile copy asked for and a request of a profile taken, its stored
+``state``, ``identity`` and health's ``retired`` (each nil when absent). The
 feed key is the script's second declared key (``KEYS[2]``), after the crawl's
 route key (see :mod:`~scrapy_cdp_pool.cluster.redis_client`)."""
 
