@@ -461,7 +461,7 @@ def crawl_only(args: argparse.Namespace, server: RedisServer) -> None:
     try:
         with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
             workdir = Path(tmp)
-            for workers in (int(n) for n in args.workers.split(",")):
+            for workers in (int(n) for n in args.workers.split(",") if args.crawl):
                 runs = [
                     crawl(
                         "cluster", workers, args.crawl, workdir, site, server, options, args.page_ms

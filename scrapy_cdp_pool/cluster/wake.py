@@ -18,7 +18,7 @@ full, its budget used up) pops nothing.
 With nothing popped for :data:`FALLBACK_S` the worker takes again all the
 same (a feed item pushed by a user, a ``resume``, a token another worker
 popped and did not need): an idle worker asks Redis once per
-:data:`FALLBACK_S` for a token and once for a take, one call a second.
+:data:`FALLBACK_S` for a token and once for a take (0.7 calls a second).
 
 Redis unreachable: the listener tries again after a backoff; meanwhile the
 scheduler takes again every :data:`FALLBACK_S`.
@@ -38,7 +38,7 @@ from scrapy_cdp_pool.cluster.redis_client import connect_async
 
 logger = logging.getLogger(__name__)
 
-FALLBACK_S = 2.0
+FALLBACK_S = 3.0
 """Longest a waiting worker goes without a take, seconds."""
 RETRY_S = (0.5, 30.0)
 """Backoff of a lost connection: first wait, longest wait (seconds)."""
