@@ -1,6 +1,9 @@
 """What the cluster crawl on Redis costs, and what it gives (not run by the tests).
 
     python benchmarks/cluster.py [--requests 3000] [--repeat 3] [--crawl 300] [--workers 1,2,3]
+    python benchmarks/cluster.py --crawl-only --crawl 600 --workers 3 --repeat 1 \
+        [--page-ms 300] [--concurrency 16] [--save-back] [--budget 40] [--host-concurrency 32] \
+        [--idle 10]
     python benchmarks/cluster.py --scale [--sizes 10,1000,100000]
 
 It starts its own ``redis-server`` (AOF, ``appendfsync everysec``, on a Unix
@@ -31,7 +34,17 @@ the test site.
    page of every process (workers, their Lightpanda, Redis), and Redis's
    commands and CPU µs per page (every call of the workers: the scheduler's,
    the download handler's pause and lease checks, profile reads, renewals,
-   polls).
+   polls). ``--crawl-only`` runs this step alone, the cluster only; with
+   ``--page-ms`` each page with a profile is held that long by the site (the
+   12 profiles then contend: each worker's ``--concurrency`` requests wait for
+   them), ``--save-back`` saves each profile's state back after its page,
+   ``--budget`` / ``--host-concurrency`` turn on the fleet budget and the
+   fleet-wide host slots. Printed too, over the whole crawl, waiting and
+   start-up included: script calls per page (``EVALSHA``/``EVAL``), round
+   trips per page (Redis's ``total_reads_processed``: one per request or
+   pipeline a client sends, whichever client) and the commands that cost most.
+   With ``--idle S``: then one worker with ``CDP_POOL_CLUSTER_KEEP_OPEN`` and
+   nothing to do: its Redis calls (round trips) per second over S seconds.
 5. With ``--scale`` (instead of 1-4): how the Redis cost per request grows
    with the requests queued, the identities and the hosts, at each of
    ``--sizes`` (``benchmarks/cluster_scale.py`` says how).
@@ -94,15 +107,26 @@ def request(spider: BenchSpider, n: int) -> scrapy.Request:
     return scrapy.Request(f"http://127.0.0.1:8000/jobsite/{n}?tag=bench", spider.parse, meta=meta)
 
 
+SCRIPT_COMMANDS = ("cmdstat_evalsha", "cmdstat_eval", "cmdstat_evalsha_ro", "cmdstat_eval_ro")
+
+
 def redis_info(server: RedisServer) -> dict[str, float]:
+    """Redis's counters: commands run (those inside scripts too), script
+    calls, reads (round trips: one per request or pipeline received), CPU s,
+    memory; ``cmd:<name>`` the calls of each command."""
     with server.client() as client:
         info = client.info("all")
-    calls = sum(v["calls"] for k, v in info.items() if k.startswith("cmdstat_"))
-    return {
-        "calls": calls,
+    commands = {k: v for k, v in info.items() if k.startswith("cmdstat_")}
+    counts: dict[str, float] = {
+        "calls": sum(v["calls"] for v in commands.values()),
+        "scripts": sum(commands[k]["calls"] for k in SCRIPT_COMMANDS if k in commands),
+        "reads": info["total_reads_processed"],
         "cpu": info["used_cpu_user"] + info["used_cpu_sys"],
         "memory": info["used_memory"],
     }
+    counts.update({f"cmd:{k[len('cmdstat_') :]}": v["calls"] for k, v in commands.items()})
+    counts.update({f"usec:{k[len('cmdstat_') :]}": v["usec"] for k, v in commands.items()})
+    return counts
 
 
 def scheduler_path(
@@ -209,17 +233,21 @@ def write_profiles(directory: Path, tag: str) -> list[str]:
     return names
 
 
-def crawl(mode: str, workers: int, pages: int, workdir: Path, site: Any, server: RedisServer
-          ) -> dict[str, float]:  # fmt: skip
-    """One crawl of ``pages``: pages/s (steady, whole run), CPU ms per page."""
+def crawl(mode: str, workers: int, pages: int, workdir: Path, site: Any, server: RedisServer,
+          options: dict[str, str] | None = None, page_ms: int = 0) -> dict[str, float]:  # fmt: skip
+    """One crawl of ``pages``: pages/s (steady, whole run), CPU ms per page;
+    Redis's commands, script calls, round trips and CPU per page. ``options``:
+    more settings of every worker; ``page_ms``: the site holds each page with
+    a profile that long."""
     run = Path(tempfile.mkdtemp(dir=workdir))
     profiles = run / "profiles"
     profiles.mkdir()
     names = write_profiles(profiles, run.name)
-    url = site.url(f"/jobsite/0?tag={run.name}&total={pages}&hubs=5")
+    held = f"&ms={page_ms}" if page_ms else ""
+    url = site.url(f"/jobsite/0?tag={run.name}&total={pages}&hubs=5{held}")
     settings = {
         "LOG_LEVEL": "ERROR", "JOBSITE_URL": url, "JOBSITE_HUBS": "5",
-        "PROFILES": ",".join(names), "CDP_POOL_PROFILES_DIR": str(profiles),
+        "PROFILES": ",".join(names), "CDP_POOL_PROFILES_DIR": str(profiles), **(options or {}),
     }  # fmt: skip
     if mode == "cluster":
         settings.update(CDP_POOL_CLUSTER_REDIS_URL=server.url, CDP_POOL_CLUSTER_NAME=run.name)
@@ -257,12 +285,55 @@ def crawl(mode: str, workers: int, pages: int, workdir: Path, site: Any, server:
     items = sum(len((run / f"items-{i}.jsonl").read_text().splitlines()) for i in range(workers))
     if items < pages:
         raise RuntimeError(f"{items} items of {pages} pages")
+    per_page = {
+        f"{key}_page": (redis_after[key] - redis_before.get(key, 0)) / pages
+        for key in redis_after
+        if key.startswith(("cmd:", "usec:"))
+    }
     return {
         "steady_pages_s": (len(times) - 1) / (times[-1] - times[0]),
         "pages_s": pages / wall,
+        "wall_s": wall,
         "cpu_ms_page": cpu / pages * 1e3,
         "redis_calls_page": (redis_after["calls"] - redis_before["calls"]) / pages,
+        "redis_scripts_page": (redis_after["scripts"] - redis_before["scripts"]) / pages,
+        "redis_round_trips_page": (redis_after["reads"] - redis_before["reads"]) / pages,
         "redis_cpu_us_page": redis_cpu / pages * 1e6,
+        **per_page,
+    }
+
+
+def idle_worker(workdir: Path, site: Any, server: RedisServer, seconds: float,
+                options: dict[str, str]) -> dict[str, float]:  # fmt: skip
+    """One worker with ``CDP_POOL_CLUSTER_KEEP_OPEN`` whose crawl has nothing
+    left (one page, done): Redis round trips and commands per second over
+    ``seconds``, from 3 s after its page."""
+    run = Path(tempfile.mkdtemp(dir=workdir))
+    url = site.url(f"/jobsite/0?tag={run.name}&total=1&hubs=1")
+    settings = {
+        "LOG_LEVEL": "ERROR", "JOBSITE_URL": url, "JOBSITE_HUBS": "1",
+        "CDP_POOL_CLUSTER_REDIS_URL": server.url, "CDP_POOL_CLUSTER_NAME": run.name,
+        "CDP_POOL_CLUSTER_KEEP_OPEN": "True", **options,
+    }  # fmt: skip
+    argv = [str(SCRAPY), "crawl", "jobsite", "-s", f"ITEMS_FILE={run / 'items.jsonl'}"]
+    for name, value in settings.items():
+        argv += ["-s", f"{name}={value}"]
+    proc = subprocess.Popen(argv, cwd=PROJECT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if line.startswith("ITEM "):
+                break
+        time.sleep(3.0)  # its last page's follow-ups (a 404) and acknowledgement
+        before = redis_info(server)
+        time.sleep(seconds)
+        after = redis_info(server)
+    finally:
+        proc.send_signal(2)
+        proc.wait(timeout=60)
+    return {
+        "round_trips_s": (after["reads"] - before["reads"] - 1) / seconds,  # less our INFO
+        "commands_s": (after["calls"] - before["calls"] - 1) / seconds,
     }
 
 
@@ -275,6 +346,13 @@ def main() -> None:
     parser.add_argument("--fsync-always", action="store_true")
     parser.add_argument("--scale", action="store_true")
     parser.add_argument("--sizes", default="10,1000,100000")
+    parser.add_argument("--crawl-only", action="store_true")
+    parser.add_argument("--page-ms", type=int, default=0)
+    parser.add_argument("--concurrency", type=int, default=0)
+    parser.add_argument("--save-back", action="store_true")
+    parser.add_argument("--budget", type=int, default=0)
+    parser.add_argument("--host-concurrency", type=int, default=0)
+    parser.add_argument("--idle", type=float, default=0.0, metavar="SECONDS")
     args = parser.parse_args()
     install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     server = RedisServer(appendfsync="always" if args.fsync_always else "everysec")
@@ -283,6 +361,12 @@ def main() -> None:
 
         try:
             run(server.url, tuple(int(n) for n in args.sizes.split(",")))
+        finally:
+            server.stop()
+        return
+    if args.crawl_only:
+        try:
+            crawl_only(args, server)
         finally:
             server.stop()
         return
@@ -357,6 +441,61 @@ def main() -> None:
                           f"{med['cpu_ms_page']:>12.2f} {redis}")  # fmt: skip
     finally:
         server.stop()
+
+
+def crawl_only(args: argparse.Namespace, server: RedisServer) -> None:
+    """``--crawl-only``: the cluster's whole crawl, ``--workers`` at once."""
+    from tests.servers import SiteServer
+
+    options: dict[str, str] = {}
+    if args.concurrency:
+        options.update(CONCURRENT_REQUESTS=str(args.concurrency),
+                       CONCURRENT_REQUESTS_PER_DOMAIN=str(args.concurrency))  # fmt: skip
+    if args.save_back:
+        options["CDP_POOL_PROFILE_SAVE_STATE"] = "True"
+    if args.budget:
+        options["CDP_POOL_CLUSTER_BUDGET_MAX"] = str(args.budget)
+    if args.host_concurrency:
+        options["CDP_POOL_HOST_CONCURRENCY"] = str(args.host_concurrency)
+    site = SiteServer()
+    try:
+        with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR")) as tmp:
+            workdir = Path(tmp)
+            for workers in (int(n) for n in args.workers.split(",") if args.crawl):
+                runs = [
+                    crawl(
+                        "cluster", workers, args.crawl, workdir, site, server, options, args.page_ms
+                    )
+                    for _ in range(args.repeat)
+                ]
+                med = {key: statistics.median(r.get(key, 0.0) for r in runs) for key in runs[0]}
+                print(f"cluster, {workers} worker(s), {args.crawl} pages, {IDENTITIES} profiles, "
+                      f"{options or 'defaults'}, pages held {args.page_ms} ms, median of "
+                      f"{args.repeat}: {med['wall_s']:.1f} s, "
+                      f"{med['pages_s']:.1f} pages/s")  # fmt: skip
+                print(f"  per page: Redis CPU {med['redis_cpu_us_page']:.0f} µs, round trips "
+                      f"{med['redis_round_trips_page']:.2f}, script calls "
+                      f"{med['redis_scripts_page']:.2f}, commands (inside scripts too) "
+                      f"{med['redis_calls_page']:.1f}; CPU of every process "
+                      f"{med['cpu_ms_page']:.1f} ms")  # fmt: skip
+                top = sorted(
+                    ((k[4:-5], v) for k, v in med.items() if k.startswith("cmd:")),
+                    key=lambda kv: -kv[1],
+                )[:10]
+                print("  commands per page: " + ", ".join(f"{k} {v:.2f}" for k, v in top))
+                top = sorted(
+                    ((k[5:-5], v) for k, v in med.items() if k.startswith("usec:")),
+                    key=lambda kv: -kv[1],
+                )[:6]
+                print("  Redis µs per page in commands (scripts: with the commands they run): "
+                      + ", ".join(f"{k} {v:.0f}" for k, v in top))  # fmt: skip
+            if args.idle:
+                idle = idle_worker(workdir, site, server, args.idle, options)
+                print(f"an idle worker (KEEP_OPEN, nothing queued) over {args.idle:g} s: "
+                      f"{idle['round_trips_s']:.2f} round trips/s, "
+                      f"{idle['commands_s']:.1f} commands/s")  # fmt: skip
+    finally:
+        site.stop()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from typing import Any
 
 from redis import Redis
 
+from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, SURE_HELD
 from scrapy_cdp_pool.cluster.ops_keys import key_prefix
 from scrapy_cdp_pool.cluster.profile_store import SharedProfiles, StaleProfileWrite
 
@@ -72,13 +73,21 @@ class StealIdentityMiddleware:
     ``meta["steal_identity"]``, another worker takes its identity now, as if
     this worker's lease had run out while the request was in flight."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, crawler: Any = None) -> None:
         self.client = Redis.from_url(url)
+        self.crawler = crawler
 
     @classmethod
     def from_crawler(cls, crawler: Any) -> StealIdentityMiddleware:
-        return cls(crawler.settings["CDP_POOL_CLUSTER_REDIS_URL"])
+        return cls(crawler.settings["CDP_POOL_CLUSTER_REDIS_URL"], crawler)
 
     def process_request(self, request: Any) -> None:
         if request.meta.get("steal_identity"):
             take_identity(self.client, request.meta["cdp_profile"], "another-worker")
+            # a lease runs out only after its time: the worker's own clock says
+            # its take is half a lease old at least (else it knows it holds
+            # the lease without asking Redis: cluster/held.py SURE_HELD)
+            held = self.crawler.engine.scheduler.held
+            lease = request.meta.get(LEASE_META_KEY)
+            if lease in held._renewed:
+                held._renewed[lease] -= held.link.lease_s * SURE_HELD

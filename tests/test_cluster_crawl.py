@@ -167,11 +167,18 @@ def test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice(
 @pytest.mark.xdist_group("cluster-redis-restart")
 def test_a_redis_restart_with_aof_loses_nothing(job: Job, redis_server: RedisServer) -> None:
     """Redis (AOF, ``appendfsync always``) is SIGKILLed after the first items
-    and started again on its files: the workers stop taking, back off, go on;
-    every page is crawled once."""
+    and started again on its files once a worker has found it gone (a worker
+    waiting for work no longer asks Redis every few ms, so a quick restart
+    could otherwise fall between two calls): the workers stop taking, back
+    off, go on; every page is crawled once."""
     workers = start_workers(job, redis_server.url, count=2)
     wait_for_item(workers, count=40)
-    redis_server.restart()
+    redis_server.kill()
+    deadline = time.monotonic() + LINE_DEADLINE_S
+    while not any("cannot serve" in worker.log_file.read_text() for worker in workers):
+        assert time.monotonic() < deadline, "no worker found Redis gone"
+        time.sleep(0.05)
+    redis_server.start()
     for worker in workers:
         worker.finish()
     assert all_items(workers) == ONCE

@@ -47,6 +47,10 @@ key                      type    holds
                                  ``acked``: requests done
 ``P paused``             string  set by ``scrapy-cdp-pool cluster pause``: nothing
                                  is taken while it exists
+``P wake``               list    wake tokens (at most 8): a gate became ready;
+                                 popped (``BLPOP``) by a waiting worker
+``P feed``               list    feed items moved from a feed key in another
+                                 hash slot of a Redis Cluster
 ``P unloadable``         hash    request id -> stored request no worker could rebuild
 ``P expired``            hash    request id -> its leases that ran out (poisoned
                                  at ``CDP_POOL_CLUSTER_MAX_DELIVERIES``)

@@ -92,6 +92,15 @@ return gone
 """
 
 
+# KEYS: leases. ARGV: the release channel, members: given back and announced,
+# one round trip (a Redis Cluster's pipeline cannot carry the PUBLISH).
+_GIVE_BACK = """
+local gone = redis.call('ZREM', KEYS[1], unpack(ARGV, 2))
+redis.call('PUBLISH', ARGV[1], #ARGV - 1)
+return gone
+"""
+
+
 class FleetBudget:
     """One worker's view of the cluster's budget.
 
@@ -121,6 +130,7 @@ class FleetBudget:
         self.channel = f"{prefix}budget:released"
         self._take = redis.register_script(_TAKE)
         self._renew = redis.register_script(_RENEW)
+        self._release = redis.register_script(_GIVE_BACK)
         self._members: list[FleetBudgetMember] = []
 
     def check_stored_max(self, stored: bytes | str | int | None) -> None:
@@ -294,8 +304,7 @@ class FleetBudgetMember:
     async def _give_back(self, leases: list[str]) -> None:
         budget = self.budget
         try:
-            await budget.redis.zrem(budget.leases_key, *leases)
-            await budget.redis.publish(budget.channel, len(leases))
+            await budget._release(keys=[budget.leases_key], args=[budget.channel, *leases])
         except (RedisError, RedisClusterException, OSError) as e:
             logger.warning(
                 "Cluster budget: cannot give back %d share(s) (%s); they expire within "

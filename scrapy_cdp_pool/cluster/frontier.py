@@ -156,6 +156,11 @@ class Taken:
     poisoned: int = 0
     """How many leases of the request taken ran out, when that reached
     ``max_deliveries`` (it fails as poisoned); 0 otherwise."""
+    ready_left: bool = True
+    """Gates are still ready after this take: another may find one open."""
+    profile: tuple[bytes | None, bytes | None, bytes | None] | None = None
+    """The taken request's profile as stored, read in the take (``state``,
+    ``identity``, health's ``retired``), when asked for; ``None`` otherwise."""
 
 
 class Frontier:
@@ -186,6 +191,8 @@ class Frontier:
         #: (seen set, fingerprint) known to be in Redis: the sets only grow
         #: while the crawl lives (a lost crawl closes the spider)
         self._known: set[tuple[str, bytes]] = set()
+        #: the type of a feed key moved from another slot (move_feed), as last seen
+        self._feed_types: dict[str, str] = {}
         self._push = client.register_script(scripts.PUSH)
         self._take = client.register_script(scripts.TAKE)
         self._settle = client.register_script(scripts.SETTLE)
@@ -221,14 +228,21 @@ class Frontier:
         return stored
 
     def take(
-        self, acks: Iterable[str] = (), feed_key: str = "", releases: Iterable[str] = ()
+        self,
+        acks: Iterable[str] = (),
+        feed_key: str = "",
+        releases: Iterable[str] = (),
+        *,
+        profile_copy: bool = False,
     ) -> Taken:
         """Settle ``releases`` (``r:<id>`` ops, see :meth:`settle`), acknowledge
         ``acks`` (lease ids), move items from the feed ``feed_key`` (if any: a
         list, set or sorted set) into the frontier when it runs low, then take
         a request, all in one round trip. ``Taken.settled`` counts the acks. A
         feed entry's ``data`` starts with
-        :data:`~scrapy_cdp_pool.cluster.scripts.FEED_MARK`."""
+        :data:`~scrapy_cdp_pool.cluster.scripts.FEED_MARK`. ``profile_copy``:
+        read the stored copy of the taken request's profile too
+        (``Taken.profile``)."""
         ops = [*releases, *(f"a:{lease}" for lease in acks)]
         self.calls += 1
         raw = self._take(
@@ -241,6 +255,7 @@ class Frontier:
                 self.host_interval_ms,
                 SCAN_GATES,
                 self.max_deliveries,
+                "1" if profile_copy else "0",
                 *ops,
             ],
         )
@@ -257,6 +272,8 @@ class Frontier:
             wait_s=wait_ms / 1000 if wait_ms >= 0 else None,
             feed_type=raw[8].decode() if raw[8] else "",
             poisoned=int(raw[9]),
+            ready_left=bool(int(raw[10])),
+            profile=(raw[11], raw[12], raw[13]) if len(raw) >= 14 else None,
         )
 
     def settle(self, ops: Iterable[str]) -> int:
@@ -309,6 +326,60 @@ class Frontier:
             pipe.zcard(f"{self.prefix}leases")
             queued, leased = pipe.execute()
         return int(queued or 0), int(leased)
+
+    @property
+    def feed_staging_key(self) -> str:
+        """The list, in the crawl's slot, that a feed key in another slot of a
+        Redis Cluster is moved to (:meth:`move_feed`); the take reads it."""
+        return f"{self.prefix}feed"
+
+    def move_feed(self, feed_key: str, batch: int, kept: list[bytes]) -> tuple[int, str]:
+        """Move up to ``batch`` items of ``feed_key`` (a list, read from the
+        left; a set; a sorted set, highest score first: as the take reads
+        them), a key in another hash slot of a Redis Cluster, to
+        :attr:`feed_staging_key`: popped there, then pushed here, two round
+        trips (three while the key's type is not known). ``kept``: items
+        popped that Redis did not take yet (an outage between the two calls:
+        pushed first at the next call; lost if the worker dies meanwhile, so
+        an item is fed at most once). Returns ``(items moved, the key's
+        type when it cannot be read, else '')``.
+
+        :raises Exception: as the calls raise (an outage leaves what was
+            popped in ``kept``)."""
+        if not kept:
+            kind = self._feed_types.get(feed_key) or self._type_of(feed_key)
+            if kind not in ("list", "set", "zset"):
+                self._feed_types.pop(feed_key, None)
+                return 0, "" if kind == "none" else kind
+            self._feed_types[feed_key] = kind
+            self.calls += 1
+            items: list[bytes]
+            try:
+                if kind == "list":
+                    items = list(self.client.lpop(feed_key, batch) or [])  # type: ignore[arg-type]
+                elif kind == "set":
+                    items = list(self.client.spop(feed_key, batch) or [])  # type: ignore[arg-type]
+                else:
+                    items = [item for item, _ in self.client.zpopmax(feed_key, batch)]  # type: ignore[str-unpack, misc]
+            except ResponseError as e:
+                if "WRONGTYPE" not in str(e):
+                    raise
+                self._feed_types.pop(feed_key, None)  # its type changed: asked again
+                return 0, ""
+            if not items:
+                self._feed_types.pop(feed_key, None)  # empty keys vanish: asked again
+                return 0, ""
+            kept.extend(items)
+        self.calls += 1
+        self.client.rpush(self.feed_staging_key, *kept)
+        moved = len(kept)
+        kept.clear()
+        return moved, ""
+
+    def _type_of(self, key: str) -> str:
+        self.calls += 1
+        kind = self.client.type(key)
+        return kind.decode() if isinstance(kind, bytes) else str(kind)
 
     def park_unloadable(self, lease: str, data: bytes) -> None:
         """Keep a request this worker cannot rebuild in ``unloadable`` and

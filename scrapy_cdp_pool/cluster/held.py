@@ -20,8 +20,13 @@ the acknowledgement.
   (:class:`~scrapy_cdp_pool.errors.LeaseLost`, its errback not called; stat
   ``cdp_pool/cluster/lease_lost_not_started``): another worker may have it.
   Known lost locally when its last renewal is a lease old (a worker stalled
-  past its lease finds out at once, before any renewal); else asked of Redis
-  (one round trip); while Redis cannot answer, the local view decides.
+  past its lease finds out at once, before any renewal); known held when the
+  take, or the last renewal (which reports a lease lost when its profile lock
+  is no longer held with its fencing token), was sent less than half a lease
+  ago (Redis set the lease's and the lock's expiry a lease after it received
+  the call, and only an expired lease or profile lock goes to another worker:
+  :data:`SURE_HELD`); else asked of Redis (one round trip); while Redis cannot
+  answer, the local view decides.
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ logger = logging.getLogger(__name__)
 
 LEASE_META_KEY = "_cdp_cluster_lease"
 """The id of the lease under which this worker holds the request."""
+SURE_HELD = 0.5
+"""A lease whose take or renewal was sent less than this fraction of a lease
+ago is held without asking Redis (the margin covers Redis's clock stepping)."""
 RELEASE_FLUSH_S = 0.01
 """How long a release waits to ride on the scheduler's next take (the engine
 asks for its next request right after a download ends) before it is sent on
@@ -72,21 +80,24 @@ class HeldRequests:
         self._renewed: dict[str, float] = {}  # lease id -> monotonic time of take or renewal
         self._lost: set[str] = set()  # leases a renewal found lost (their requests not started)
         self._ops: list[str] = []  # releases waiting for Redis
+        self._released: set[str] = set()  # leases whose release was queued
         self._renewal: Any = None
         self._flush_timer: Any = None
         gates.add_finish_hook(self.release)
         gates.add_launch_check(self.check_launch)
 
-    def add(self, lease: str, request: Request) -> None:
+    def add(self, lease: str, request: Request, sent: float | None = None) -> None:
+        """``sent``: when the take was sent (monotonic; default now)."""
         request.meta[LEASE_META_KEY] = lease
         self._requests[lease] = request
-        self._renewed[lease] = time.monotonic()
+        self._renewed[lease] = time.monotonic() if sent is None else sent
 
     def forget(self, leases: list[str]) -> None:
         for lease in leases:
             self._requests.pop(lease, None)
             self._renewed.pop(lease, None)
             self._lost.discard(lease)
+            self._released.discard(lease)
 
     def check_launch(self, request: Request) -> None:
         """Right before ``request`` leaves for the browser or the download.
@@ -122,6 +133,8 @@ class HeldRequests:
         idle_s = time.monotonic() - renewed
         if idle_s >= self.link.lease_s:
             return f"its lease was last renewed {idle_s:.1f} s ago (lease {self.link.lease_s:g} s)"
+        if idle_s < self.link.lease_s * SURE_HELD:
+            return None
         try:
             held = self.link.call("lease check", lambda: self.link.frontier.holds(lease))
         except RedisUnavailable:
@@ -133,6 +146,11 @@ class HeldRequests:
     def finished(self, in_progress: Container[Request]) -> list[str]:
         """Leases of the requests the engine no longer holds (not acknowledged yet)."""
         return [lease for lease, request in self._requests.items() if request not in in_progress]
+
+    def unreleased(self, leases: list[str]) -> bool:
+        """Whether one of ``leases`` still holds its profile lock and host
+        slot (no release queued: its acknowledgement releases them)."""
+        return any(lease not in self._released for lease in leases)
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._requests))
@@ -149,6 +167,7 @@ class HeldRequests:
             return
         request.meta.pop(_TOKEN_META_KEY, None)  # released here, in one step
         self._ops.append(f"r:{lease}")
+        self._released.add(lease)
         if self._flush_timer is None:
             self._flush_timer = call_later(RELEASE_FLUSH_S, self._flush_late)
 
@@ -211,6 +230,7 @@ class HeldRequests:
         leases = list(self._requests)
         if not (leases or locks):
             return
+        sent = time.monotonic()
         try:
             # tried during an outage's backoff too: a Redis that refuses
             # writes for lack of memory still renews (the script may use memory)
@@ -221,9 +241,9 @@ class HeldRequests:
             )
         except RedisUnavailable:
             return
-        now = time.monotonic()
         for lease in leases:
-            self._renewed[lease] = now
+            if lease in self._renewed:
+                self._renewed[lease] = sent
         for lease in lost:
             self._renewed.pop(lease, None)
             if self._requests.pop(lease, None) is not None:

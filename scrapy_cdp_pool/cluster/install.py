@@ -56,24 +56,23 @@ def cluster_settings(settings: BaseSettings) -> list[tuple[str, str, int]]:
 
 
 def check_redis(url: str, feed_key: str | None = None, prefix: str | None = None) -> None:
-    """Ask Redis at ``url`` once (``PING``) before the crawl starts, and the
-    type of ``feed_key`` (:func:`~scrapy_cdp_pool.cluster.feed.feed_key_for`);
-    on a Redis Cluster, check that ``feed_key`` shares the hash slot of the
-    crawl's keys (``prefix``).
+    """Ask Redis at ``url`` once (``PING``) before the crawl starts, whether
+    a ``redis://`` URL names a node of a Redis Cluster, and the type of
+    ``feed_key`` (:func:`~scrapy_cdp_pool.cluster.feed.feed_key_for`; on a
+    Redis Cluster it may be in any hash slot: see
+    :meth:`~scrapy_cdp_pool.cluster.frontier.Frontier.move_feed`).
 
     :raises ValueError: Redis does not answer (the message names the setting
-        and the URL without its password), or the feed key holds what the
-        feed cannot read (not a list, a set or a sorted set: the message
-        names the key and its type), or, on a Redis Cluster, is in another
-        hash slot than the crawl's keys.
+        and the URL without its password), or a ``redis://`` (``rediss://``,
+        ``unix://``) URL names a Redis Cluster node (the message says to use
+        ``redis+cluster://``), or the feed key holds what the feed cannot
+        read (not a list, a set or a sorted set: the message names the key
+        and its type).
     """
     # Imported here, with a cluster configured: without one, a crawl never
     # loads redis-py (the add-on imports this module in every crawl).
     from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS
-    from scrapy_cdp_pool.cluster.redis_client import check_same_slot, connect, is_cluster_url
-
-    if feed_key and prefix and is_cluster_url(url):
-        check_same_slot(prefix, feed_key, "CDP_POOL_CLUSTER_FEED_KEY")
+    from scrapy_cdp_pool.cluster.redis_client import connect, is_cluster_url
 
     try:
         client = connect(url, 5.0)
@@ -84,6 +83,12 @@ def check_redis(url: str, feed_key: str | None = None, prefix: str | None = None
         ) from None  # redis-py's own message, chained, would show the password
     try:
         client.ping()
+        if not is_cluster_url(url) and _cluster_enabled(client):
+            raise ValueError(
+                f"CDP_POOL_CLUSTER_REDIS_URL: {redact_url(url)} is a node of a Redis Cluster: "
+                f"use {redact_url(_as_cluster_url(url))} (redis+cluster:// or rediss+cluster://, "
+                "naming any node), so that the client follows the cluster's slots"
+            )
         answer = client.type(feed_key) if feed_key else b"none"
     except REDIS_ERRORS as e:
         raise ValueError(
@@ -99,6 +104,30 @@ def check_redis(url: str, feed_key: str | None = None, prefix: str | None = None
             "list (LPUSH/RPUSH), a set (SADD) or a sorted set (ZADD), as scrapy-redis reads "
             "start URLs; delete or rename that key, or set CDP_POOL_CLUSTER_FEED_KEY to another"
         )
+
+
+def _cluster_enabled(client: Any) -> bool:
+    """Whether the one Redis ``client`` talks to is a Redis Cluster node
+    (``INFO cluster``: ``cluster_enabled:1``)."""
+    try:
+        info = client.info("cluster")
+    except Exception as e:  # a server without the section: not a cluster node
+        from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS
+
+        if isinstance(e, REDIS_ERRORS):
+            raise
+        return False
+    return bool(int(info.get("cluster_enabled", 0) or 0))
+
+
+def _as_cluster_url(url: str) -> str:
+    """``url`` with the Redis Cluster scheme (``redis+cluster://``)."""
+    scheme, sep, rest = url.partition("://")
+    if scheme == "rediss":
+        return f"rediss+cluster{sep}{rest}"
+    if scheme == "redis":
+        return f"redis+cluster{sep}{rest}"
+    return "redis+cluster://host:port"
 
 
 def _path(value: Any) -> str:

@@ -15,6 +15,14 @@ def key_prefix(name: str) -> str:
     return f"cdp_pool:{{{name}}}:"
 
 
+PROFILE_COPY_META_KEY = "_cdp_cluster_profile_copy"
+"""The copy of the request's profile the take read with it (the profile lock
+taken in the same step: no other worker can save it back meanwhile):
+``(state, identity, retired)`` as stored (each ``None`` when absent), read by
+:class:`~scrapy_cdp_pool.cluster.profile_hook.SharedProfilesMiddleware`
+instead of a round trip of its own."""
+
+
 def profile_lock_key(prefix: str, profile: str) -> str:
     """The profile lock: a hash ``owner`` (worker id), ``token`` (fencing
     token from ``INCR <prefix>fence``), ``lease`` (request id), with a PEXPIRE."""

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from scrapy_cdp_pool.cluster.feed import feed_key_for
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage, worker_id
-from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect
+from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect, in_other_slot
 from scrapy_cdp_pool.core.exit_status import fail_exit_on
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import RedisUnavailable
@@ -77,6 +77,12 @@ class ClusterLink:
             host_rate=config.host_rate,
             max_deliveries=config.cluster_max_deliveries,
         )
+        #: on a Redis Cluster, the feed key is in another hash slot than the
+        #: crawl's keys: the worker moves its items to the crawl's own
+        #: (:meth:`~scrapy_cdp_pool.cluster.frontier.Frontier.move_feed`)
+        self.feed_moved = in_other_slot(self.url, self.frontier.prefix, self.feed_key)
+        #: the key the take reads the feed from
+        self.take_feed_key = self.frontier.feed_staging_key if self.feed_moved else self.feed_key
         self.lease_s = config.cluster_lease_s
         #: stay open when the frontier is empty (``CDP_POOL_CLUSTER_KEEP_OPEN``)
         self.keep_open = config.cluster_keep_open

@@ -15,11 +15,16 @@ in at the next call and logged once (WARNING), and the fleet's verdict is read
 before each request of the profile (with the profile, in one round trip:
 :meth:`FleetHealthBook.retired_field`). So a failure on one worker retires the
 profile for a request another worker starts a Redis round trip later at most.
+
+One write per request of a profile: its use is counted with its outcome (a
+success resets ``consecutive_failures``, a failure counts), in one pipelined
+round trip; uses not written yet are written at close.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +69,8 @@ class FleetHealthBook(HealthBook):
         self._failed_script = redis.register_script(_FAILED)
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdp-pool-health")
         self._pending: list[tuple[str, Future[Any]]] = []
+        self._uses: dict[str, int] = {}  # uses not written yet, per profile
+        self._uses_lock = threading.Lock()  # counted on the loop, written in the thread
         self._failing = False
 
     def key(self, name: str) -> str:
@@ -74,12 +81,13 @@ class FleetHealthBook(HealthBook):
     def used(self, name: str) -> None:
         self._take_in()
         super().used(name)
-        self._submit(name, self.redis.hincrby, self.key(name), "uses", 1)
+        with self._uses_lock:  # written with the outcome
+            self._uses[name] = self._uses.get(name, 0) + 1
 
     def succeeded(self, name: str) -> None:
         self._take_in()
         super().succeeded(name)
-        self._submit(name, self.redis.hset, self.key(name), "consecutive_failures", 0)
+        self._submit(name, self._write, name, None)
 
     def failed(self, name: str, why: str) -> str | None:
         """Count a failure here and in the fleet; the fleet's count decides
@@ -89,13 +97,27 @@ class FleetHealthBook(HealthBook):
         record = self[name]
         record.consecutive_failures += 1
         self.inc(name, "failures")
-        self._submit(
-            name,
-            self._failed_script,
-            keys=[self.key(name)],
-            args=[self.max_failures, why, "CDP_POOL_PROFILE_MAX_FAILURES"],
-        )
+        self._submit(name, self._write, name, why)
         return None
+
+    def _write(self, name: str, why: str | None) -> Any:
+        """In the writer thread: the uses counted so far and a success
+        (``why`` ``None``: one round trip) or a failure; the failure
+        script's answer."""
+        with self._uses_lock:
+            uses = self._uses.pop(name, 0)
+        key = self.key(name)
+        if why is not None:  # rare: the uses, then the script
+            if uses:
+                self.redis.hincrby(key, "uses", uses)
+            return self._failed_script(
+                keys=[key], args=[self.max_failures, why, "CDP_POOL_PROFILE_MAX_FAILURES"]
+            )
+        with self.redis.pipeline(transaction=False) as pipe:
+            if uses:
+                pipe.hincrby(key, "uses", uses)
+            pipe.hset(key, "consecutive_failures", 0)
+            return pipe.execute()[-1]
 
     def retire(self, name: str, reason: str) -> str:
         """Retire ``name`` here and for the fleet (the first reason stays)."""
@@ -128,9 +150,17 @@ class FleetHealthBook(HealthBook):
             logger.warning("Profile %r %s", name, reason, extra={"crawler": self.crawler})
 
     def close(self) -> None:
-        """Wait for the queued writes and take in their answers."""
+        """Write the uses left, wait for the queued writes and take in their answers."""
+        for name in list(self._uses):
+            self._submit(name, self._write_uses, name)
         self._writer.shutdown(wait=True)
         self._take_in()
+
+    def _write_uses(self, name: str) -> None:
+        with self._uses_lock:
+            uses = self._uses.pop(name, 0)
+        if uses:
+            self.redis.hincrby(self.key(name), "uses", uses)
 
     def _submit(self, name: str, call: Any, *args: Any, **kwargs: Any) -> None:
         try:

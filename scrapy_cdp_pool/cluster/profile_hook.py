@@ -13,7 +13,9 @@ health; nothing else in the profile code changes:
 - at ``spider_opened``: seeds the store from ``CDP_POOL_PROFILES_DIR`` (each
   profile the cluster does not hold yet) and logs what it did;
 - before each request of a profile: reads the fleet's latest copy of the
-  profile and its retirement in a thread (one Redis round trip for both), and
+  profile and its retirement (read by the frontier's take with the request,
+  :data:`~scrapy_cdp_pool.cluster.keys.PROFILE_COPY_META_KEY`; else one Redis
+  round trip for both), validated in a thread, and
   remembers the request's fencing token (:data:`FENCING_TOKEN_META_KEY`, set
   by the frontier's take) for the save-back that follows its render;
 - at ``spider_closed``: waits for the health writes still queued.
@@ -27,12 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
+from scrapy_cdp_pool.cluster.keys import PROFILE_COPY_META_KEY
 from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix, worker_id
 from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
 from scrapy_cdp_pool.cluster.profile_store import ProfileStoreUnreachable, SharedProfiles
@@ -148,16 +151,20 @@ class SharedProfilesMiddleware:
         if not name:
             return
         self.shared.remember_token(name, fencing_token(request))
-        retired = await asyncio.to_thread(self._read, name)
+        copy = request.meta.pop(PROFILE_COPY_META_KEY, None)
+        retired = await asyncio.to_thread(self._read, name, copy)
         self.health.adopt(name, retired)
 
-    def _read(self, name: str) -> str | None:
+    def _read(self, name: str, copy: Any = None) -> str | None:
         """The fleet's copy of the profile (kept for the profile middleware
         and the handler) and its retirement reason; in a thread. With Redis
         unreachable, the copy last read is used (a profile never read fails
-        by name: :func:`~scrapy_cdp_pool.cluster.profile_store.unreachable`)."""
+        by name: :func:`~scrapy_cdp_pool.cluster.profile_store.unreachable`).
+        ``copy``: the profile as the take read it (no round trip)."""
         try:
-            _, retired = self.shared.fetch_and_read(name, self.health.retired_field(name))
+            _, retired = self.shared.fetch_and_read(
+                name, self.health.retired_field(name), prefetched=copy
+            )
             reason = None if retired is None else retired.decode(errors="replace")
         except (ProfileStoreUnreachable, RedisError, OSError) as e:
             if not self._unreachable:

@@ -224,13 +224,18 @@ class SharedProfiles:
         return self.fetch_and_read(name)[0]
 
     def fetch_and_read(
-        self, name: str, also: tuple[str, str] | None = None
+        self,
+        name: str,
+        also: tuple[str, str] | None = None,
+        prefetched: tuple[bytes | None, bytes | None, bytes | None] | None = None,
     ) -> tuple[Profile, bytes | None]:
         """:meth:`fetch`, and with ``also = (key, field)`` that field of the
         hash ``key`` read in the same round trip (``None`` when absent, or
-        without ``also``). Raises as :meth:`fetch`."""
+        without ``also``). ``prefetched``: the stored ``state``, ``identity``
+        and ``also`` field as already read (by the frontier's take): validated,
+        not read again. Raises as :meth:`fetch`."""
         try:
-            profile, value = self._fetch(name, also)
+            profile, value = self._fetch(name, also, prefetched)
         except ProfileStoreUnreachable:
             raise  # the copy last read stays in use
         except ProfileFileError:
@@ -241,14 +246,23 @@ class SharedProfiles:
             self._cache[name] = profile
         return profile, value
 
-    def _fetch(self, name: str, also: tuple[str, str] | None) -> tuple[Profile, bytes | None]:
+    def _fetch(
+        self,
+        name: str,
+        also: tuple[str, str] | None,
+        prefetched: tuple[bytes | None, bytes | None, bytes | None] | None = None,
+    ) -> tuple[Profile, bytes | None]:
         key = self.profile_key(name)
         bad_name = check_name(name)
         if bad_name:
             raise ProfileFileError(name, Path(key), bad_name)
         value: bytes | None = None
+        state_text: Any
+        identity_text: Any
         try:
-            if also is None:
+            if prefetched is not None:
+                state_text, identity_text, value = prefetched
+            elif also is None:
                 state_text, identity_text = self.redis.hmget(key, ["state", "identity"])
             else:  # one round trip for both
                 with self.redis.pipeline(transaction=False) as pipe:

@@ -10,7 +10,7 @@ A crawl keeps all its keys in one hash slot (the ``{<name>}`` hash tag of
 shard of a Redis Cluster, and each script declares a key of that slot first
 (:data:`route_key`), so the cluster client sends it to that shard; several
 crawls (``CDP_POOL_CLUSTER_NAME``) spread over the shards by their names. The
-feed key must share the crawl's slot (:func:`check_same_slot`).
+feed key may be in any slot (:func:`in_other_slot`).
 """
 
 from __future__ import annotations
@@ -80,17 +80,8 @@ def route_key(prefix: str) -> str:
     return f"{prefix}seq"
 
 
-def check_same_slot(prefix: str, key: str, setting: str) -> None:
-    """Check that ``key`` shares the hash slot of the crawl's keys (``prefix``).
-
-    :raises ValueError: it does not, which a Redis Cluster cannot use in one
-        script; the message names the setting and the key to use instead.
-    """
-    crawl_slot, slot = key_slot(prefix.encode()), key_slot(key.encode())
-    if slot != crawl_slot:
-        tag = prefix[prefix.index("{") : prefix.index("}") + 1]
-        raise ValueError(
-            f"{setting}: {key!r} is in hash slot {slot} of the Redis Cluster, the crawl's keys "
-            f"in slot {crawl_slot}: a cluster runs one script on one slot; give the key the "
-            f"crawl's hash tag, e.g. '{tag}:start_urls', and push the feed there"
-        )
+def in_other_slot(url: str, prefix: str, key: str) -> bool:
+    """Whether ``key`` is in another hash slot of a Redis Cluster (``url``)
+    than the crawl's keys (``prefix``): a script of the crawl cannot touch
+    it (the feed is then moved by the worker: ``Frontier.move_feed``)."""
+    return is_cluster_url(url) and key_slot(prefix.encode()) != key_slot(key.encode())

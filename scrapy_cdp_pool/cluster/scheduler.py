@@ -27,8 +27,13 @@ a push of a fingerprint this worker knows is stored makes none
 per third of a lease for all requests held. Inside Redis a take is O(log n) plus the closed gates it
 parks on the way (each parked once per change of its state, never scanned
 again while closed: :mod:`~scrapy_cdp_pool.cluster.scripts`). When nothing
-may start but the crawl is not over, the engine is woken to take again after
-:data:`POLL_S` (or when a parked gate is due, if sooner).
+may start, the worker does not ask again until something may have changed
+(:mod:`~scrapy_cdp_pool.cluster.wake`): a request it stores, a release it
+sends, an acknowledgement of a request whose profile is not released yet, a
+wake token popped (another worker released a profile or host slot, or stored
+a request, that gates waited for), a parked gate or a lease coming due, and
+at most :data:`~scrapy_cdp_pool.cluster.wake.FALLBACK_S` after the last take.
+Acknowledgements of released requests ride on the next take.
 
 Redis unreachable (:class:`~scrapy_cdp_pool.cluster.link.ClusterLink`): no
 request is taken; requests the crawl yields are kept in memory, in order, and
@@ -51,11 +56,14 @@ import logging
 import math
 import time
 from collections import deque
+from collections.abc import Awaitable
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import BaseScheduler
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler, load_object
+from twisted.internet.defer import Deferred
 
 from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
@@ -63,11 +71,12 @@ from scrapy_cdp_pool.cluster.feed import adopt_redis_spider, requests_from_feed
 from scrapy_cdp_pool.cluster.flush import flush_if_alone, flushes_at_start
 from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
-from scrapy_cdp_pool.cluster.keys import gate_of
+from scrapy_cdp_pool.cluster.keys import PROFILE_COPY_META_KEY, gate_of
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
 from scrapy_cdp_pool.cluster.locks import ClusterProfileLocks
 from scrapy_cdp_pool.cluster.poison import POISONED_META_KEY
-from scrapy_cdp_pool.cluster.scripts import FEED_MARK
+from scrapy_cdp_pool.cluster.scripts import FEED_BATCH, FEED_MARK
+from scrapy_cdp_pool.cluster.wake import FALLBACK_S, WakeListener
 from scrapy_cdp_pool.core.gates import (
     _TOKEN_META_KEY,
     INVALID_META_KEY,
@@ -95,11 +104,16 @@ FENCE_META_KEY = "_cdp_cluster_fence"
 """The fencing token of the request's profile lock (an int, from ``INCR
 <prefix>fence``): a profile saved back under a token that is no longer the
 profile's current one is stale."""
-_PRIVATE_META_KEYS = (LEASE_META_KEY, FENCE_META_KEY, _TOKEN_META_KEY, POISONED_META_KEY)
-POLL_S = (0.05, 1.0)
-"""How soon to ask Redis again when nothing may start but the crawl is not
-over (others hold requests, or new ones may come): doubling from the first to
-the second, reset when a request is taken."""
+_PRIVATE_META_KEYS = (
+    LEASE_META_KEY,
+    FENCE_META_KEY,
+    _TOKEN_META_KEY,
+    POISONED_META_KEY,
+    PROFILE_COPY_META_KEY,
+)
+FEED_CHECK_S = 10.0
+"""How long a feed key in another hash slot (a Redis Cluster), found empty,
+is left unread, seconds (it is read again at a take after this long)."""
 PENDING_FRESH_S = 1.0
 """How long the fleet's figures of the last take (queued, leased) answer
 ``has_pending_requests`` and ``len()`` without asking Redis, seconds."""
@@ -125,8 +139,15 @@ class ClusterScheduler(BaseScheduler):
         self._local: deque[Request] = deque()  # unserializable: fail by name here
         self._pending: tuple[float, bool] = (0.0, False)
         self._queued: tuple[float, int] = (-math.inf, 0)  # (when, fleet-wide queued)
-        self._poll_s = POLL_S[0]
-        self._feed_type = ""  # the feed key's type when the last take could not read it
+        #: no take before this (monotonic), unless something changed: the
+        #: last take found nothing to start (see the module)
+        self._idle_until = 0.0
+        self._last_take = 0.0
+        self._changed = True
+        self.wake = WakeListener(link.url, link.frontier.prefix, self._woken)
+        self._feed_type = ""  # the feed key's type when the last look could not read it
+        self._feed_next = 0.0  # when to look at a feed key in another slot again
+        self._feed_kept: list[bytes] = []  # popped from it, not stored yet
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -150,6 +171,7 @@ class ClusterScheduler(BaseScheduler):
         start = self._start_state()
         self.link.remember_crawl()
         self.held.start_renewal()
+        self.wake.start()
         logger.info(
             "Cluster crawl %r: worker %s, lease %.1f s; %s", self.link.name, self.link.worker,
             self.link.lease_s, start, extra={"crawler": self.crawler},
@@ -190,6 +212,7 @@ class ClusterScheduler(BaseScheduler):
 
     def close(self, reason: str) -> Any:
         self.held.stop_renewal()
+        stopping = self.wake.stop()
         self._flush_unstored()
         done = self._finished_leases()
         unfinished = [lease for lease in self.held if lease not in done]
@@ -213,7 +236,10 @@ class ClusterScheduler(BaseScheduler):
             extra={"crawler": self.crawler},
         )  # fmt: skip
         self.held.forget(list(self.held))
-        return self.df.close(reason)
+        closed = self.df.close(reason)
+        if stopping is None:
+            return closed
+        return deferred_from_coro(_after(stopping, closed))
 
     # -- in ----------------------------------------------------------------
 
@@ -264,6 +290,7 @@ class ClusterScheduler(BaseScheduler):
             return True
         if stored:
             self.stats.inc_value("cdp_pool/cluster/stored")
+            self._changed = True  # its gate may be open
         self._pending = (time.monotonic(), True)
         return stored
 
@@ -295,10 +322,26 @@ class ClusterScheduler(BaseScheduler):
 
     # -- out ---------------------------------------------------------------
 
+    def _woken(self) -> None:
+        """A wake token popped (gates became ready), or none for
+        :data:`~scrapy_cdp_pool.cluster.wake.FALLBACK_S`: take again."""
+        self._changed = True
+        self.gates.wake()
+
+    def _idle(self) -> bool:
+        """Whether the last take, which found nothing, still stands (see the
+        module): nothing due yet, and, without the wake listener, the last
+        take under :data:`~scrapy_cdp_pool.cluster.wake.FALLBACK_S` old."""
+        now = time.monotonic()
+        if now >= self._idle_until:
+            return False
+        return self.wake.connected or now - self._last_take < FALLBACK_S
+
     def next_request(self) -> Request | None:
         if self._local:
             return self._local.popleft()
         if self.link.down or not self._flush_unstored():
+            self._changed = True  # look again once Redis is back
             self.gates.wake(self.link.retry_in_s)
             return None
         if not self.gates.may_start():  # e.g. a used-up budget; it wakes the engine
@@ -306,24 +349,28 @@ class ClusterScheduler(BaseScheduler):
             return None
         done = self._finished_leases()
         releases = self.held.take_ops()  # the downloads ended: ride on this take
+        if not (releases or self._changed or self.held.unreleased(done)) and self._idle():
+            return None  # the last take found nothing, and nothing changed since
+        self._changed = False
+        self.wake.waiting(False)
+        if self.link.feed_moved:
+            self._move_feed()
+        sent = self._last_take = time.monotonic()
         try:
             taken = self.link.call(
-                "take", lambda: self.frontier.take(done, self.link.feed_key, releases)
+                "take",
+                lambda: self.frontier.take(
+                    done, self.link.take_feed_key, releases, profile_copy=True
+                ),
             )
         except RedisUnavailable:
             self.held.keep_ops(releases)
+            self._changed = True
             self.gates.wake(self.link.retry_in_s)
             return None
         self.held.forget(done)
-        if taken.feed_type != self._feed_type:
-            self._feed_type = taken.feed_type
-            if taken.feed_type:
-                logger.error(
-                    "Cluster crawl %r: the feed key %r is a Redis %s: only a list, a set or a "
-                    "sorted set is read; its items are left where they are",
-                    self.link.name, self.link.feed_key, taken.feed_type,
-                    extra={"crawler": self.crawler},
-                )  # fmt: skip
+        if not self.link.feed_moved:
+            self._feed_type_seen(taken.feed_type)
         if taken.settled:
             self.stats.inc_value("cdp_pool/cluster/acked", taken.settled)
         if taken.requeued:
@@ -334,14 +381,54 @@ class ClusterScheduler(BaseScheduler):
             )  # fmt: skip
         self._pending = (time.monotonic(), bool(taken.queued or taken.leased))
         self._queued = (time.monotonic(), taken.queued)
-        if taken.lease is None:
-            if taken.queued or taken.leased or self.keep_open:
-                wait = self._poll_s if taken.wait_s is None else min(taken.wait_s, self._poll_s)
-                self._poll_s = min(POLL_S[1], self._poll_s * 2)
+        if taken.lease is None or not taken.ready_left:
+            # nothing (more) may start: the engine is woken when a gate or
+            # lease is due, or a token is popped
+            wait = math.inf if taken.wait_s is None else taken.wait_s
+            self._idle_until = time.monotonic() + wait
+            self.wake.waiting(True)
+            if not self.wake.connected:  # no tokens: poll
+                wait = min(wait, FALLBACK_S)
+            if (taken.queued or taken.leased or self.keep_open) and wait < math.inf:
                 self.gates.wake(max(0.001, wait))
+        else:
+            self._changed = True  # another take may find a gate open
+        if taken.lease is None:
             return None
-        self._poll_s = POLL_S[0]
-        return self._hand_out(taken.lease, taken.data, taken.token, taken.poisoned)
+        request = self._hand_out(taken.lease, taken.data, taken.token, taken.poisoned, sent)
+        if request is not None and taken.profile is not None:
+            request.meta[PROFILE_COPY_META_KEY] = taken.profile  # read with the take
+        return request
+
+    def _feed_type_seen(self, kind: str) -> None:
+        """The feed key's type when it cannot be read ('' when it can): one
+        ERROR each time it becomes unreadable."""
+        if kind != self._feed_type:
+            self._feed_type = kind
+            if kind:
+                logger.error(
+                    "Cluster crawl %r: the feed key %r is a Redis %s: only a list, a set or a "
+                    "sorted set is read; its items are left where they are",
+                    self.link.name, self.link.feed_key, kind, extra={"crawler": self.crawler},
+                )  # fmt: skip
+
+    def _move_feed(self) -> None:
+        """A feed key in another hash slot of a Redis Cluster: its items are
+        moved to the crawl's own keys when fewer than a batch are queued
+        (:meth:`~scrapy_cdp_pool.cluster.frontier.Frontier.move_feed`; looked
+        at again :data:`FEED_CHECK_S` after it was found empty)."""
+        now = time.monotonic()
+        if not self._feed_kept and (self._queued[1] >= FEED_BATCH or now < self._feed_next):
+            return
+        try:
+            moved, kind = self.link.call(
+                "feed",
+                lambda: self.frontier.move_feed(self.link.feed_key, FEED_BATCH, self._feed_kept),
+            )
+        except RedisUnavailable:
+            return
+        self._feed_type_seen(kind)
+        self._feed_next = now if moved else now + FEED_CHECK_S
 
     def _park_unloadable(self, lease: str, data: bytes, stat: str) -> None:
         """Count ``stat`` and keep ``data`` in the crawl's 'unloadable' hash
@@ -351,8 +438,9 @@ class ClusterScheduler(BaseScheduler):
             self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
 
     def _hand_out(
-        self, lease: str, data: bytes, token: int | None, poisoned: int = 0
+        self, lease: str, data: bytes, token: int | None, poisoned: int = 0, sent: float = 0.0
     ) -> Request | None:
+        """``sent``: when the take was sent (monotonic)."""
         if poisoned and data.startswith(FEED_MARK):  # its conversion stopped each worker
             logger.error(
                 "Cluster crawl %r: feed item %r: its lease ran out %d times; kept in the "
@@ -377,7 +465,7 @@ class ClusterScheduler(BaseScheduler):
         if token is not None:
             request.meta[FENCE_META_KEY] = token
             request.meta[_TOKEN_META_KEY] = f"cluster:{lease}"
-        self.held.add(lease, request)
+        self.held.add(lease, request, sent or None)
         self.stats.inc_value("cdp_pool/cluster/taken")
         if poisoned:  # fails by name before any download (cluster/poison.py)
             request.meta[POISONED_META_KEY] = poisoned
@@ -460,3 +548,10 @@ class ClusterScheduler(BaseScheduler):
             else:
                 self._queued = (time.monotonic(), queued)
         return queued + len(self._unstored)
+
+
+async def _after(stopping: Awaitable[None], closed: Any) -> None:
+    """The wake listener's connection closed, then the dupefilter's close."""
+    await stopping
+    if isinstance(closed, Deferred):
+        await maybe_deferred_to_future(closed)

@@ -35,6 +35,17 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+-- a gate became ready that was not: at the end (publish_wake) one token is
+-- pushed to the list 'wake', popped (BLPOP) by one waiting worker, which
+-- takes again (instead of every worker asking every few ms)
+local WAKE_TOKENS = 8
+local woke = false
+local function publish_wake()
+  if woke and redis.call('EXISTS', P .. 'ready') == 1 then
+    redis.call('LPUSH', P .. 'wake', '1')
+    redis.call('LTRIM', P .. 'wake', 0, WAKE_TOKENS - 1)
+  end
+end
 local function split_gate(g)
   return string.match(g, '^([^|]*)|([^|]*)|(.*)$')
 end
@@ -54,6 +65,7 @@ end
 local function unpark_set(key)
   local gates = redis.call('SMEMBERS', key)
   if #gates == 0 then return end
+  woke = true
   for _, g in ipairs(gates) do unpark(g) end
   redis.call('DEL', key)
 end
@@ -63,7 +75,7 @@ local function queue(g, score, id)
   redis.call('ZADD', P .. 'q:' .. g, score, id)
   redis.call('INCR', P .. 'queued')
   if not redis.call('ZSCORE', P .. 'timed', g) then
-    redis.call('ZADD', P .. 'ready', 'LT', score, g)
+    if redis.call('ZADD', P .. 'ready', 'LT', score, g) == 1 then woke = true end
   end
 end
 local function park(g, due)
@@ -130,6 +142,7 @@ if ARGV[2] ~= '' and redis.call('SADD', P .. ARGV[2], ARGV[3]) == 0 then return 
 local id = redis.call('INCR', P .. 'seq')
 redis.call('HSET', P .. 'req', id, ARGV[6])
 queue(ARGV[4], tonumber(ARGV[5]) + id, id)
+publish_wake()
 return id
 """
 )
@@ -142,16 +155,18 @@ TAKE = (
 -- KEYS: the crawl's route key, then the feed key, if any; ARGV: prefix, worker,
 -- lease ms, host concurrency
 -- (0: none), host interval ms (0: none), most gates to look at, leases of a
--- request that may run out before it is poisoned, then settle ops ('r:<id>'
--- releases, then 'a:<id>' acks: see SETTLE); settled counts the acks
+-- request that may run out before it is poisoned, '1' to read the profile's
+-- stored copy with it, then settle ops ('r:<id>' releases, then 'a:<id>'
+-- acks: see SETTLE); settled counts the acks
 local worker = ARGV[2]
 local lease_ms = tonumber(ARGV[3])
 local conc = tonumber(ARGV[4])
 local interval = tonumber(ARGV[5])
 local now = now_ms()
 local max_deliveries = tonumber(ARGV[7])
+local copy_profile = ARGV[8] == '1'
 local settled = 0
-for i = 8, #ARGV do
+for i = 9, #ARGV do
   local op = string.sub(ARGV[i], 1, 1)
   local done = settle(op, string.sub(ARGV[i], 3), worker)
   if op == 'a' then settled = settled + done end
@@ -198,18 +213,42 @@ if requeued > 0 then redis.call('HINCRBY', P .. 'stats', 'requeued', requeued) e
 for _, g in ipairs(redis.call('ZRANGEBYSCORE', P .. 'timed', '-inf', now, 'LIMIT', 0, 100)) do
   unpark(g)
 end
-local function result(id, data, token, poisoned)
-  local nxt = redis.call('ZRANGE', P .. 'timed', 0, 0, 'WITHSCORES')
+local function result(id, data, token, poisoned, more, ident)
+  if id ~= '' then woke = true end  -- gates left ready: pass the token on
+  publish_wake()
   local wait = -1
-  if #nxt > 0 then wait = math.max(0, tonumber(nxt[2]) - now) end
+  local ready_left = redis.call('EXISTS', P .. 'ready')
+  if more then
+    wait = 0
+  elseif id == '' or ready_left == 0 then
+    -- nothing may start: when to look again (a parked gate due, a lease
+    -- running out); sooner if told on the wake channel
+    for _, key in ipairs({'timed', 'leases'}) do
+      local nxt = redis.call('ZRANGE', P .. key, 0, 0, 'WITHSCORES')
+      if #nxt > 0 then
+        local due = math.max(0, tonumber(nxt[2]) - now)
+        if wait < 0 or due < wait then wait = due end
+      end
+    end
+  end
   local queued = tonumber(redis.call('GET', P .. 'queued') or '0')
-  return {id, data, token, requeued, settled, queued, redis.call('ZCARD', P .. 'leases'), wait,
-    feed_type, poisoned or 0}
+  local answer = {id, data, token, requeued, settled, queued, redis.call('ZCARD', P .. 'leases'),
+    wait, feed_type, poisoned or 0, ready_left}
+  if copy_profile and ident and ident ~= '' then
+    -- the profile's stored copy and the fleet's verdict on it, read with the
+    -- take (its lock is this worker's now: no save-back can come between)
+    local copy = redis.call('HMGET', P .. 'profile:' .. ident, 'state', 'identity')
+    table.insert(answer, copy[1])
+    table.insert(answer, copy[2])
+    table.insert(answer, redis.call('HGET', P .. 'profile_health:' .. ident, 'retired'))
+  end
+  return answer
 end
 if redis.call('EXISTS', P .. 'paused') == 1 then return result('', '', '') end
+local exhausted = false
 for _ = 1, tonumber(ARGV[6]) do
   local head = redis.call('ZRANGE', P .. 'ready', 0, 0)
-  if #head == 0 then break end
+  if #head == 0 then exhausted = true break end
   local g = head[1]
   local host, nb, ident = split_gate(g)
   local top = redis.call('ZRANGE', P .. 'q:' .. g, 0, 0, 'WITHSCORES')
@@ -261,19 +300,24 @@ for _ = 1, tonumber(ARGV[6]) do
       poisoned = tonumber(redis.call('HGET', P .. 'expired', id) or '0')
       if poisoned < max_deliveries then poisoned = 0 end
     end
-    return result(id, redis.call('HGET', P .. 'req', id), token, poisoned)
+    return result(id, redis.call('HGET', P .. 'req', id), token, poisoned, false, ident)
   end
 end
-return result('', '', '')
+return result('', '', '', 0, not exhausted)
 """
 )
 """Release and acknowledge (the worker's settle ops ride on its take), move
 feed items in, reclaim expired leases, then take the best
 request whose gate is open: ``[id, data, fencing token, requeued, settled,
-queued, leased, ms to the next parked gate (-1: none), the feed key's type
+queued, leased, ms to look again when none may start (a parked gate due, a
+lease running out; 0: the take stopped at its scan limit, -1: nothing
+due), the feed key's type
 when the take could not read it ('' otherwise)]``; ``id`` is empty when none
 may start; then how many leases of the request ran out when that reached
-the most allowed (it is poisoned: fail it, do not download it), else 0. The
+the most allowed (it is poisoned: fail it, do not download it), else 0; then
+1 when gates are still ready (another take may find one open), else 0; with
+the profile copy asked for and a request of a profile taken, its stored
+``state``, ``identity`` and health's ``retired`` (each nil when absent). The
 feed key is the script's second declared key (``KEYS[2]``), after the crawl's
 route key (see :mod:`~scrapy_cdp_pool.cluster.redis_client`)."""
 
@@ -282,7 +326,9 @@ SETTLE = (
     + r"""
 -- ARGV: prefix, worker, then ops: 'r:<id>' release the identity lock and host
 -- slot, 'a:<id>' acknowledge (release and forget), 'g:<id>' give back (queue again)
-return settle_all(ARGV[2], 3)
+local done = settle_all(ARGV[2], 3)
+publish_wake()
+return done
 """
 )
 """Settle leases this worker holds; the count settled (others were not its own)."""
@@ -309,15 +355,19 @@ for i = 4, #ARGV do
     end
   else
     local lease = lease_of(arg)
+    local ik = lease and P .. 'identity:' .. lease.identity
     if lease == nil or lease.owner ~= worker then
+      table.insert(lost, arg)
+    elseif lease.released ~= '1' and lease.identity ~= ''
+        and redis.call('HGET', ik, 'token') ~= lease.token then
+      -- its profile lock ran out and went to another request: lost too (a
+      -- renewal found held means lease and lock are this worker's till now +
+      -- lease, which the launch check leans on)
       table.insert(lost, arg)
     else
       redis.call('ZADD', P .. 'leases', 'XX', now + lease_ms, arg)
       if lease.released ~= '1' then
-        local ik = P .. 'identity:' .. lease.identity
-        if lease.identity ~= '' and redis.call('HGET', ik, 'token') == lease.token then
-          redis.call('PEXPIRE', ik, lease_ms)
-        end
+        if lease.identity ~= '' then redis.call('PEXPIRE', ik, lease_ms) end
         redis.call('ZADD', P .. 'slots:' .. lease.host, 'XX', now + lease_ms, arg)
       end
     end
@@ -327,7 +377,9 @@ return lost
 """
 )
 """Extend this worker's leases (and the identity locks and host slots they
-hold) by the lease time from now; returns those it no longer holds."""
+hold) by the lease time from now; returns those it no longer holds (the
+lease gone or another worker's, or, before its release, its identity lock
+no longer held with its fencing token)."""
 
 HOLDS = (
     _PRELUDE
@@ -377,6 +429,7 @@ local ik = P .. 'identity:' .. ARGV[2]
 if redis.call('HGET', ik, 'token') ~= ARGV[3] then return 0 end
 redis.call('DEL', ik)
 unpark_set(P .. 'wait_id:' .. ARGV[2])
+publish_wake()
 return 1
 """
 )

@@ -7,8 +7,8 @@ dupefilter). Links are made by inline JavaScript from inline JSON, so a crawler
 without a browser sees none. Each page shows ``<h1 id="n">``, the ``session``
 cookie it was sent (``<p id="session">``, ``-`` for none) and ``<p id="js">``
 (2n, written by the script). A request with a session is held ``ms``
-milliseconds (default 20) and counted in ``/stats`` ``inflight_max`` under
-``jobsite:<tag>:<session>``.
+milliseconds (default 20; ``ms`` is kept in the page's links) and counted in
+``/stats`` ``inflight_max`` under ``jobsite:<tag>:<session>``.
 
 ``/jobsite/fetches?tag=T``: how many times each page of ``tag`` was fetched,
 ``{"<n>": count}`` (from the hit counters of ``/stats``).
@@ -46,8 +46,9 @@ PAGE_SCRIPT = """<div id="links"></div>
 </script>"""
 
 
-def page_url(n: int, tag: str, total: int, hubs: int) -> str:
-    return f"/jobsite/{n}?tag={tag}&total={total}&hubs={hubs}"
+def page_url(n: int, tag: str, total: int, hubs: int, ms: str = "") -> str:
+    held = f"&ms={ms}" if ms else ""
+    return f"/jobsite/{n}?tag={tag}&total={total}&hubs={hubs}{held}"
 
 
 def hub_of(n: int, hubs: int) -> int:
@@ -80,7 +81,8 @@ async def page(request: web.Request) -> web.Response:
             await park(request, asyncio.sleep(int_query(request, "ms", 20, 0, 1000) / 1000))
         finally:
             records.leave(key)
-    links = [page_url(link, tag, total, hubs) for link in links_of(n, total, hubs)]
+    ms = request.query.get("ms", "")  # kept in the links: every page held as long
+    links = [page_url(link, tag, total, hubs, ms) for link in links_of(n, total, hubs)]
     body = (
         f'<h1 id="n">{n}</h1>\n<p id="session">{escape(session or "-")}</p>\n<p id="js"></p>\n'
         + PAGE_SCRIPT % script_json({"n": n, "links": links})
