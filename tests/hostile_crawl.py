@@ -4,8 +4,11 @@ real Scrapy crawl in its own process (as ``scrapy crawl`` runs one), rendering
 
 Its last line on stdout is ``RESULT {json}``: the failures (exception class
 and message), the responses' statuses, the ``cdp_pool/*`` stats and the
-process's peak resident memory (``ru_maxrss``, MiB), read by the kernel, not
-sampled. The process's address space is capped (``RLIMIT_AS``, 4 GiB) so that
+process's peak resident memory (``VmHWM`` of ``/proc/self/status``, MiB), read
+by the kernel, not sampled: the peak of this program's own address space
+(``ru_maxrss`` keeps, across ``exec``, the peak of the process it was forked
+from: a pytest worker that had grown to 1 GB made every crawl "1049 MB").
+The process's address space is capped (``RLIMIT_AS``, 4 GiB) so that
 a leak ends in a ``MemoryError`` here rather than in the machine's swap.
 """
 
@@ -56,7 +59,8 @@ def main() -> None:
     crawler = process.create_crawler(OneRender)
     process.crawl(crawler, url=url, count=count)
     process.start()
-    spider = crawler.spider
+    # a crawl that fails its exit status keeps its spider there (core/exit_status.py)
+    spider = crawler.spider or getattr(crawler, "cdp_pool_closed_spider", None)
     assert isinstance(spider, OneRender)
     assert crawler.stats is not None
     stats = {k: v for k, v in crawler.stats.get_stats().items() if k.startswith("cdp_pool/")}
@@ -64,9 +68,18 @@ def main() -> None:
         "failures": spider.failures,
         "statuses": spider.statuses,
         "stats": {k: v for k, v in stats.items() if isinstance(v, (int, float, str))},
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
     }
     print("RESULT " + json.dumps(result), flush=True)
+
+
+def peak_rss_mb() -> float:
+    """This program's peak resident memory, MiB (``VmHWM``: reset by ``exec``)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 if __name__ == "__main__":

@@ -63,7 +63,10 @@ class DurableSpiderState(SpiderState):
         path = Path(self.statefn)
         partial = path.with_name(path.name + ".partial")
         try:
-            with partial.open("wb") as file:
+            # 0600 as the file it replaces (a spider may keep tokens there:
+            # jobdir/scheduler.py's _private_spider_state)
+            fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as file:
                 pickle.dump(spider.state, file, protocol=4)  # type: ignore[attr-defined]
             os.replace(partial, path)
         except OSError as e:

@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from scrapy_cdp_pool.browser.backends import CHROMIUM, LIGHTPANDA, Backend, backend_of, sets_flag
-from scrapy_cdp_pool.browser.cdp import CDPConnectError, CDPConnection, CDPError
+from scrapy_cdp_pool.browser.cdp import (
+    CDPConnectError,
+    CDPConnection,
+    CDPConnectionClosed,
+    CDPError,
+)
 from scrapy_cdp_pool.browser.cdp.transport import unix_socket_url
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo, info_from_browser_version
 from scrapy_cdp_pool.browser.pool.embedded_server import EmbeddedServer
@@ -60,6 +65,9 @@ PROXY_VARIABLES = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy
 
 #: the longest path of a Unix socket (``sun_path`` is 108 bytes on Linux)
 MAX_SOCKET_PATH = 107
+#: seconds to wait for a Chromium whose pipe closed at start to be reaped, so
+#: that its exit code (not "pipe closed") names the cause
+PIPE_CLOSED_EXIT_WAIT_S = 2.0
 
 
 class LightpandaServer(EmbeddedServer):
@@ -279,6 +287,11 @@ class ChromiumServer(EmbeddedServer):
             logger.debug("chromium pid %s serves CDP over its pipe", proc.pid)
             return name
         error = answer.exception() if answer.done() and not answer.cancelled() else None
+        if isinstance(error, CDPConnectionClosed) and proc.returncode is None:
+            # The pipe closes as the browser dies: its exit, not the closed
+            # pipe, is the cause to name (a SIGKILL: code -9), once reaped.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), PIPE_CLOSED_EXIT_WAIT_S)
         if isinstance(error, CDPError) and proc.returncode is None:
             raise ServerStartError(
                 f"chromium did not answer over its pipe: {error}: {self.stderr_tail()}"
