@@ -244,12 +244,13 @@ def _warn_if_starved(settings: BaseSettings, config: PoolConfig, crawler: Crawle
         if value < slots:
             logger.warning(
                 "%s = %d is below the CDP pool's %d slots (CDP_POOL_CONNECTIONS = %d): at most "
-                "%d pages render at once%s; set it to %d (twice the slots) to keep the pool fed",
+                "%d %s at once%s; set it to %d (twice the slots) to keep the pool fed",
                 name,
                 value,
                 slots,
                 config.connections,
                 value,
+                "page renders" if value == 1 else "pages render",
                 " per site" if name.endswith("_DOMAIN") else "",
                 2 * slots,
                 extra={"crawler": crawler},

@@ -288,3 +288,13 @@ def test_addon_warns_when_scrapy_limits_starve_the_pool(caplog: pytest.LogCaptur
         "set it to 24 (twice the slots) to keep the pool fed"
     )
     assert caplog.messages == [expected]
+
+
+def test_the_starved_pool_warning_speaks_of_one_page_as_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Found by a fresh-user trial: "at most 1 pages render at once"."""
+    with caplog.at_level("WARNING", logger="scrapy_cdp_pool.addon"):
+        Addon().update_settings(Settings({"CDP_POOL_CONNECTIONS": 2, "CONCURRENT_REQUESTS": 1}))
+    assert any("at most 1 page renders at once;" in m for m in caplog.messages), caplog.messages
+    assert not any("1 pages" in m for m in caplog.messages)

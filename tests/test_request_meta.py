@@ -70,3 +70,26 @@ async def test_a_misspelt_meta_key_is_warned_about_once_with_the_key_meant(
     assert len(warnings) == 2  # once per key, not per request
     assert any("'cdp_action'" in w and "did you mean 'cdp_actions'" in w for w in warnings)
     assert any("'cpd'" in w for w in warnings)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_request_to_render_a_scheme_the_browser_does_not_render_is_warned_about_once(
+    site: SiteServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found by a fresh-user trial: ``meta["cdp"]`` on a ``data:`` URL was
+    silently not rendered. Scrapy's own handler still answers it, as plain
+    Scrapy would; one WARNING per scheme names it, and http is not named."""
+    requests = [
+        scrapy.Request(f"data:text/html,<p>{i}</p>", meta={"cdp": True}, dont_filter=True)
+        for i in range(3)
+    ] + [scrapy.Request(site.url("/js?n=1&scheme=1"), meta={"cdp": True})]
+    with caplog.at_level(logging.WARNING, logger="scrapy_cdp_pool"):
+        spider, _ = await crawl(requests)
+    assert sorted(r.text for r in spider.responses if r.url.startswith("data:")) == [
+        f"<p>{i}</p>" for i in range(3)
+    ]
+    named = [
+        r.getMessage() for r in caplog.records if "renders only http and https" in r.getMessage()
+    ]
+    assert len(named) == 1, named
+    assert ": data: requests go to Scrapy's own handler" in named[0]

@@ -34,10 +34,12 @@ name, alone, before it is downloaded; the crawl goes on.
 
 from __future__ import annotations
 
+import logging
 import pickle
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request
+from scrapy.utils.httpobj import urlparse_cached
 
 from scrapy_cdp_pool.core.gates import INVALID_META_KEY, NOT_BEFORE_META_KEY
 from scrapy_cdp_pool.core.live_page_fate import check_not_handed_over
@@ -51,6 +53,11 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+#: the schemes the add-on gives to the CDP download handler
+RENDERED_SCHEMES = frozenset({"http", "https"})
 
 
 def unserializable_parts(request: Request, spider: Any) -> list[str]:
@@ -78,6 +85,9 @@ class RequestChecksMiddleware:
         self.gates = runtime.gates
         self.config = runtime.config
         self.unknown_keys = UnknownMetaKeys(extra={"crawler": crawler})
+        #: URL schemes a request asked to render that go to Scrapy's own
+        #: handler for them (warned once each)
+        self.unrendered_schemes: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -101,9 +111,24 @@ class RequestChecksMiddleware:
                 f"{request}: meta[{NOT_BEFORE_META_KEY!r}] = {not_before!r}: {problem}"
             )
         self.unknown_keys.check(request.meta)
-        check_request_meta(
+        rendered = is_rendered(request, self.config.render_all)
+        if rendered:
+            self._warn_unrendered_scheme(request)
+        check_request_meta(request, self.config, self.gates.max_wait_s, rendered=rendered)
+
+    def _warn_unrendered_scheme(self, request: Request) -> None:
+        """The browser renders http and https only: a ``file:``, ``data:`` or
+        ``ftp:`` request marked for it goes to Scrapy's handler for its
+        scheme, unrendered; said once per scheme, naming the first request."""
+        scheme = urlparse_cached(request).scheme
+        if scheme in RENDERED_SCHEMES or scheme in self.unrendered_schemes:
+            return
+        self.unrendered_schemes.add(scheme)
+        logger.warning(
+            "%s asks to be rendered (meta['cdp'] or CDP_POOL_RENDER_ALL), but the browser "
+            "renders only http and https URLs: %s: requests go to Scrapy's own handler, "
+            "unrendered (said once per scheme)",
             request,
-            self.config,
-            self.gates.max_wait_s,
-            rendered=is_rendered(request, self.config.render_all),
+            scheme,
+            extra={"crawler": self.crawler},
         )

@@ -231,7 +231,9 @@ class ConnectionPool:
         )
         lightpanda = self.server is not None and self.server.backend is LIGHTPANDA
         if lightpanda and not loads_iframes(self.config.lightpanda_args):
-            logger.info(
+            # DEBUG: on every Lightpanda crawl, an INFO line was noise
+            # (docs/backends.md says it, with the cost of loading them)
+            logger.debug(
                 "The embedded Lightpanda loads no <iframe> (a page's frames stay empty); "
                 'CDP_POOL_LIGHTPANDA_ARGS = ["--load-resources", "iframe"] loads them '
                 "(docs/backends.md: the cost, measured)"
