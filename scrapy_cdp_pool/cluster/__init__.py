@@ -25,7 +25,8 @@ key                      type    holds
 ``P queued``             string  requests queued (not leased)
 ``P leases``             zset    leased request id -> lease expiry
 ``P lease:<id>``         hash    ``owner`` (worker id), ``gate``, ``score``,
-                                 ``identity``, ``host``, ``token``, ``released``
+                                 ``identity``, ``host``, ``token``, ``released``,
+                                 ``taken`` (when, ms)
 ``P identity:<ident>``   hash    the profile lock: ``owner`` (worker id),
                                  ``token`` (fencing token), ``lease`` (request
                                  id); PEXPIRE: the lease

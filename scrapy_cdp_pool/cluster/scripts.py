@@ -293,7 +293,7 @@ for _ = 1, tonumber(ARGV[6]) do
     if conc > 0 then redis.call('ZADD', P .. 'slots:' .. host, now + lease_ms, id) end
     if interval > 0 then redis.call('SET', P .. 'last:' .. host, now, 'PX', interval) end
     redis.call('HSET', P .. 'lease:' .. id, 'owner', worker, 'gate', g, 'score', top[2],
-      'identity', ident, 'host', host, 'token', token, 'released', '0')
+      'identity', ident, 'host', host, 'token', token, 'released', '0', 'taken', now)
     redis.call('ZADD', P .. 'leases', now + lease_ms, id)
     local poisoned = 0
     if g == FEED_GATE then
