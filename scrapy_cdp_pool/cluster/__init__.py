@@ -55,6 +55,10 @@ key                      type    holds
 ``P unloadable``         hash    request id -> stored request no worker could rebuild
 ``P expired``            hash    request id -> its leases that ran out (poisoned
                                  at ``CDP_POOL_CLUSTER_MAX_DELIVERIES``)
+``P poisoned``           hash    request id -> JSON ``at`` (ms), ``deliveries``,
+                                 ``gate``, ``score``: poisoned requests, kept
+                                 (with ``P req``) when acknowledged, not counted
+                                 as ``acked``, until requeued or dropped
 =======================  ======  ===================================================
 
 A gate is ``<host>|<not before ms or "">|<profile>``

@@ -10,7 +10,8 @@ project's ``CDP_POOL_CLUSTER_NAME``.
   (owner, seconds left, profile, host), busy profiles (owner, fencing token,
   seconds left), paused hosts (seconds left), workers by last heartbeat (live:
   within ``--lease`` seconds), requests not done whose lease ran out at least
-  once (``expired``: poisoned at ``CDP_POOL_CLUSTER_MAX_DELIVERIES``), pages/s
+  once (``expired``: poisoned at ``CDP_POOL_CLUSTER_MAX_DELIVERIES``), requests
+  done and poisoned (apart), pages/s
   over ``--interval`` seconds. It reads
   every queued request's score: O(queued) in Redis, for an operator, not a loop.
   ``leased`` and ``leases`` (the first 100) are read in one transaction; the
@@ -18,6 +19,12 @@ project's ``CDP_POOL_CLUSTER_NAME``.
 - ``leases``: each leased request, oldest first: its URL (read from the
   stored request without importing anything it names), the worker holding
   it, its age (seconds since it was taken), seconds until its lease runs out.
+- ``poisoned``: the requests poisoned (their lease ran out
+  ``CDP_POOL_CLUSTER_MAX_DELIVERIES`` times): id, URL, why, when. They are
+  kept, not counted as ``done`` in ``status`` (``poisoned`` there);
+  ``--requeue`` queues them again (all, or those named by id, URL or
+  Scrapy's default fingerprint), their count of leases run out from 0;
+  ``--drop`` deletes them. One a worker is failing now is left (exit 1).
 - ``pause``: workers stop taking requests (those held are finished);
   ``resume``: they take again. A crawl may be paused before it starts.
 - ``purge``: delete every key of the crawl (frontier, fingerprints, leases,
@@ -46,8 +53,9 @@ from redis.exceptions import RedisClusterException, RedisError
 from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, redis_outage
 from scrapy_cdp_pool.cluster.keys import glob_escaped, key_prefix, redis_time_ms
 from scrapy_cdp_pool.cluster.profile_store import SharedProfiles, export_profiles
-from scrapy_cdp_pool.cluster.redis_client import connect
+from scrapy_cdp_pool.cluster.redis_client import connect, route_key
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
+from scrapy_cdp_pool.cluster.scripts import POISONED as POISONED_SCRIPT
 from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 
@@ -60,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for name, text in (
         ("status", "the crawl's state as one JSON object"),
         ("leases", "each leased request: its URL, the worker holding it, its age"),
+        ("poisoned", "list poisoned requests; --requeue or --drop them"),
         ("pause", "workers stop taking requests"),
         ("resume", "workers take requests again"),
         ("purge", "delete every Redis key of the crawl"),
@@ -77,8 +86,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 "--interval", type=float, default=1.0,
                 help="seconds over which pages/s is measured (default 1; 0: not measured)",
             )  # fmt: skip
-        if name == "leases":
+        if name in ("leases", "poisoned"):
             action.add_argument("--json", action="store_true", help="one JSON list")
+        if name == "poisoned":
+            what = action.add_mutually_exclusive_group()
+            for flag, verb in (("--requeue", "queue again"), ("--drop", "delete")):
+                what.add_argument(
+                    flag, nargs="*", metavar="ID|URL|FINGERPRINT",
+                    help=f"{verb} these poisoned requests (none named: all)",
+                )  # fmt: skip
         if name == "purge":
             action.add_argument("--force", action="store_true", help="even with live workers")
         if name == "export":
@@ -137,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(status(client, prefix, args.lease, args.interval), indent=1))
         elif args.cluster_command == "leases":
             _print_leases(leases(client, prefix), args.json)
+        elif args.cluster_command == "poisoned":
+            return _poisoned_command(client, prefix, name, args)
         elif args.cluster_command == "pause":
             client.set(f"{prefix}paused", str(time.time()))
             print(f"cluster crawl {name!r} paused: workers finish what they hold")
@@ -275,6 +293,113 @@ def _print_leases(found: list[dict[str, Any]], as_json: bool) -> None:
         )
 
 
+def _fingerprint(fields: Any) -> str | None:
+    """Scrapy's default fingerprint (hex) of a stored request's URL, method and body."""
+    try:
+        from scrapy import Request
+        from scrapy.utils.request import fingerprint
+
+        request = Request(
+            fields["url"], method=fields.get("method", "GET"), body=fields.get("body") or b""
+        )
+        return fingerprint(request).hex()
+    except Exception:  # noqa: BLE001 - not a request Scrapy can build: no fingerprint
+        return None
+
+
+def _stored_fields(data: bytes | None) -> Any:
+    if not data or data.startswith(FEED_MARK):
+        return None
+    try:
+        return _NoImportUnpickler(io.BytesIO(data)).load()
+    except Exception:  # noqa: BLE001 - not a stored request
+        return None
+
+
+def poisoned(client: Any, prefix: str) -> list[dict[str, Any]]:
+    """The crawl's poisoned requests, oldest first: id, URL, Scrapy's default
+    fingerprint, why (its leases that ran out), when (UTC, ISO 8601) and how
+    long ago (seconds), and whether a worker is failing it now (``leased``)."""
+    with client.pipeline(transaction=True) as pipe:
+        pipe.time()
+        pipe.hgetall(f"{prefix}poisoned")
+        now, records = pipe.execute()
+    now_ms = redis_time_ms(now)
+    ids = sorted((k.decode() for k in records), key=lambda i: (len(i), i))
+    with client.pipeline(transaction=False) as pipe:
+        for request in ids:
+            pipe.hget(f"{prefix}req", request)
+            pipe.zscore(f"{prefix}leases", request)
+        answers = pipe.execute()
+    found = []
+    for i, request in enumerate(ids):
+        record = json.loads(records[request.encode()])
+        data = answers[2 * i]
+        fields = _stored_fields(data)
+        at_ms = int(record["at"])
+        found.append({
+            "id": request, "url": request_url(data),
+            "fingerprint": _fingerprint(fields) if isinstance(fields, dict) else None,
+            "why": f"its lease ran out {record['deliveries']} times (every worker that took it "
+                   "stopped before finishing it)",
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at_ms / 1000)),
+            "age_s": round((now_ms - at_ms) / 1000, 1),
+            "leased": answers[2 * i + 1] is not None,
+        })  # fmt: skip
+    found.sort(key=lambda record: -record["age_s"])
+    return found
+
+
+def settle_poisoned(client: Any, prefix: str, ids: list[str], action: str) -> list[str]:
+    """Requeue (``action = "requeue"``) or drop (``"drop"``) the poisoned
+    requests ``ids`` (:data:`~scrapy_cdp_pool.cluster.scripts.POISONED`); the ids done."""
+    if not ids:
+        return []
+    script = client.register_script(POISONED_SCRIPT)
+    done = script(keys=[route_key(prefix)], args=[prefix, action, *ids])
+    return [item.decode() for item in done]
+
+
+def _poisoned_command(client: Any, prefix: str, name: str, args: argparse.Namespace) -> int:
+    found = poisoned(client, prefix)
+    action = "requeue" if args.requeue is not None else "drop" if args.drop is not None else ""
+    wanted: list[str] = (args.requeue if action == "requeue" else args.drop) or []
+    if not action:
+        if args.json:
+            print(json.dumps(found, indent=1))
+            return 0
+        print(f"{len(found)} poisoned")
+        for record in found:
+            leased = " (being failed now)" if record["leased"] else ""
+            print(f"{record['when']}  id {record['id']}  {record['url']}: {record['why']}{leased}")
+        return 0
+    chosen = [
+        record for record in found
+        if not wanted or {record["id"], record["url"], record["fingerprint"]} & set(wanted)
+    ]  # fmt: skip
+    matched = {
+        key for record in chosen for key in (record["id"], record["url"], record["fingerprint"])
+    }
+    unknown = [item for item in wanted if item not in matched]
+    done = settle_poisoned(client, prefix, [record["id"] for record in chosen], action)
+    verb = "requeued" if action == "requeue" else "dropped"
+    print(f"cluster crawl {name!r}: {len(done)} poisoned requests {verb}")
+    left = [record["id"] for record in chosen if record["id"] not in done]
+    if left:
+        print(
+            f"scrapy-cdp-pool cluster poisoned: {len(left)} leased by a worker failing them now "
+            f"(ids {', '.join(left)}): not {verb}; run again",
+            file=sys.stderr,
+        )
+    if unknown:
+        print(
+            f"scrapy-cdp-pool cluster poisoned: no poisoned request of {name!r} is "
+            f"{', '.join(map(repr, unknown))}",
+            file=sys.stderr,
+        )
+    return 1 if left or unknown else 0
+
+
 def _scan(client: Any, pattern: str) -> list[str]:
     return [key.decode() for key in client.scan_iter(match=pattern, count=1000)]
 
@@ -343,6 +468,7 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
         "done": acked_after,
         "requeued": int(client.hget(f"{prefix}stats", "requeued") or 0),
         "expired": int(client.hlen(f"{prefix}expired")),
+        "poisoned": int(client.hlen(f"{prefix}poisoned")),
         "pages_per_s": round((acked_after - acked_before) / elapsed, 2) if interval_s > 0 else None,
     }
 
