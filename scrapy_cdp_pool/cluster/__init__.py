@@ -25,7 +25,8 @@ key                      type    holds
 ``P queued``             string  requests queued (not leased)
 ``P leases``             zset    leased request id -> lease expiry
 ``P lease:<id>``         hash    ``owner`` (worker id), ``gate``, ``score``,
-                                 ``identity``, ``host``, ``token``, ``released``
+                                 ``identity``, ``host``, ``token``, ``released``,
+                                 ``taken`` (when, ms)
 ``P identity:<ident>``   hash    the profile lock: ``owner`` (worker id),
                                  ``token`` (fencing token), ``lease`` (request
                                  id); PEXPIRE: the lease
@@ -54,6 +55,10 @@ key                      type    holds
 ``P unloadable``         hash    request id -> stored request no worker could rebuild
 ``P expired``            hash    request id -> its leases that ran out (poisoned
                                  at ``CDP_POOL_CLUSTER_MAX_DELIVERIES``)
+``P poisoned``           hash    request id -> JSON ``at`` (ms), ``deliveries``,
+                                 ``gate``, ``score``: poisoned requests, kept
+                                 (with ``P req``) when acknowledged, not counted
+                                 as ``acked``, until requeued or dropped
 =======================  ======  ===================================================
 
 A gate is ``<host>|<not before ms or "">|<profile>``

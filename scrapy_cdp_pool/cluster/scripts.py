@@ -117,9 +117,11 @@ local function settle(op, id, worker)
     release(id, lease)
     redis.call('DEL', P .. 'lease:' .. id)
     redis.call('ZREM', P .. 'leases', id)
-    redis.call('HDEL', P .. 'req', id)
     redis.call('HDEL', P .. 'expired', id)
-    redis.call('HINCRBY', P .. 'stats', 'acked', 1)
+    if redis.call('HEXISTS', P .. 'poisoned', id) == 0 then
+      redis.call('HDEL', P .. 'req', id)
+      redis.call('HINCRBY', P .. 'stats', 'acked', 1)
+    end  -- a poisoned request is kept, not done (scrapy-cdp-pool cluster poisoned)
   elseif op == 'g' then
     requeue(id, lease)
   end
@@ -203,7 +205,14 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', P .. 'leases', '-inf', now, 'LIM
     -- a request whose leases ran out max_deliveries times is poisoned: queued
     -- again at the open gate, handed out to fail by name, never downloaded
     local expired = redis.call('HINCRBY', P .. 'expired', id, 1)
-    if expired >= max_deliveries then requeue(id, lease, FEED_GATE) else requeue(id, lease) end
+    if expired >= max_deliveries then
+      -- recorded with where it was queued (for the operator's requeue)
+      redis.call('HSETNX', P .. 'poisoned', id, cjson.encode({at = now, deliveries = expired,
+        gate = lease.gate, score = lease.score}))
+      requeue(id, lease, FEED_GATE)
+    else
+      requeue(id, lease)
+    end
   else
     redis.call('ZREM', P .. 'leases', id)
   end
@@ -293,7 +302,7 @@ for _ = 1, tonumber(ARGV[6]) do
     if conc > 0 then redis.call('ZADD', P .. 'slots:' .. host, now + lease_ms, id) end
     if interval > 0 then redis.call('SET', P .. 'last:' .. host, now, 'PX', interval) end
     redis.call('HSET', P .. 'lease:' .. id, 'owner', worker, 'gate', g, 'score', top[2],
-      'identity', ident, 'host', host, 'token', token, 'released', '0')
+      'identity', ident, 'host', host, 'token', token, 'released', '0', 'taken', now)
     redis.call('ZADD', P .. 'leases', now + lease_ms, id)
     local poisoned = 0
     if g == FEED_GATE then
@@ -400,6 +409,41 @@ return 1
 )
 """Whether a request's lease (and its identity lock) is still this worker's:
 1 or 0. Asked right before the request leaves for the browser or download."""
+
+POISONED = (
+    _PRELUDE
+    + r"""
+-- ARGV: prefix, 'requeue' or 'drop', then request ids. Each one poisoned and
+-- not leased now is taken out of the open gate (if it waits there to fail),
+-- then queued again at its own gate with its score, its leases run out
+-- counted from 0 ('requeue'), or deleted ('drop'); returns the ids done
+local done = {}
+for i = 3, #ARGV do
+  local id = ARGV[i]
+  local raw = redis.call('HGET', P .. 'poisoned', id)
+  if raw and not redis.call('ZSCORE', P .. 'leases', id) then
+    if redis.call('ZREM', P .. 'q:' .. FEED_GATE, id) == 1 then
+      redis.call('DECR', P .. 'queued')
+      rescore(FEED_GATE)
+    end
+    redis.call('HDEL', P .. 'poisoned', id)
+    redis.call('HDEL', P .. 'expired', id)
+    if ARGV[2] == 'requeue' and redis.call('HEXISTS', P .. 'req', id) == 1 then
+      local record = cjson.decode(raw)
+      queue(record.gate, tonumber(record.score), id)
+    else
+      redis.call('HDEL', P .. 'req', id)
+    end
+    table.insert(done, id)
+  end
+end
+publish_wake()
+return done
+"""
+)
+"""The operator's requeue or drop of poisoned requests (``scrapy-cdp-pool
+cluster poisoned --requeue|--drop``): the ids done (a request leased now,
+being failed by a worker, is left: asked again after)."""
 
 ALLOW_OOM = "#!lua flags=allow-oom\n"
 """Prefix of :data:`RENEW` and :data:`SETTLE` on Redis 7 and later: they run

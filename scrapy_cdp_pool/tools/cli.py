@@ -7,7 +7,8 @@ Subcommands (each a :class:`Subcommand` in :data:`SUBCOMMANDS`):
   [--steps 10,40,100]``: size a CDP server (memory per open page and per
   connection).
 - ``profile ...``: see :mod:`scrapy_cdp_pool.tools.profiles_cli`.
-- ``cluster status|pause|resume|purge``: see :mod:`scrapy_cdp_pool.tools.cluster_cli`.
+- ``cluster status|leases|poisoned|pause|resume|purge|export``: see
+  :mod:`scrapy_cdp_pool.tools.cluster_cli`.
 
 Exit status: 0 on success, 1 when the work failed (the message says why on
 stderr), 2 for bad arguments (argparse's own).

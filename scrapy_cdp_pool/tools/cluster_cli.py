@@ -1,5 +1,5 @@
-"""``scrapy-cdp-pool cluster status|pause|resume|purge``: look at and steer a
-cluster crawl from any machine that reaches its Redis.
+"""``scrapy-cdp-pool cluster status|leases|pause|resume|purge|export``: look at
+and steer a cluster crawl from any machine that reaches its Redis.
 
 The Redis URL comes from ``--redis``, else the environment's or the Scrapy
 project's ``CDP_POOL_CLUSTER_REDIS_URL`` (keep a password out of command
@@ -10,34 +10,52 @@ project's ``CDP_POOL_CLUSTER_NAME``.
   (owner, seconds left, profile, host), busy profiles (owner, fencing token,
   seconds left), paused hosts (seconds left), workers by last heartbeat (live:
   within ``--lease`` seconds), requests not done whose lease ran out at least
-  once (``expired``: poisoned at ``CDP_POOL_CLUSTER_MAX_DELIVERIES``), pages/s
+  once (``expired``: poisoned at ``CDP_POOL_CLUSTER_MAX_DELIVERIES``), requests
+  done and poisoned (apart), pages/s
   over ``--interval`` seconds. It reads
   every queued request's score: O(queued) in Redis, for an operator, not a loop.
   ``leased`` and ``leases`` (the first 100) are read in one transaction; the
   other figures each at their own moment within the interval.
+- ``leases``: each leased request, oldest first: its URL (read from the
+  stored request without importing anything it names), the worker holding
+  it, its age (seconds since it was taken), seconds until its lease runs out.
+- ``poisoned``: the requests poisoned (their lease ran out
+  ``CDP_POOL_CLUSTER_MAX_DELIVERIES`` times): id, URL, why, when. They are
+  kept, not counted as ``done`` in ``status`` (``poisoned`` there);
+  ``--requeue`` queues them again (all, or those named by id, URL or
+  Scrapy's default fingerprint), their count of leases run out from 0;
+  ``--drop`` deletes them. One a worker is failing now is left (exit 1).
 - ``pause``: workers stop taking requests (those held are finished);
-  ``resume``: they take again.
+  ``resume``: they take again. A crawl may be paused before it starts.
 - ``purge``: delete every key of the crawl (frontier, fingerprints, leases,
   profiles stored in Redis); refused while a worker is live, unless ``--force``.
 
-Exit status: 0, 1 when Redis cannot be reached or purge is refused (the
-message says why on stderr), 2 for bad arguments.
+Exit status: 0, 1 when Redis cannot be reached (a Redis Cluster node down
+included), the crawl has no key in Redis (every command but ``pause``: a
+misspelt ``--name``) or purge is refused (one line on stderr says why, the
+URL's password masked), 2 for bad arguments.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import math
 import os
+import pickle
 import sys
 import time
 from typing import Any
 
-from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS
+from redis.exceptions import RedisClusterException, RedisError
+
+from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, redis_outage
 from scrapy_cdp_pool.cluster.keys import glob_escaped, key_prefix, redis_time_ms
 from scrapy_cdp_pool.cluster.profile_store import SharedProfiles, export_profiles
-from scrapy_cdp_pool.cluster.redis_client import connect
+from scrapy_cdp_pool.cluster.redis_client import connect, route_key
+from scrapy_cdp_pool.cluster.scripts import FEED_MARK
+from scrapy_cdp_pool.cluster.scripts import POISONED as POISONED_SCRIPT
 from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 
@@ -49,6 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="cluster_command", required=True, metavar="ACTION")
     for name, text in (
         ("status", "the crawl's state as one JSON object"),
+        ("leases", "each leased request: its URL, the worker holding it, its age"),
+        ("poisoned", "list poisoned requests; --requeue or --drop them"),
         ("pause", "workers stop taking requests"),
         ("resume", "workers take requests again"),
         ("purge", "delete every Redis key of the crawl"),
@@ -66,6 +86,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 "--interval", type=float, default=1.0,
                 help="seconds over which pages/s is measured (default 1; 0: not measured)",
             )  # fmt: skip
+        if name in ("leases", "poisoned"):
+            action.add_argument("--json", action="store_true", help="one JSON list")
+        if name == "poisoned":
+            what = action.add_mutually_exclusive_group()
+            for flag, verb in (("--requeue", "queue again"), ("--drop", "delete")):
+                what.add_argument(
+                    flag, nargs="*", metavar="ID|URL|FINGERPRINT",
+                    help=f"{verb} these poisoned requests (none named: all)",
+                )  # fmt: skip
         if name == "purge":
             action.add_argument("--force", action="store_true", help="even with live workers")
         if name == "export":
@@ -108,10 +137,24 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    except _UNREACHABLE as e:  # a Redis Cluster client asks a node for the layout at once
+        _unreachable(url, e)
+        return 1
     prefix = key_prefix(name)
     try:
+        if args.cluster_command != "pause" and not crawl_exists(client, prefix):
+            print(
+                f"scrapy-cdp-pool cluster: no crawl named {name!r} in the Redis at "
+                f"{redact_url(url)} (no key starts with {prefix!r}); check --name",
+                file=sys.stderr,
+            )
+            return 1
         if args.cluster_command == "status":
             print(json.dumps(status(client, prefix, args.lease, args.interval), indent=1))
+        elif args.cluster_command == "leases":
+            _print_leases(leases(client, prefix), args.json)
+        elif args.cluster_command == "poisoned":
+            return _poisoned_command(client, prefix, name, args)
         elif args.cluster_command == "pause":
             client.set(f"{prefix}paused", str(time.time()))
             print(f"cluster crawl {name!r} paused: workers finish what they hold")
@@ -132,11 +175,8 @@ def run(args: argparse.Namespace) -> int:
                 )
                 return 1
             print(f"cluster crawl {name!r}: {purge(client, prefix)} keys deleted")
-    except REDIS_ERRORS as e:
-        print(
-            f"scrapy-cdp-pool cluster: Redis at {redact_url(url)}: {scrub_secrets(e, url)}",
-            file=sys.stderr,
-        )
+    except _UNREACHABLE as e:
+        _unreachable(url, e)
         return 1
     except ProfileFileError as e:  # a stored profile not valid, a file not written
         print(f"scrapy-cdp-pool cluster export: {e}", file=sys.stderr)
@@ -144,6 +184,220 @@ def run(args: argparse.Namespace) -> int:
     finally:
         client.close()
     return 0
+
+
+_UNREACHABLE = (*REDIS_ERRORS, RedisError, RedisClusterException)
+"""What a call raises when Redis cannot be reached or cannot serve: one line
+on stderr, exit status 1 (a cluster node down, a refused connection, a
+timeout, an error answer)."""
+
+
+def _unreachable(url: str, error: BaseException) -> None:
+    cause = redis_outage(error)
+    text = scrub_secrets(error, url)
+    detail = f"{cause} ({text})" if cause and cause not in text else text
+    print(f"scrapy-cdp-pool cluster: Redis at {redact_url(url)}: {detail}", file=sys.stderr)
+
+
+def crawl_exists(client: Any, prefix: str) -> bool:
+    """Whether Redis holds any key of the crawl (a name with none is a typo,
+    or a crawl purged or never started)."""
+    keys = client.scan_iter(match=f"{glob_escaped(prefix)}*", count=1000)
+    return next(iter(keys), None) is not None
+
+
+class _Opaque:
+    """Stands for every class or function a stored request's pickle names:
+    nothing is imported or run when it is read for its URL."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def __setstate__(self, state: object) -> None:
+        pass
+
+    def __setitem__(self, key: object, value: object) -> None:
+        pass
+
+    def append(self, item: object) -> None:
+        pass
+
+    def extend(self, items: object) -> None:
+        pass
+
+
+class _NoImportUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        return _Opaque
+
+
+def request_url(data: bytes | None) -> str | None:
+    """The URL of a request as the cluster stores it (``P req``: a pickled
+    ``Request.to_dict()``), read without importing or running anything the
+    pickle names; a feed item as ``feed item <its text>``; ``None`` when
+    there is none or it cannot be read."""
+    if not data:
+        return None
+    if data.startswith(FEED_MARK):
+        item = data[len(FEED_MARK) :][:200].decode("utf-8", "replace")
+        return f"feed item {item}"
+    try:
+        fields = _NoImportUnpickler(io.BytesIO(data)).load()
+    except Exception:  # noqa: BLE001 - not a stored request: no URL to show
+        return None
+    url = fields.get("url") if isinstance(fields, dict) else None
+    return url if isinstance(url, str) else None
+
+
+def leases(client: Any, prefix: str) -> list[dict[str, Any]]:
+    """Every lease of the crawl, oldest first: request id, URL (read from the
+    stored request), the worker holding it, its age (seconds since it was
+    taken; ``None`` for a lease taken by a worker of an older version),
+    seconds until it runs out (negative: ran out, not yet reclaimed by a
+    take), host and profile. O(leased) in Redis."""
+    with client.pipeline(transaction=True) as pipe:
+        pipe.time()
+        pipe.zrange(f"{prefix}leases", 0, -1, withscores=True)
+        now, held = pipe.execute()
+    now_ms = redis_time_ms(now)
+    ids = [lease.decode() for lease, _ in held]
+    with client.pipeline(transaction=False) as pipe:
+        for lease in ids:
+            pipe.hgetall(f"{prefix}lease:{lease}")
+            pipe.hget(f"{prefix}req", lease)
+        answers = pipe.execute()
+    found = []
+    for i, (lease, expiry) in enumerate(zip(ids, (e for _, e in held), strict=True)):
+        info = {k.decode(): v.decode() for k, v in answers[2 * i].items()}
+        taken = info.get("taken")
+        found.append({
+            "id": lease, "url": request_url(answers[2 * i + 1]), "owner": info.get("owner"),
+            "age_s": round((now_ms - int(taken)) / 1000, 1) if taken else None,
+            "expires_in_s": round((expiry - now_ms) / 1000, 1),
+            "host": info.get("host"), "identity": info.get("identity") or None,
+        })  # fmt: skip
+    found.sort(key=lambda lease: -(lease["age_s"] or 0))
+    return found
+
+
+def _print_leases(found: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(found, indent=1))
+        return
+    print(f"{len(found)} leased")
+    for lease in found:
+        age = "?" if lease["age_s"] is None else f"{lease['age_s']:.1f}s"
+        print(
+            f"{age:>9}  {lease['owner']}  id {lease['id']}  "
+            f"expires in {lease['expires_in_s']:.1f}s  {lease['url']}"
+        )
+
+
+def _fingerprint(fields: Any) -> str | None:
+    """Scrapy's default fingerprint (hex) of a stored request's URL, method and body."""
+    try:
+        from scrapy import Request
+        from scrapy.utils.request import fingerprint
+
+        request = Request(
+            fields["url"], method=fields.get("method", "GET"), body=fields.get("body") or b""
+        )
+        return fingerprint(request).hex()
+    except Exception:  # noqa: BLE001 - not a request Scrapy can build: no fingerprint
+        return None
+
+
+def _stored_fields(data: bytes | None) -> Any:
+    if not data or data.startswith(FEED_MARK):
+        return None
+    try:
+        return _NoImportUnpickler(io.BytesIO(data)).load()
+    except Exception:  # noqa: BLE001 - not a stored request
+        return None
+
+
+def poisoned(client: Any, prefix: str) -> list[dict[str, Any]]:
+    """The crawl's poisoned requests, oldest first: id, URL, Scrapy's default
+    fingerprint, why (its leases that ran out), when (UTC, ISO 8601) and how
+    long ago (seconds), and whether a worker is failing it now (``leased``)."""
+    with client.pipeline(transaction=True) as pipe:
+        pipe.time()
+        pipe.hgetall(f"{prefix}poisoned")
+        now, records = pipe.execute()
+    now_ms = redis_time_ms(now)
+    ids = sorted((k.decode() for k in records), key=lambda i: (len(i), i))
+    with client.pipeline(transaction=False) as pipe:
+        for request in ids:
+            pipe.hget(f"{prefix}req", request)
+            pipe.zscore(f"{prefix}leases", request)
+        answers = pipe.execute()
+    found = []
+    for i, request in enumerate(ids):
+        record = json.loads(records[request.encode()])
+        data = answers[2 * i]
+        fields = _stored_fields(data)
+        at_ms = int(record["at"])
+        found.append({
+            "id": request, "url": request_url(data),
+            "fingerprint": _fingerprint(fields) if isinstance(fields, dict) else None,
+            "why": f"its lease ran out {record['deliveries']} times (every worker that took it "
+                   "stopped before finishing it)",
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at_ms / 1000)),
+            "age_s": round((now_ms - at_ms) / 1000, 1),
+            "leased": answers[2 * i + 1] is not None,
+        })  # fmt: skip
+    found.sort(key=lambda record: -record["age_s"])
+    return found
+
+
+def settle_poisoned(client: Any, prefix: str, ids: list[str], action: str) -> list[str]:
+    """Requeue (``action = "requeue"``) or drop (``"drop"``) the poisoned
+    requests ``ids`` (:data:`~scrapy_cdp_pool.cluster.scripts.POISONED`); the ids done."""
+    if not ids:
+        return []
+    script = client.register_script(POISONED_SCRIPT)
+    done = script(keys=[route_key(prefix)], args=[prefix, action, *ids])
+    return [item.decode() for item in done]
+
+
+def _poisoned_command(client: Any, prefix: str, name: str, args: argparse.Namespace) -> int:
+    found = poisoned(client, prefix)
+    action = "requeue" if args.requeue is not None else "drop" if args.drop is not None else ""
+    wanted: list[str] = (args.requeue if action == "requeue" else args.drop) or []
+    if not action:
+        if args.json:
+            print(json.dumps(found, indent=1))
+            return 0
+        print(f"{len(found)} poisoned")
+        for record in found:
+            leased = " (being failed now)" if record["leased"] else ""
+            print(f"{record['when']}  id {record['id']}  {record['url']}: {record['why']}{leased}")
+        return 0
+    chosen = [
+        record for record in found
+        if not wanted or {record["id"], record["url"], record["fingerprint"]} & set(wanted)
+    ]  # fmt: skip
+    matched = {
+        key for record in chosen for key in (record["id"], record["url"], record["fingerprint"])
+    }
+    unknown = [item for item in wanted if item not in matched]
+    done = settle_poisoned(client, prefix, [record["id"] for record in chosen], action)
+    verb = "requeued" if action == "requeue" else "dropped"
+    print(f"cluster crawl {name!r}: {len(done)} poisoned requests {verb}")
+    left = [record["id"] for record in chosen if record["id"] not in done]
+    if left:
+        print(
+            f"scrapy-cdp-pool cluster poisoned: {len(left)} leased by a worker failing them now "
+            f"(ids {', '.join(left)}): not {verb}; run again",
+            file=sys.stderr,
+        )
+    if unknown:
+        print(
+            f"scrapy-cdp-pool cluster poisoned: no poisoned request of {name!r} is "
+            f"{', '.join(map(repr, unknown))}",
+            file=sys.stderr,
+        )
+    return 1 if left or unknown else 0
 
 
 def _scan(client: Any, pattern: str) -> list[str]:
@@ -214,6 +468,7 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
         "done": acked_after,
         "requeued": int(client.hget(f"{prefix}stats", "requeued") or 0),
         "expired": int(client.hlen(f"{prefix}expired")),
+        "poisoned": int(client.hlen(f"{prefix}poisoned")),
         "pages_per_s": round((acked_after - acked_before) / elapsed, 2) if interval_s > 0 else None,
     }
 

@@ -7,6 +7,10 @@
   given, ``NAME.identity.json``; both mode 0600.
 - ``profile check``: validates every file of the directory; exit status 1 when
   any has a problem.
+- ``profile list``: each stored profile, one line: name, when its storage
+  state was last saved (the file's time, UTC), whether it has an identity
+  file, its cookies, ``ok`` or its problem. Health (failures, retirement) is
+  counted per crawl in its stats, not stored: not listed.
 
 The directory is ``--dir``, else the project's ``CDP_POOL_PROFILES_DIR`` (or
 the ``SCRAPY_CDP_POOL_PROFILES_DIR`` environment variable).
@@ -19,6 +23,7 @@ import asyncio
 import os
 import runpy
 import sys
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -75,6 +80,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     create.add_argument("--signed-out", help='identity: signed-out rule, "url:REGEX" or "css:SEL"')
     check = actions.add_parser("check", help="validate every profile file")
     _dir_argument(check)
+    listing = actions.add_parser(
+        "list", help="each stored profile: last saved, identity, cookies, problem if any"
+    )
+    _dir_argument(listing)
 
 
 def _dir_argument(parser: argparse.ArgumentParser) -> None:
@@ -97,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
     store = ProfileStore(directory)
     if args.profile_command == "check":
         return _check(store)
+    if args.profile_command == "list":
+        return _list(store)
     return _create(store, args)
 
 
@@ -114,6 +125,23 @@ def _check(store: ProfileStore) -> int:
     names = store.names()
     print(f"{store.directory}: {len(names)} profile(s), {len(errors)} problem(s)")
     return 1 if errors else 0
+
+
+def _list(store: ProfileStore) -> int:
+    names = store.names()
+    print(f"{store.directory}: {len(names)} profile(s)")
+    for name in names:
+        state_path, identity_path = store.paths(name)
+        saved = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(state_path.stat().st_mtime))
+        try:
+            profile = store.load(name)
+        except ProfileFileError as e:
+            print(f"{name}  saved {saved}  problem: {e.path.name} {e.problem}")
+            continue
+        cookies = len(profile.storage_state.get("cookies") or [])
+        identity = "identity" if identity_path.exists() else "no identity"
+        print(f"{name}  saved {saved}  {identity}  {cookies} cookie(s)  ok")
+    return 0
 
 
 def identity_from_args(args: argparse.Namespace) -> dict[str, Any]:
