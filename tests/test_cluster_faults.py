@@ -269,14 +269,17 @@ def test_scrapy_crawl_exits_1_when_redis_lost_the_crawl(
     assert "exit status 1" in log
 
 
-def test_scrapy_crawl_exits_1_when_an_error_stopped_a_cluster_worker(
+def test_scrapy_crawl_exits_1_when_a_redis_error_stopped_a_cluster_worker(
     site: SiteServer, redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    """The crawl's request hash in Redis is of the wrong type (an operator's
-    mistake: not an outage, an error), so storing the start request fails
-    and Scrapy stops the engine (finish_reason ``shutdown``) though nobody
-    asked. Before: exit status 0. Now 1; a worker stopped by SIGINT still
-    exits 0 (test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice)."""
+    """The crawl's request hash in Redis is of the wrong type before the
+    worker starts (an operator's mistake: not an outage, a bug), so storing
+    the start request fails. Before: the error was raised, Scrapy stopped the
+    engine (finish_reason ``shutdown``), exit status 0 (then 1 once an
+    unasked ``shutdown`` was made to fail). Now: one ERROR naming
+    ``WRONGTYPE`` and the key, finish_reason ``cdp_pool_cluster_redis_error``,
+    exit status 1; a worker stopped by SIGINT still exits 0
+    (test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice)."""
     name = f"broken-{token()}"
     with redis_server.client() as client:
         client.set(f"{key_prefix(name)}req", "not a hash")
@@ -287,8 +290,52 @@ def test_scrapy_crawl_exits_1_when_an_error_stopped_a_cluster_worker(
     finally:
         kill_left()
     log = worker.log_file.read_text(encoding="utf-8", errors="replace")
-    assert "'finish_reason': 'shutdown'" in log, log[-3000:]
+    errors = [line for line in log.splitlines() if "] ERROR: " in line]
+    assert len(errors) == 1, "\n".join(errors[:5]) or log[-3000:]
+    assert "WRONGTYPE" in errors[0], errors[0]
+    assert f"{key_prefix(name)}req is a string, not a hash" in errors[0], errors[0]
+    assert "'finish_reason': 'cdp_pool_cluster_redis_error'" in log, log[-3000:]
     assert worker.proc.returncode == 1, log[-3000:]
+
+
+def test_a_crawl_key_of_the_wrong_type_stops_every_worker_with_one_error(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Two real ``scrapy crawl`` workers; mid-crawl the crawl's ``leases``
+    sorted set is replaced by a string (an operator's mistake: every take
+    and renewal then fails with ``WRONGTYPE``, a bug, not an outage). Before:
+    each worker logged a traceback per take and renewal for minutes (about
+    100 each), and exited 0 only when signalled. Now: each stops by itself
+    with one ERROR naming ``WRONGTYPE``, the call and the key, finish_reason
+    ``cdp_pool_cluster_redis_error``, exit status 1, no traceback."""
+    tag = token()
+    name = f"jobsite-{tag}"
+    url = site.url(f"/jobsite/0?tag={tag}&total=200&hubs=4")
+    settings = {"JOBSITE_URL": url, "JOBSITE_HUBS": "4", "CDP_POOL_CLUSTER_NAME": name,
+                "CONCURRENT_REQUESTS": "2", "CDP_POOL_CONNECTIONS": "2"}  # fmt: skip
+    workers = [Worker(tmp_path, number, redis_server.url, settings) for number in (0, 1)]
+    leases = f"{key_prefix(name)}leases"
+    try:
+        wait_for_item(workers, count=6)
+        with redis_server.client() as client:
+            pipe = client.pipeline(transaction=True)
+            pipe.delete(leases)
+            pipe.set(leases, "not a sorted set")
+            pipe.execute()
+        for worker in workers:
+            worker.proc.wait(timeout=EXIT_DEADLINE_S)
+            worker._close()
+    finally:
+        kill_left()
+    for worker in workers:
+        log = worker.log_file.read_text(encoding="utf-8", errors="replace")
+        errors = [line for line in log.splitlines() if "] ERROR: " in line]
+        assert len(errors) == 1, "\n".join(errors[:5]) or log[-3000:]
+        assert "WRONGTYPE" in errors[0], errors[0]
+        assert f"{leases} is a string, not a zset" in errors[0], errors[0]
+        assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:5000]
+        assert "'finish_reason': 'cdp_pool_cluster_redis_error'" in log, log[-3000:]
+        assert worker.proc.returncode == 1, log[-3000:]
 
 
 @pytest_twisted.ensureDeferred

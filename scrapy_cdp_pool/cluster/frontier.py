@@ -105,6 +105,17 @@ def redis_outage(error: BaseException) -> str | None:
     return None
 
 
+CRAWL_KEY_TYPES = {
+    "seq": "string", "queued": "string", "fence": "string", "epoch": "string",
+    "req": "hash", "expired": "hash", "stats": "hash", "unloadable": "hash",
+    "ready": "zset", "timed": "zset", "leases": "zset", "workers": "zset",
+    "seen": "set", "start_seen": "set", "wake": "list", "feed": "list",
+}  # fmt: skip
+"""The Redis type of each of a crawl's keys with a fixed name (after its
+prefix): a key found of another type is named when a call fails with
+``WRONGTYPE`` (:meth:`Frontier.wrong_types`)."""
+
+
 PRIORITY_LIMIT = 2**19
 """Priorities must lie in ``(-PRIORITY_LIMIT, PRIORITY_LIMIT)``: a request's
 score is ``-priority * 2**33 + id``, exact in Redis's doubles (< 2**53) for
@@ -375,6 +386,24 @@ class Frontier:
         moved = len(kept)
         kept.clear()
         return moved, ""
+
+    def wrong_types(self) -> list[str]:
+        """The crawl's keys with a fixed name (:data:`CRAWL_KEY_TYPES`) that
+        exist with another type, as ``'<key> is a <type>, not a <type>'``
+        (one round trip, pipelined ``TYPE`` calls; to name the key after a
+        ``WRONGTYPE``, which does not)."""
+        self.calls += 1
+        names = list(CRAWL_KEY_TYPES)
+        with self.client.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.type(f"{self.prefix}{name}")
+            kinds = pipe.execute()
+        found = []
+        for name, kind in zip(names, kinds, strict=True):
+            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+            if kind not in ("none", CRAWL_KEY_TYPES[name]):
+                found.append(f"{self.prefix}{name} is a {kind}, not a {CRAWL_KEY_TYPES[name]}")
+        return found
 
     def _type_of(self, key: str) -> str:
         self.calls += 1
