@@ -5,6 +5,8 @@ worker stalled past its lease."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ from twisted.internet import task
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY
 from scrapy_cdp_pool.cluster.keys import key_prefix
+from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect
 from tests.cluster_harness import RedisServer, Worker, cluster, kill_left, wait_for_item
 from tests.crawl import BASE_SETTINGS, RecordingSpider, crawl
 from tests.jobdir_project.harness import EXIT_DEADLINE_S
@@ -67,6 +70,48 @@ def test_redis_errors_that_mean_it_cannot_serve_now_are_outages(
     assert redis_outage(wrong_type.value) is None
     assert redis_outage(redis.ConnectionError("gone")) == "unreachable"
     assert redis_outage(redis.TimeoutError("slow")) == "timed out"
+
+
+def test_a_take_redis_runs_after_its_sender_gave_up_leases_nothing(
+    redis_server: RedisServer,
+) -> None:
+    """Issue 39 item 3. A worker's take is sent to a Redis that stopped
+    answering (SIGSTOP) past the lease of the request the worker holds; the
+    client gives up (timed out), but Redis runs the take once continued.
+    Before: that take put the request back (its lease ran out) and leased it
+    again to the worker, which never knew: once that lease ran out too, the
+    next take handed the request out as poisoned (2 deliveries of 2), though
+    the worker had done it and no worker had failed on it. Now the take
+    carries the latest time (Redis's clock) it may lease at, and run later it
+    leases nothing: the request is handed out again, not poisoned."""
+    assert redis_server.proc is not None
+    name = token()
+    one = Frontier(connect(redis_server.url, CALL_TIMEOUT_S), name, "one", lease_s=1.0,
+                   max_deliveries=2)  # fmt: skip
+    two = Frontier(connect(redis_server.url, CALL_TIMEOUT_S), name, "two", lease_s=1.0,
+                   max_deliveries=2)  # fmt: skip
+    prefix = key_prefix(name)
+    try:
+        one.push(b"the request", "h||", 0)
+        first = one.take()
+        assert first.data == b"the request"
+        os.kill(redis_server.proc.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(redis.TimeoutError):
+                one.take()  # its socket holds it: Redis runs it when continued
+            time.sleep(2.0)  # the outage's length, past the 1 s lease (the fault itself)
+        finally:
+            os.kill(redis_server.proc.pid, signal.SIGCONT)
+        with redis_server.client() as client:
+            # the late take ran (it put the expired lease back), and leased nothing
+            assert client.hget(f"{prefix}expired", first.lease or "") == b"1"
+            assert client.zcard(f"{prefix}leases") == 0
+        again = two.take()
+        assert again.lease == first.lease
+        assert again.poisoned == 0  # handed out to be done, not failed as poisoned
+    finally:
+        one.client.close()
+        two.client.close()
 
 
 class OutOfMemorySpider(RecordingSpider):
