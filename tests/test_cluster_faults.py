@@ -5,6 +5,8 @@ worker stalled past its lease."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -21,6 +23,7 @@ from twisted.internet import task
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY
 from scrapy_cdp_pool.cluster.keys import key_prefix
+from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect
 from tests.cluster_harness import RedisServer, Worker, cluster, kill_left, wait_for_item
 from tests.crawl import BASE_SETTINGS, RecordingSpider, crawl
 from tests.jobdir_project.harness import EXIT_DEADLINE_S
@@ -67,6 +70,48 @@ def test_redis_errors_that_mean_it_cannot_serve_now_are_outages(
     assert redis_outage(wrong_type.value) is None
     assert redis_outage(redis.ConnectionError("gone")) == "unreachable"
     assert redis_outage(redis.TimeoutError("slow")) == "timed out"
+
+
+def test_a_take_redis_runs_after_its_sender_gave_up_leases_nothing(
+    redis_server: RedisServer,
+) -> None:
+    """Issue 39 item 3. A worker's take is sent to a Redis that stopped
+    answering (SIGSTOP) past the lease of the request the worker holds; the
+    client gives up (timed out), but Redis runs the take once continued.
+    Before: that take put the request back (its lease ran out) and leased it
+    again to the worker, which never knew: once that lease ran out too, the
+    next take handed the request out as poisoned (2 deliveries of 2), though
+    the worker had done it and no worker had failed on it. Now the take
+    carries the latest time (Redis's clock) it may lease at, and run later it
+    leases nothing: the request is handed out again, not poisoned."""
+    assert redis_server.proc is not None
+    name = token()
+    one = Frontier(connect(redis_server.url, CALL_TIMEOUT_S), name, "one", lease_s=1.0,
+                   max_deliveries=2)  # fmt: skip
+    two = Frontier(connect(redis_server.url, CALL_TIMEOUT_S), name, "two", lease_s=1.0,
+                   max_deliveries=2)  # fmt: skip
+    prefix = key_prefix(name)
+    try:
+        one.push(b"the request", "h||", 0)
+        first = one.take()
+        assert first.data == b"the request"
+        os.kill(redis_server.proc.pid, signal.SIGSTOP)
+        try:
+            with pytest.raises(redis.TimeoutError):
+                one.take()  # its socket holds it: Redis runs it when continued
+            time.sleep(2.0)  # the outage's length, past the 1 s lease (the fault itself)
+        finally:
+            os.kill(redis_server.proc.pid, signal.SIGCONT)
+        with redis_server.client() as client:
+            # the late take ran (it put the expired lease back), and leased nothing
+            assert client.hget(f"{prefix}expired", first.lease or "") == b"1"
+            assert client.zcard(f"{prefix}leases") == 0
+        again = two.take()
+        assert again.lease == first.lease
+        assert again.poisoned == 0  # handed out to be done, not failed as poisoned
+    finally:
+        one.client.close()
+        two.client.close()
 
 
 class OutOfMemorySpider(RecordingSpider):
@@ -269,14 +314,17 @@ def test_scrapy_crawl_exits_1_when_redis_lost_the_crawl(
     assert "exit status 1" in log
 
 
-def test_scrapy_crawl_exits_1_when_an_error_stopped_a_cluster_worker(
+def test_scrapy_crawl_exits_1_when_a_redis_error_stopped_a_cluster_worker(
     site: SiteServer, redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    """The crawl's request hash in Redis is of the wrong type (an operator's
-    mistake: not an outage, an error), so storing the start request fails
-    and Scrapy stops the engine (finish_reason ``shutdown``) though nobody
-    asked. Before: exit status 0. Now 1; a worker stopped by SIGINT still
-    exits 0 (test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice)."""
+    """The crawl's request hash in Redis is of the wrong type before the
+    worker starts (an operator's mistake: not an outage, a bug), so storing
+    the start request fails. Before: the error was raised, Scrapy stopped the
+    engine (finish_reason ``shutdown``), exit status 0 (then 1 once an
+    unasked ``shutdown`` was made to fail). Now: one ERROR naming
+    ``WRONGTYPE`` and the key, finish_reason ``cdp_pool_cluster_redis_error``,
+    exit status 1; a worker stopped by SIGINT still exits 0
+    (test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice)."""
     name = f"broken-{token()}"
     with redis_server.client() as client:
         client.set(f"{key_prefix(name)}req", "not a hash")
@@ -287,8 +335,52 @@ def test_scrapy_crawl_exits_1_when_an_error_stopped_a_cluster_worker(
     finally:
         kill_left()
     log = worker.log_file.read_text(encoding="utf-8", errors="replace")
-    assert "'finish_reason': 'shutdown'" in log, log[-3000:]
+    errors = [line for line in log.splitlines() if "] ERROR: " in line]
+    assert len(errors) == 1, "\n".join(errors[:5]) or log[-3000:]
+    assert "WRONGTYPE" in errors[0], errors[0]
+    assert f"{key_prefix(name)}req is a string, not a hash" in errors[0], errors[0]
+    assert "'finish_reason': 'cdp_pool_cluster_redis_error'" in log, log[-3000:]
     assert worker.proc.returncode == 1, log[-3000:]
+
+
+def test_a_crawl_key_of_the_wrong_type_stops_every_worker_with_one_error(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Two real ``scrapy crawl`` workers; mid-crawl the crawl's ``leases``
+    sorted set is replaced by a string (an operator's mistake: every take
+    and renewal then fails with ``WRONGTYPE``, a bug, not an outage). Before:
+    each worker logged a traceback per take and renewal for minutes (about
+    100 each), and exited 0 only when signalled. Now: each stops by itself
+    with one ERROR naming ``WRONGTYPE``, the call and the key, finish_reason
+    ``cdp_pool_cluster_redis_error``, exit status 1, no traceback."""
+    tag = token()
+    name = f"jobsite-{tag}"
+    url = site.url(f"/jobsite/0?tag={tag}&total=200&hubs=4")
+    settings = {"JOBSITE_URL": url, "JOBSITE_HUBS": "4", "CDP_POOL_CLUSTER_NAME": name,
+                "CONCURRENT_REQUESTS": "2", "CDP_POOL_CONNECTIONS": "2"}  # fmt: skip
+    workers = [Worker(tmp_path, number, redis_server.url, settings) for number in (0, 1)]
+    leases = f"{key_prefix(name)}leases"
+    try:
+        wait_for_item(workers, count=6)
+        with redis_server.client() as client:
+            pipe = client.pipeline(transaction=True)
+            pipe.delete(leases)
+            pipe.set(leases, "not a sorted set")
+            pipe.execute()
+        for worker in workers:
+            worker.proc.wait(timeout=EXIT_DEADLINE_S)
+            worker._close()
+    finally:
+        kill_left()
+    for worker in workers:
+        log = worker.log_file.read_text(encoding="utf-8", errors="replace")
+        errors = [line for line in log.splitlines() if "] ERROR: " in line]
+        assert len(errors) == 1, "\n".join(errors[:5]) or log[-3000:]
+        assert "WRONGTYPE" in errors[0], errors[0]
+        assert f"{leases} is a string, not a zset" in errors[0], errors[0]
+        assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:5000]
+        assert "'finish_reason': 'cdp_pool_cluster_redis_error'" in log, log[-3000:]
+        assert worker.proc.returncode == 1, log[-3000:]
 
 
 @pytest_twisted.ensureDeferred

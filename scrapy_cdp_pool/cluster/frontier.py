@@ -13,8 +13,10 @@ of memory, read-only, loading...) are the caller's to handle.
 
 from __future__ import annotations
 
+import math
 import os
 import socket
+import time
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,7 +39,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from scrapy_cdp_pool.cluster import scripts
 from scrapy_cdp_pool.cluster.keys import key_prefix
-from scrapy_cdp_pool.cluster.redis_client import route_key
+from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, route_key
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -105,6 +107,20 @@ def redis_outage(error: BaseException) -> str | None:
     return None
 
 
+CRAWL_KEY_TYPES = {
+    "seq": "string", "queued": "string", "fence": "string", "epoch": "string",
+    "req": "hash", "expired": "hash", "stats": "hash", "unloadable": "hash",
+    "ready": "zset", "timed": "zset", "leases": "zset", "workers": "zset",
+    "seen": "set", "start_seen": "set", "wake": "list", "feed": "list",
+}  # fmt: skip
+"""The Redis type of each of a crawl's keys with a fixed name (after its
+prefix): a key found of another type is named when a call fails with
+``WRONGTYPE`` (:meth:`Frontier.wrong_types`)."""
+
+
+STALE_TAKE_SLACK_MS = 250
+"""Added to a take's deadline (:meth:`Frontier.take`): the error of the clock
+offset it is computed with (one round trip at most) and Redis's clock steps."""
 PRIORITY_LIMIT = 2**19
 """Priorities must lie in ``(-PRIORITY_LIMIT, PRIORITY_LIMIT)``: a request's
 score is ``-priority * 2**33 + id``, exact in Redis's doubles (< 2**53) for
@@ -174,8 +190,16 @@ class Frontier:
         host_concurrency: int | None = None,
         host_rate: float | None = None,
         max_deliveries: int = 3,
+        call_timeout_s: float | None = CALL_TIMEOUT_S,
     ) -> None:
         self.client = client
+        #: the client's timeout: a take Redis runs later than this after it
+        #: was sent (by Redis's clock, :attr:`_clock_offset_ms`) leases
+        #: nothing (its sender gave up on its answer)
+        self.call_timeout_s = call_timeout_s
+        #: Redis's clock (ms) minus this process's monotonic clock (ms), as
+        #: of the last take's answer (``None`` before one)
+        self._clock_offset_ms: float | None = None
         self.prefix = key_prefix(name)
         #: declared first by every script: a Redis Cluster runs it on the
         #: crawl's shard (see redis_client)
@@ -242,9 +266,19 @@ class Frontier:
         feed entry's ``data`` starts with
         :data:`~scrapy_cdp_pool.cluster.scripts.FEED_MARK`. ``profile_copy``:
         read the stored copy of the taken request's profile too
-        (``Taken.profile``)."""
+        (``Taken.profile``). Run by Redis later than :attr:`call_timeout_s`
+        (plus :data:`STALE_TAKE_SLACK_MS`) after it was sent, by Redis's
+        clock, it settles and puts expired leases back but leases nothing:
+        its sender gave up on the answer, and a lease nobody knows of would
+        run out and count as a delivery."""
         ops = [*releases, *(f"a:{lease}" for lease in acks)]
         self.calls += 1
+        sent_ms = time.monotonic() * 1000
+        deadline = 0
+        if self.call_timeout_s is not None and self._clock_offset_ms is not None:
+            deadline = math.ceil(
+                sent_ms + self._clock_offset_ms + self.call_timeout_s * 1000 + STALE_TAKE_SLACK_MS
+            )
         raw = self._take(
             keys=[self.route_key, feed_key] if feed_key else [self.route_key],
             args=[
@@ -256,9 +290,11 @@ class Frontier:
                 SCAN_GATES,
                 self.max_deliveries,
                 "1" if profile_copy else "0",
+                deadline,
                 *ops,
             ],
         )
+        self._clock_offset_ms = int(raw[11]) - time.monotonic() * 1000
         lease = raw[0].decode() if raw[0] else None
         wait_ms = int(raw[7])
         return Taken(
@@ -273,7 +309,7 @@ class Frontier:
             feed_type=raw[8].decode() if raw[8] else "",
             poisoned=int(raw[9]),
             ready_left=bool(int(raw[10])),
-            profile=(raw[11], raw[12], raw[13]) if len(raw) >= 14 else None,
+            profile=(raw[12], raw[13], raw[14]) if len(raw) >= 15 else None,
         )
 
     def settle(self, ops: Iterable[str]) -> int:
@@ -375,6 +411,24 @@ class Frontier:
         moved = len(kept)
         kept.clear()
         return moved, ""
+
+    def wrong_types(self) -> list[str]:
+        """The crawl's keys with a fixed name (:data:`CRAWL_KEY_TYPES`) that
+        exist with another type, as ``'<key> is a <type>, not a <type>'``
+        (one round trip, pipelined ``TYPE`` calls; to name the key after a
+        ``WRONGTYPE``, which does not)."""
+        self.calls += 1
+        names = list(CRAWL_KEY_TYPES)
+        with self.client.pipeline(transaction=False) as pipe:
+            for name in names:
+                pipe.type(f"{self.prefix}{name}")
+            kinds = pipe.execute()
+        found = []
+        for name, kind in zip(names, kinds, strict=True):
+            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+            if kind not in ("none", CRAWL_KEY_TYPES[name]):
+                found.append(f"{self.prefix}{name} is a {kind}, not a {CRAWL_KEY_TYPES[name]}")
+        return found
 
     def _type_of(self, key: str) -> str:
         self.calls += 1

@@ -11,8 +11,19 @@ redirect...) starts an outage: no call is tried again before a backoff (0.5 s
 doubled per failure, up to :data:`MAX_BACKOFF_S`; renewals of leases are tried
 at their time all the same), the outage is logged once when it starts (one
 ERROR naming the cause) and once when it ends, and
-``cdp_pool/cluster/redis_errors`` counts the failures. Any other error of a
-call is a bug and is raised as it is.
+``cdp_pool/cluster/redis_errors`` counts the failures.
+
+Any other error Redis answers a call with (:func:`redis_bug`: a key of the
+crawl of the wrong type, ``WRONGTYPE``; an unknown command; a script error) is
+a bug that waiting does not mend: the worker stops (:meth:`ClusterLink.stop`).
+One ERROR names the call, the error and, for ``WRONGTYPE``, the crawl's keys
+of the wrong type; the spider closes with ``finish_reason``
+``cdp_pool_cluster_redis_error`` (exit status 1); from then on the link
+refuses calls as during an outage (:class:`~scrapy_cdp_pool.errors.RedisUnavailable`,
+which every caller handles quietly), except renewals of the leases held while
+the requests in flight finish. Before, each call raised the error again: a
+traceback per take and renewal for as long as the worker ran. An error that
+is not Redis's (a ``ValueError`` of the caller's arguments) is raised as it is.
 
 The link checks that Redis still holds the crawl when an outage ends and
 before the scheduler calls the crawl done: the first worker writes a random
@@ -33,6 +44,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar, cast
 
+from redis.exceptions import RedisClusterException, RedisError
+
 from scrapy_cdp_pool.cluster.feed import feed_key_for
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage, worker_id
 from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect, in_other_slot
@@ -50,6 +63,9 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 STATE_LOST = "cdp_pool_cluster_state_lost"
 """The ``finish_reason`` of a worker whose Redis lost the crawl (exit status 1)."""
+REDIS_ERROR = "cdp_pool_cluster_redis_error"
+"""The ``finish_reason`` of a worker stopped by a Redis error that is a bug
+(:meth:`ClusterLink.stop`; exit status 1)."""
 FIRST_BACKOFF_S = 0.5
 MAX_BACKOFF_S = 30.0
 
@@ -92,16 +108,24 @@ class ClusterLink:
         #: the crawl's ``<prefix>epoch`` as this worker first saw it
         self.epoch: bytes | str | None = None
         self._state_lost = False
+        #: a Redis error that is a bug stopped this worker (:meth:`stop`)
+        self.stopped = False
+        #: the scheduler's ``open`` is over: :meth:`stop` closes the spider
+        #: itself (before, the scheduler's ``open`` raises ``CloseSpider``)
+        self.opened = False
         # a worker whose crawl was lost, or stopped by an error, exits 1
-        fail_exit_on(crawler, [STATE_LOST], unasked_shutdown=True)
+        fail_exit_on(crawler, [STATE_LOST, REDIS_ERROR], unasked_shutdown=True)
 
     @property
     def down(self) -> bool:
-        """Redis failed and the backoff has not run out yet."""
-        return time.monotonic() < self._retry_at
+        """Redis failed and the backoff has not run out yet, or a bug
+        stopped the worker (for good)."""
+        return self.stopped or time.monotonic() < self._retry_at
 
     @property
     def retry_in_s(self) -> float:
+        if self.stopped:
+            return MAX_BACKOFF_S  # the spider is closing: nothing to retry
         return max(0.0, self._retry_at - time.monotonic())
 
     def call(self, what: str, fn: Callable[[], T], *, in_outage: bool = False) -> T:
@@ -111,15 +135,24 @@ class ClusterLink:
 
         :raises RedisUnavailable: Redis cannot serve now (an outage starts
             or goes on: :func:`~scrapy_cdp_pool.cluster.frontier.redis_outage`)
-            or within the backoff (``fn`` is not called)."""
+            or within the backoff (``fn`` is not called), or answered with
+            an error that is a bug (the worker stops: :meth:`stop`), or
+            did before."""
         if self.down and not in_outage:
+            if self.stopped:
+                raise RedisUnavailable("stopped by a Redis error (see the ERROR above)")
             raise RedisUnavailable(f"Redis cannot serve; retrying in {self.retry_in_s:.1f} s")
         try:
             result = fn()
         except Exception as e:
             cause = redis_outage(e)
             if cause is None:
-                raise
+                if not redis_bug(e):
+                    raise
+                self.stop(what, e)
+                raise RedisUnavailable(
+                    f"stopped by a Redis error: {scrub_secrets(e, self.url)}"
+                ) from None
             self._failed(what, e, cause, backoff=not (in_outage and self._down_since))
             raise RedisUnavailable(f"{cause}: {scrub_secrets(e, self.url)}") from None
         if self._down_since is not None and not in_outage:
@@ -132,6 +165,42 @@ class ClusterLink:
             self._backoff_s = 0.0
             self.crawl_is_there()  # closes the spider if Redis came back without it
         return result
+
+    def stop(self, what: str, error: BaseException) -> None:
+        """A call (``what``) failed with ``error``, a Redis error that is a
+        bug (:func:`redis_bug`): the first time, one ERROR, and the spider
+        closes with ``finish_reason`` :data:`REDIS_ERROR`; no call but
+        renewals is made after it (see the module). Later ones are logged
+        at INFO."""
+        text = scrub_secrets(error, self.url)
+        if self.stopped:
+            logger.info(
+                "Redis error after the worker stopped (%s: %s: %s)", what,
+                type(error).__name__, text, extra={"crawler": self.crawler},
+            )  # fmt: skip
+            return
+        self.stopped = True
+        self.crawler.stats.set_value("cdp_pool/cluster/stopped_by_redis_error", 1)
+        keys = ""
+        if "WRONGTYPE" in str(error):
+            try:
+                wrong = self.frontier.wrong_types()
+            except (RedisError, RedisClusterException, OSError) as e:  # the diagnosis only
+                wrong = [f"the keys' types could not be read: {scrub_secrets(e, self.url)}"]
+            keys = "; " + ("; ".join(wrong) if wrong else "no key of the crawl has a wrong type")
+        logger.error(
+            "Cluster crawl %r: Redis %s answered %s with an error that is not an outage but a "
+            "bug, waiting does not mend it (a crawl key changed by hand, another program's "
+            "key, an unknown command): %s: %s%s; stopping this worker (finish_reason %s)",
+            self.name, redact_url(self.url), what, type(error).__name__, text, keys,
+            REDIS_ERROR, extra={"crawler": self.crawler},
+        )  # fmt: skip
+        engine = self.crawler.engine
+        if engine is not None and self.opened:
+            asyncio.get_running_loop().create_task(
+                engine.close_spider_async(reason=REDIS_ERROR),
+                name="cdp-pool close spider: Redis error",
+            )
 
     @property
     def epoch_key(self) -> str:
@@ -164,9 +233,11 @@ class ClusterLink:
         try:
             now = self.client.get(self.epoch_key)
         except Exception as e:
-            if redis_outage(e) is None:
+            if redis_bug(e):
+                self.stop("crawl check", e)
+            elif redis_outage(e) is None:
                 raise
-            return True  # down: checked when it is back
+            return True  # down: checked when it is back (stopped: closing)
         if now == self.epoch:
             return True
         self._state_lost = True
@@ -204,6 +275,15 @@ class ClusterLink:
                 scrub_secrets(error, self.url), self.retry_in_s,
                 extra={"crawler": self.crawler},
             )  # fmt: skip
+
+
+def redis_bug(error: BaseException) -> bool:
+    """Whether ``error``, raised by a redis-py call, is an error Redis (or
+    redis-py) answered that is not an outage
+    (:func:`~scrapy_cdp_pool.cluster.frontier.redis_outage` says ``None``):
+    ``WRONGTYPE``, an unknown command, a script's error, a reply redis-py
+    cannot read."""
+    return isinstance(error, (RedisError, RedisClusterException)) and redis_outage(error) is None
 
 
 def link_for(crawler: Crawler) -> ClusterLink:

@@ -61,6 +61,7 @@ from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import BaseScheduler
+from scrapy.exceptions import CloseSpider
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
@@ -72,7 +73,7 @@ from scrapy_cdp_pool.cluster.flush import flush_if_alone, flushes_at_start
 from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
 from scrapy_cdp_pool.cluster.keys import PROFILE_COPY_META_KEY, gate_of
-from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
+from scrapy_cdp_pool.cluster.link import REDIS_ERROR, ClusterLink, link_for
 from scrapy_cdp_pool.cluster.locks import ClusterProfileLocks
 from scrapy_cdp_pool.cluster.poison import POISONED_META_KEY
 from scrapy_cdp_pool.cluster.scripts import FEED_BATCH, FEED_MARK
@@ -176,7 +177,11 @@ class ClusterScheduler(BaseScheduler):
             "Cluster crawl %r: worker %s, lease %.1f s; %s", self.link.name, self.link.worker,
             self.link.lease_s, start, extra={"crawler": self.crawler},
         )  # fmt: skip
-        return self.df.open()
+        opened = self.df.open()
+        self.link.opened = True
+        if self.link.stopped:  # a Redis error that is a bug, logged (link.stop)
+            raise CloseSpider(REDIS_ERROR)
+        return opened
 
     def _start_state(self) -> str:
         """Flush the crawl first when the project asks for a fresh one
@@ -223,11 +228,14 @@ class ClusterScheduler(BaseScheduler):
             self.stats.inc_value("cdp_pool/cluster/acked", len(done))
             self.link.call("leave", self.frontier.leave)
         except RedisUnavailable:
-            logger.error(
-                "Cluster crawl %r: Redis unreachable at close; %d requests held by this worker "
+            # stopped by a Redis error: already the one ERROR (link.stop)
+            logger.log(
+                logging.WARNING if self.link.stopped else logging.ERROR,
+                "Cluster crawl %r: Redis %s at close; %d requests held by this worker "
                 "are queued again when their lease expires, %d requests yielded were not "
-                "stored (their parents are done again)", self.link.name, len(self.held),
-                len(self._unstored), extra={"crawler": self.crawler},
+                "stored (their parents are done again)", self.link.name,
+                "answered with an error" if self.link.stopped else "unreachable",
+                len(self.held), len(self._unstored), extra={"crawler": self.crawler},
             )  # fmt: skip
         self.stats.set_value("cdp_pool/cluster/round_trips", self.frontier.calls)
         logger.info(

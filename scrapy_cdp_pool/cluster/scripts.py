@@ -158,8 +158,9 @@ TAKE = (
 -- lease ms, host concurrency
 -- (0: none), host interval ms (0: none), most gates to look at, leases of a
 -- request that may run out before it is poisoned, '1' to read the profile's
--- stored copy with it, then settle ops ('r:<id>' releases, then 'a:<id>'
--- acks: see SETTLE); settled counts the acks
+-- stored copy with it, the latest Redis time (ms) it may lease a request at
+-- ('0': any), then settle ops ('r:<id>' releases, then 'a:<id>' acks: see
+-- SETTLE); settled counts the acks
 local worker = ARGV[2]
 local lease_ms = tonumber(ARGV[3])
 local conc = tonumber(ARGV[4])
@@ -167,8 +168,9 @@ local interval = tonumber(ARGV[5])
 local now = now_ms()
 local max_deliveries = tonumber(ARGV[7])
 local copy_profile = ARGV[8] == '1'
+local deadline = tonumber(ARGV[9])
 local settled = 0
-for i = 9, #ARGV do
+for i = 10, #ARGV do
   local op = string.sub(ARGV[i], 1, 1)
   local done = settle(op, string.sub(ARGV[i], 3), worker)
   if op == 'a' then settled = settled + done end
@@ -242,7 +244,7 @@ local function result(id, data, token, poisoned, more, ident)
   end
   local queued = tonumber(redis.call('GET', P .. 'queued') or '0')
   local answer = {id, data, token, requeued, settled, queued, redis.call('ZCARD', P .. 'leases'),
-    wait, feed_type, poisoned or 0, ready_left}
+    wait, feed_type, poisoned or 0, ready_left, now}
   if copy_profile and ident and ident ~= '' then
     -- the profile's stored copy and the fleet's verdict on it, read with the
     -- take (its lock is this worker's now: no save-back can come between)
@@ -253,6 +255,10 @@ local function result(id, data, token, poisoned, more, ident)
   end
   return answer
 end
+-- a take run after its sender gave up on it (sent to a Redis that stopped
+-- answering, run when it went on): a lease nobody would know of, that would
+-- run out and count as a delivery (poison)
+if deadline > 0 and now > deadline then return result('', '', '', 0, true) end
 if redis.call('EXISTS', P .. 'paused') == 1 then return result('', '', '') end
 local exhausted = false
 for _ = 1, tonumber(ARGV[6]) do

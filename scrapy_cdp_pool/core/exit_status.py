@@ -3,8 +3,8 @@ lost or left undone that the user did not ask to leave.
 
 Scrapy's ``scrapy crawl`` exits 0 whatever the ``finish_reason``. Features
 name the reasons that are failures (:func:`fail_exit_on`): the pool's
-``cdp_pool_unavailable``, the cluster's ``cdp_pool_cluster_state_lost``, a
-full disk's ``cdp_pool_disk_full``, and,
+``cdp_pool_unavailable``, the cluster's ``cdp_pool_cluster_state_lost`` and
+``cdp_pool_cluster_redis_error``, a full disk's ``cdp_pool_disk_full``, and,
 in a cluster worker, ``shutdown`` when no SIGINT or SIGTERM asked for it (an
 error that stopped the engine). When the spider closes with one of them, one
 WARNING says so (the feature logged the cause as an ERROR) and, once the

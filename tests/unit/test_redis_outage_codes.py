@@ -15,6 +15,7 @@ from redis._parsers.base import BaseParser
 from redis.exceptions import ClusterError, ConnectionError, SlotNotCoveredError, TimeoutError
 
 from scrapy_cdp_pool.cluster.frontier import redis_outage
+from scrapy_cdp_pool.cluster.link import redis_bug
 
 #: error replies as Redis 7 sends them, and a word of the cause named
 REPLIES = [
@@ -66,3 +67,14 @@ def test_timeouts_and_lost_connections_are_outages_and_bugs_are_not() -> None:
         "ERR Error running script (call to f_0a1b): @user_script:3: attempt to compare nil",
     ):
         assert redis_outage(BaseParser.parse_error(reply)) is None, reply
+        assert redis_bug(BaseParser.parse_error(reply)), reply  # the worker stops
+
+
+def test_only_redis_errors_that_are_not_outages_stop_a_worker() -> None:
+    """:func:`~scrapy_cdp_pool.cluster.link.redis_bug`: an outage is waited
+    out, an error of the caller's own (a priority out of range) is raised as
+    it is; neither stops the worker."""
+    assert not redis_bug(BaseParser.parse_error("OOM command not allowed"))
+    assert not redis_bug(ConnectionError("Connection closed by server."))
+    assert not redis_bug(TimeoutError("Timeout reading from socket"))
+    assert not redis_bug(ValueError("priority 2**20 is outside what the frontier orders"))
