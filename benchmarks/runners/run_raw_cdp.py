@@ -87,17 +87,7 @@ class Connection:
                     await self.send("Target.attachToTarget", {"targetId": target, "flatten": True})
                 )["sessionId"]
                 await self.send("Page.enable", session=sid)
-                loaded = self.event("Page.loadEventFired", sid)
-                nav = await self.send("Page.navigate", {"url": url}, session=sid)
-                if nav.get("errorText"):
-                    raise CDPError("navigate: %s" % nav["errorText"])
-                await asyncio.wait_for(loaded, PAGE_TIMEOUT_S)
-                res = await self.send(
-                    "Runtime.evaluate",
-                    {"expression": OUTER_HTML, "returnByValue": True},
-                    session=sid,
-                )
-                return res["result"]["value"]
+                return await self.render_kept(sid, url)
             finally:
                 await self.send("Target.closeTarget", {"targetId": target})
         finally:
@@ -116,6 +106,8 @@ class Connection:
         return sid
 
     async def render_kept(self, sid: str, url: str) -> str:
+        """Navigate the page of session ``sid`` to ``url``, wait for its load
+        event and read its DOM (the floor's per-page work, either mode)."""
         loaded = self.event("Page.loadEventFired", sid)
         nav = await self.send("Page.navigate", {"url": url}, session=sid)
         if nav.get("errorText"):
