@@ -87,6 +87,20 @@ _READ_HTML_WITH_SHADOW_ROOTS = """new Promise(r => setTimeout(r, 0)).then(() => 
 })"""
 
 
+#: resolves once the document's serialized size held still over three checks
+#: 10 ms apart, or after 100 checks (see :meth:`Page._parser_caught_up`)
+_PARSER_CAUGHT_UP = """new Promise(r => {
+  let last = -1, same = 0, checks = 0;
+  const check = () => {
+    const size = document.documentElement ? document.documentElement.outerHTML.length : 0;
+    same = size === last ? same + 1 : 0;
+    last = size;
+    if (same >= 3 || ++checks >= 100) r(); else setTimeout(check, 10);
+  };
+  setTimeout(check, 0);
+})"""
+
+
 class Page:
     """A target in a browser context, driven through one CDP session.
 
@@ -274,11 +288,12 @@ class Page:
         """Let the HTML parser insert what arrived of a document cut short:
         Chromium stops loading it before its parser has run on the last
         bytes (measured: the last paragraph's text missing when read at
-        ``Page.frameStoppedLoading``), and fires no load event to wait for;
-        two turns of the page's task queue let the parser's pending task run."""
-        await self.evaluate(
-            "new Promise(r => setTimeout(() => setTimeout(r, 0), 0))", min(timeout_s, 5.0)
-        )
+        ``Page.frameStoppedLoading``), and fires no load event to wait for.
+        The page's DOM is read once its size stayed the same over three
+        checks 10 ms apart (at most 100 checks): two turns of its task queue
+        were not always enough on a loaded machine (the paragraph missing
+        once in a fresh-clone suite run)."""
+        await self.evaluate(_PARSER_CAUGHT_UP, min(timeout_s, 5.0))
 
     async def _network_idle_or_change(self) -> bool:
         """Wait until the network is idle (True) or the tracker changed
