@@ -1,5 +1,6 @@
 """scrapy-playwright 0.0.48, the peer:
---mode default   launches /usr/bin/chromium with the harness's flags, its defaults otherwise
+--mode default   launches /usr/bin/chromium (or BENCH_CHROMIUM) with the harness's flags, its
+                 defaults otherwise
 --mode tuned     the same, plus PLAYWRIGHT_ABORT_REQUEST (images, fonts, media, stylesheets),
                  the browser's own request headers (no header rewriting), extra flags
 --mode cdp       PLAYWRIGHT_CDP_URL to --endpoint (Lightpanda), PLAYWRIGHT_MAX_PAGES_PER_CONTEXT 1
@@ -7,12 +8,16 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from _common import parser
 from _scrapy import crawl
 
-CHROMIUM = "/usr/bin/chromium"
+#: BENCH_CHROMIUM: the binary Playwright launches (the shell,
+#: /usr/lib/chromium/chromium-headless-shell, is what Playwright's own headless
+#: mode runs)
+CHROMIUM = os.environ.get("BENCH_CHROMIUM", "/usr/bin/chromium")
 FLAGS = [
     "--headless",
     "--no-sandbox",
