@@ -20,6 +20,7 @@ from scrapy_cdp_pool.cluster.install import (
     cluster_settings,
 )
 from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix
+from scrapy_cdp_pool.core.handler import RENDERED_SCHEMES
 from scrapy_cdp_pool.core.paths import check_directory, check_writable_file, make_private_directory
 from scrapy_cdp_pool.core.playwright_keys import warn_playwright_handler, warn_playwright_settings
 from scrapy_cdp_pool.core.runtime import CrawlerRuntime, RuntimeOwner
@@ -180,7 +181,7 @@ def _install_handler(settings: BaseSettings, extra: dict[str, Any] | None) -> No
     handlers = settings.getwithbase("DOWNLOAD_HANDLERS")
     reactorless = not settings.getbool("TWISTED_REACTOR_ENABLED", True)
     fallbacks: dict[str, Any] = {}
-    for scheme in ("http", "https"):
+    for scheme in RENDERED_SCHEMES:
         previous = handlers.get(scheme)
         if reactorless and scheme not in settings.getdict("DOWNLOAD_HANDLERS"):
             previous = AIOHTTP_HANDLER  # what Scrapy's reactorless defaults install
@@ -190,7 +191,7 @@ def _install_handler(settings: BaseSettings, extra: dict[str, Any] | None) -> No
     settings.set("CDP_POOL_FALLBACK_HANDLERS", fallbacks, "addon")
     download_handlers = settings["DOWNLOAD_HANDLERS"]
     if isinstance(download_handlers, BaseSettings):
-        for scheme in ("http", "https"):
+        for scheme in RENDERED_SCHEMES:
             # A handler the project set itself becomes the fallback: the
             # add-on's own wins at the project's priority (at least: Scrapy's
             # reactorless defaults are written there, see AIOHTTP_HANDLER).

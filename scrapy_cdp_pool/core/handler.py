@@ -49,6 +49,11 @@ logger = logging.getLogger(__name__)
 DEFAULT_FALLBACK = "scrapy.core.downloader.handlers.http11.HTTP11DownloadHandler"
 
 
+#: the URL schemes the add-on installs :class:`CDPDownloadHandler` for (the
+#: browser renders these only; others stay with Scrapy's own handlers)
+RENDERED_SCHEMES = ("http", "https")
+
+
 class CDPDownloadHandler:
     """Download handler for ``http`` and ``https``.
 

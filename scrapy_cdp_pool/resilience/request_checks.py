@@ -42,6 +42,7 @@ from scrapy import Request
 from scrapy.utils.httpobj import urlparse_cached
 
 from scrapy_cdp_pool.core.gates import INVALID_META_KEY, NOT_BEFORE_META_KEY
+from scrapy_cdp_pool.core.handler import RENDERED_SCHEMES
 from scrapy_cdp_pool.core.live_page_fate import check_not_handed_over
 from scrapy_cdp_pool.core.queue import UNSERIALIZABLE_META_KEY
 from scrapy_cdp_pool.core.request_meta import UnknownMetaKeys, check_request_meta
@@ -55,9 +56,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
-
-#: the schemes the add-on gives to the CDP download handler
-RENDERED_SCHEMES = frozenset({"http", "https"})
 
 
 def unserializable_parts(request: Request, spider: Any) -> list[str]:

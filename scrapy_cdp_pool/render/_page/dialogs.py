@@ -11,7 +11,6 @@ accept one, and says so with a warning once per process.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -51,25 +50,24 @@ class DialogAnswerer:
         """Answer the dialog ``params`` (``Page.javascriptDialogOpening``)
         describes. Never raises: a page that went away needs no answer."""
         kind = str(params.get("type", "alert"))
-        if self.leaving and kind == "beforeunload":
-            if not self.browser_answers:
-                with contextlib.suppress(CDPError):
-                    await self.page.command("Page.handleJavaScriptDialog", {"accept": True})
-            return
-        self.seen.append(
-            {"type": kind, "message": str(params.get("message", "")), "accepted": self.accept}
-        )
-        logger.debug(
-            "%s: %s dialog %r %s",
-            self.page.spec.url,
-            kind,
-            params.get("message"),
-            "accepted" if self.accept else "dismissed",
-        )
+        # the plugin's own leave of a kept page: accepted, not the page's to show
+        leaving = self.leaving and kind == "beforeunload"
+        accept = leaving or self.accept
+        if not leaving:
+            self.seen.append(
+                {"type": kind, "message": str(params.get("message", "")), "accepted": accept}
+            )
+            logger.debug(
+                "%s: %s dialog %r %s",
+                self.page.spec.url,
+                kind,
+                params.get("message"),
+                "accepted" if accept else "dismissed",
+            )
         if self.browser_answers:
             return
-        answer: dict[str, Any] = {"accept": self.accept}
-        if self.accept and kind == "prompt":
+        answer: dict[str, Any] = {"accept": accept}
+        if accept and kind == "prompt":
             answer["promptText"] = str(params.get("defaultPrompt", ""))
         try:
             await self.page.command("Page.handleJavaScriptDialog", answer)
