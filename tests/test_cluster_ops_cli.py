@@ -20,7 +20,7 @@ from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.jobdir.queues import serialize
 from scrapy_cdp_pool.tools.cli import main
-from scrapy_cdp_pool.tools.cluster_cli import request_url
+from scrapy_cdp_pool.tools.cluster_records import request_url
 from tests.cluster_harness import RedisServer
 from tests.profiles import token
 
