@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from scrapy_cdp_pool.render._page.downloads import PageDownload
 
@@ -68,6 +68,9 @@ _HOP_REASONS = {"metaTagRefresh": "meta refresh"}
 
 @dataclass
 class DocumentTracker:
+    #: the event methods :meth:`on_event` handles (set below the class)
+    EVENTS: ClassVar[frozenset[str]] = frozenset()
+
     main_frame_id: str
     document: DocumentResponse | None = None
     #: hops before the document read, ``(url redirected from, reason)``: a
@@ -141,82 +144,97 @@ class DocumentTracker:
             self.loaded = self.dom_content_loaded = True
 
     def on_event(self, method: str, params: dict[str, Any]) -> None:
-        """Update from one CDP event (Page, Network, Inspector, Target domains)."""
-        if method == "Page.loadEventFired":
-            if self.document is not None and self.committed and not self.navigation_pending:
-                self.loaded = True
-                self.dom_content_loaded = True
-        elif method == "Page.frameStoppedLoading":
-            if params.get("frameId") != self.main_frame_id or self.document is None:
-                return
-            self.stopped_loading = True
-            self._loaded_if_cut_short()
-        elif method == "Page.domContentEventFired":
-            if self.document is not None and self.committed and not self.navigation_pending:
-                self.dom_content_loaded = True
-        elif method == "Page.frameNavigated":
-            frame = params.get("frame", {})
-            if frame.get("id") != self.main_frame_id or frame.get("parentId"):
-                return
-            # The first commit after the document's response is that document
-            # (a commit needs its response): the previous one's late load
-            # events no longer count.
-            if self.document is not None and not self.committed:
-                self.committed = True
-                self.loaded = self.dom_content_loaded = False
+        """Update from one CDP event (Page, Network, Inspector, Target
+        domains: those of :attr:`EVENTS`; any other is ignored)."""
+        handler = _HANDLERS.get(method)
+        if handler is not None and handler(self, params) is not False:
+            self.changed.set()
+
+    # One handler per event method (:data:`_HANDLERS`); ``False``: nothing
+    # changed that a waiter must see.
+
+    def _on_load_event_fired(self, _: dict[str, Any]) -> None:
+        if self.document is not None and self.committed and not self.navigation_pending:
+            self.loaded = True
+            self.dom_content_loaded = True
+
+    def _on_dom_content_event_fired(self, _: dict[str, Any]) -> None:
+        if self.document is not None and self.committed and not self.navigation_pending:
+            self.dom_content_loaded = True
+
+    def _on_frame_stopped_loading(self, params: dict[str, Any]) -> bool:
+        if params.get("frameId") != self.main_frame_id or self.document is None:
+            return False
+        self.stopped_loading = True
+        self._loaded_if_cut_short()
+        return True
+
+    def _on_frame_navigated(self, params: dict[str, Any]) -> bool:
+        frame = params.get("frame", {})
+        if frame.get("id") != self.main_frame_id or frame.get("parentId"):
+            return False
+        # The first commit after the document's response is that document
+        # (a commit needs its response): the previous one's late load
+        # events no longer count.
+        if self.document is not None and not self.committed:
+            self.committed = True
+            self.loaded = self.dom_content_loaded = False
+        self.generation += 1
+        return True
+
+    def _on_navigation_announced(self, params: dict[str, Any]) -> None:
+        if params.get("frameId") == self.main_frame_id and not str(
+            params.get("navigationType", "")
+        ).startswith("same"):
+            self.navigation_pending = True
             self.generation += 1
-        elif method in (
-            "Page.frameStartedNavigating",
-            "Page.frameRequestedNavigation",
-            "Page.frameScheduledNavigation",
+            reason = params.get("reason")
+            if reason:
+                self.next_hop_reason = _HOP_REASONS.get(str(reason))
+
+    def _on_navigated_within_document(self, params: dict[str, Any]) -> bool:
+        # A fragment or History API change: no new document comes, so
+        # a navigation announced without a navigationType (Chromium's
+        # frameScheduledNavigation for a fragment) is over.
+        if params.get("frameId") != self.main_frame_id:
+            return False
+        self.navigation_pending = False
+        if params.get("url"):
+            self.page_url = str(params["url"])
+        return True
+
+    def _on_response_received(self, params: dict[str, Any]) -> bool:
+        self._note_connection(params)
+        return False
+
+    def _on_response_extra_info(self, params: dict[str, Any]) -> None:
+        raw = _header(params.get("headers", {}), "set-cookie")
+        if raw:
+            self._keep_set_cookies(str(params.get("requestId", "")), raw.split("\n"))
+
+    def _on_loading_failed(self, params: dict[str, Any]) -> None:
+        error_text = str(params.get("errorText", ""))
+        document = self.document
+        if (
+            document is not None
+            and document.body is None
+            and params.get("requestId") == document.network_id
+            and BODY_KEPT_TEXT not in error_text
         ):
-            if params.get("frameId") == self.main_frame_id and not str(
-                params.get("navigationType", "")
-            ).startswith("same"):
-                self.navigation_pending = True
-                self.generation += 1
-                reason = params.get("reason")
-                if reason:
-                    self.next_hop_reason = _HOP_REASONS.get(str(reason))
-        elif method == "Page.navigatedWithinDocument":
-            # A fragment or History API change: no new document comes, so
-            # a navigation announced without a navigationType (Chromium's
-            # frameScheduledNavigation for a fragment) is over.
-            if params.get("frameId") != self.main_frame_id:
-                return
+            self.body_lost = error_text
+        if params.get("type") == "Document" and self.navigation_pending:
             self.navigation_pending = False
-            if params.get("url"):
-                self.page_url = str(params["url"])
-        elif method == "Network.responseReceived":
-            self._note_connection(params)
-            return
-        elif method == "Network.responseReceivedExtraInfo":
-            raw = _header(params.get("headers", {}), "set-cookie")
-            if raw:
-                self._keep_set_cookies(str(params.get("requestId", "")), raw.split("\n"))
-        elif method == "Network.loadingFailed":
-            error_text = str(params.get("errorText", ""))
-            document = self.document
-            if (
-                document is not None
-                and document.body is None
-                and params.get("requestId") == document.network_id
-                and BODY_KEPT_TEXT not in error_text
-            ):
-                self.body_lost = error_text
-            if params.get("type") == "Document" and self.navigation_pending:
-                self.navigation_pending = False
-                if self.document is None:
-                    self.failure = str(params.get("errorText", "navigation failed"))
-        elif method == "Inspector.targetCrashed" or method == "Target.targetCrashed":
-            self.crashed = "the page crashed"
-        elif method == "Target.detachedFromTarget":
-            self.crashed = "the page was closed (detached from its target)"
-        elif method == "CDPConnection.closed":
-            self.crashed = f"the CDP connection closed ({params.get('reason', '')})"
-        else:
-            return
-        self.changed.set()
+            if self.document is None:
+                self.failure = str(params.get("errorText", "navigation failed"))
+
+    def _on_crashed(self, _: dict[str, Any]) -> None:
+        self.crashed = "the page crashed"
+
+    def _on_detached(self, _: dict[str, Any]) -> None:
+        self.crashed = "the page was closed (detached from its target)"
+
+    def _on_connection_closed(self, params: dict[str, Any]) -> None:
+        self.crashed = f"the CDP connection closed ({params.get('reason', '')})"
 
     def _note_connection(self, params: dict[str, Any]) -> None:
         """The document's remote address and protocol, from its
@@ -316,6 +334,27 @@ class DocumentTracker:
         if values or self.document.network_id is None:
             return values
         return self.set_cookies.get(self.document.network_id, [])
+
+
+#: :meth:`DocumentTracker.on_event`'s table: event method -> handler
+_HANDLERS: dict[str, Callable[[DocumentTracker, dict[str, Any]], bool | None]] = {
+    "Page.loadEventFired": DocumentTracker._on_load_event_fired,
+    "Page.frameStoppedLoading": DocumentTracker._on_frame_stopped_loading,
+    "Page.domContentEventFired": DocumentTracker._on_dom_content_event_fired,
+    "Page.frameNavigated": DocumentTracker._on_frame_navigated,
+    "Page.frameStartedNavigating": DocumentTracker._on_navigation_announced,
+    "Page.frameRequestedNavigation": DocumentTracker._on_navigation_announced,
+    "Page.frameScheduledNavigation": DocumentTracker._on_navigation_announced,
+    "Page.navigatedWithinDocument": DocumentTracker._on_navigated_within_document,
+    "Network.responseReceived": DocumentTracker._on_response_received,
+    "Network.responseReceivedExtraInfo": DocumentTracker._on_response_extra_info,
+    "Network.loadingFailed": DocumentTracker._on_loading_failed,
+    "Inspector.targetCrashed": DocumentTracker._on_crashed,
+    "Target.targetCrashed": DocumentTracker._on_crashed,
+    "Target.detachedFromTarget": DocumentTracker._on_detached,
+    "CDPConnection.closed": DocumentTracker._on_connection_closed,
+}
+DocumentTracker.EVENTS = frozenset(_HANDLERS)
 
 
 def _header(headers: dict[str, Any], name: str) -> str | None:

@@ -19,7 +19,8 @@ from typing import Any
 #: schemes whose navigations the render follows (``about:blank`` included)
 FOLLOWED = ("http:", "https:", "about:")
 
-_NAVIGATION_EVENTS = frozenset(
+#: the events announcing a navigation of a frame
+NAVIGATION_EVENTS = frozenset(
     {
         "Page.frameStartedNavigating",
         "Page.frameRequestedNavigation",
@@ -57,7 +58,7 @@ class SchemeFilter:
     def swallow(self, method: str, params: dict[str, Any]) -> bool:
         """True when the event is about a navigation the render must not wait
         for (it is recorded, not passed on)."""
-        if method in _NAVIGATION_EVENTS:
+        if method in NAVIGATION_EVENTS:
             url = str(params.get("url", ""))
             if params.get("frameId") != self.main_frame_id or not url or followed(url):
                 return False

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -45,8 +45,9 @@ from scrapy_cdp_pool.render._page.child_frames import ChildFrames
 from scrapy_cdp_pool.render._page.console import ConsoleLog
 from scrapy_cdp_pool.render._page.dialogs import DialogAnswerer
 from scrapy_cdp_pool.render._page.document import DocumentTracker, is_context_gone
+from scrapy_cdp_pool.render._page.events import EventHandler, EventRouter
 from scrapy_cdp_pool.render._page.interception import FetchInterceptor
-from scrapy_cdp_pool.render._page.navigation_schemes import SchemeFilter
+from scrapy_cdp_pool.render._page.navigation_schemes import NAVIGATION_EVENTS, SchemeFilter
 from scrapy_cdp_pool.render._page.network_idle import NetworkActivity
 from scrapy_cdp_pool.render._page.response_log import ResponseLog
 from scrapy_cdp_pool.render._request.spec import RenderSpec
@@ -161,7 +162,7 @@ class Page:
         self._tasks: set[asyncio.Task[None]] = set()
         self.started_at = time.monotonic()
         self.console = ConsoleLog(self.started_at) if spec.console else None
-        cdp.subscribe(session_id, self._on_event)
+        cdp.subscribe(session_id, self._route_events().dispatch)
 
     def command(
         self, method: str, params: dict[str, Any] | None = None, timeout_s: float | None = None
@@ -403,54 +404,86 @@ class Page:
 
     # Fetch interception -------------------------------------------------
 
-    def _on_event(self, method: str, params: dict[str, Any]) -> None:
-        if method == "Fetch.requestPaused":
-            task = asyncio.get_running_loop().create_task(self.interceptor.on_paused(params))
+    def _route_events(self) -> EventRouter:
+        """The page's one event table (:class:`EventRouter`), in the order
+        the handlers must run: the paused requests, authentication challenges
+        and dialogs answered in tasks of their own; navigations to schemes
+        the render does not follow, kept from everything after; then the
+        network activity, the frames, the document tracker and the optional
+        logs (responses waited for, capture, console)."""
+        router = EventRouter()
+        router.on("Fetch.requestPaused", self._spawn_handler(self.interceptor.on_paused))
+        router.on("Fetch.authRequired", self._spawn_handler(self.interceptor.on_auth))
+        router.on("Page.javascriptDialogOpening", self._spawn_handler(self.dialogs.on_opening))
+        router.on((*NAVIGATION_EVENTS, "Page.frameNavigated"), self._on_other_scheme)
+        router.on("Network.loadingFailed", self._on_other_scheme_stopped)
+        router.on("Network.*", self.network.on_event)
+        router.on("Network.dataReceived", lambda _, params: self._on_data(params))
+        router.on("Network.requestWillBeSent", self._on_request_sent)
+        router.on(("Page.frameAttached", "Page.frameNavigated"), self.child_frames.on_event)
+        router.on("Page.frameNavigated", self._on_frame_navigated)
+        router.on("Page.navigatedWithinDocument", self._on_navigated_within_document)
+        router.on("Page.frameStoppedLoading", self._on_frame_stopped_loading)
+        router.on(DocumentTracker.EVENTS, self.tracker.on_event)
+        if self.responses is not None:
+            router.on("Network.*", self.responses.on_event)
+        if self.capture is not None:
+            router.on("Network.*", self.capture.on_event)
+        if self.console is not None:
+            router.on("Runtime.*", self.console.on_event)
+        return router
+
+    def _spawn_handler(
+        self, answer: Callable[[dict[str, Any]], Coroutine[Any, Any, None]]
+    ) -> EventHandler:
+        """A handler that answers its event in a task of its own (the answer
+        awaits commands; events keep flowing meanwhile)."""
+
+        def spawn(_: str, params: dict[str, Any]) -> bool:
+            task = asyncio.get_running_loop().create_task(answer(params))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        elif method == "Fetch.authRequired":
-            task = asyncio.get_running_loop().create_task(self.interceptor.on_auth(params))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        elif method == "Page.javascriptDialogOpening":
-            task = asyncio.get_running_loop().create_task(self.dialogs.on_opening(params))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-        elif self.schemes.swallow(method, params):
+            return True
+
+        return spawn
+
+    def _on_other_scheme(self, method: str, params: dict[str, Any]) -> bool:
+        """A main-frame navigation to a scheme the render does not follow is
+        recorded and consumed (:class:`SchemeFilter`)."""
+        if self.schemes.swallow(method, params):
             self.tracker.changed.set()
-        elif self.schemes.stopped_loading(method, params):
-            self.network.on_event(method, params)
-            if self.tracker.document is not None and not self.tracker.navigation_pending:
-                self.tracker.dom_content_loaded = self.tracker.loaded = True
+            return True
+        return False
+
+    def _on_other_scheme_stopped(self, method: str, params: dict[str, Any]) -> bool:
+        """Such a navigation stopped the loading document: it is as loaded as
+        it will ever be."""
+        if not self.schemes.stopped_loading(method, params):
+            return False
+        self.network.on_event(method, params)
+        if self.tracker.document is not None and not self.tracker.navigation_pending:
+            self.tracker.dom_content_loaded = self.tracker.loaded = True
+        self.tracker.changed.set()
+        return True
+
+    def _on_request_sent(self, _: str, params: dict[str, Any]) -> None:
+        if params.get("type") == "Document":
+            self._note_origin(str(params.get("documentURL", "")))
+
+    def _on_frame_navigated(self, _: str, params: dict[str, Any]) -> None:
+        frame = params.get("frame") or {}
+        self._note_origin(str(frame.get("url", "")))
+        if frame.get("id") == self.target_id:
+            self.frame_url = str(frame.get("url", ""))
+
+    def _on_navigated_within_document(self, _: str, params: dict[str, Any]) -> None:
+        if params.get("frameId") == self.target_id:
+            self.frame_url = str(params.get("url", ""))
             self.tracker.changed.set()
-        else:
-            if method.startswith("Network."):
-                self.network.on_event(method, params)
-                if method == "Network.dataReceived":
-                    self._on_data(params)
-                if method == "Network.requestWillBeSent" and params.get("type") == "Document":
-                    self._note_origin(str(params.get("documentURL", "")))
-            elif method == "Page.frameAttached":
-                self.child_frames.on_event(method, params)
-            elif method == "Page.frameNavigated":
-                frame = params.get("frame") or {}
-                self._note_origin(str(frame.get("url", "")))
-                self.child_frames.on_event(method, params)
-                if frame.get("id") == self.target_id:
-                    self.frame_url = str(frame.get("url", ""))
-            elif method == "Page.navigatedWithinDocument":
-                if params.get("frameId") == self.target_id:
-                    self.frame_url = str(params.get("url", ""))
-                    self.tracker.changed.set()
-            elif method == "Page.frameStoppedLoading" and params.get("frameId") == self.target_id:
-                self.stopped_loading.set()
-            self.tracker.on_event(method, params)
-            if self.responses is not None and method.startswith("Network."):
-                self.responses.on_event(method, params)
-            if self.capture is not None and method.startswith("Network."):
-                self.capture.on_event(method, params)
-            elif self.console is not None and method.startswith("Runtime."):
-                self.console.on_event(method, params)
+
+    def _on_frame_stopped_loading(self, _: str, params: dict[str, Any]) -> None:
+        if params.get("frameId") == self.target_id:
+            self.stopped_loading.set()
 
     def _on_data(self, params: dict[str, Any]) -> None:
         """A chunk of a response's body arrived: past the request's maxsize
