@@ -6,7 +6,7 @@ and the pool's totals at spider close."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.core.boundary import error_kind
 from scrapy_cdp_pool.render import (
@@ -108,16 +108,31 @@ class RenderStats:
         self.stats.inc_value(_outcome_stat(result))
         self.stats.max_value("cdp_pool/render_seconds_max", round(seconds, 3))
         self.stats.max_value("cdp_pool/pages_in_flight_max", pool.pages_in_flight_max)
-        for resource_type, count in result.blocked.items():
+        if result.blocked:
+            self._count_blocked(result.blocked)
+        self._log_private_hosts(request, result.private_hosts)
+        if result.downloads or result.downloads_cut or result.downloads_fetched_whole:
+            self._count_downloads(request, result)
+        if result.network is not None:
+            self._count_captured(result.network)
+        if result.console is not None:
+            self._count_console(result.console)
+        self._warn_size(request, result, warnsize)
+
+    def _count_blocked(self, blocked: dict[str, int]) -> None:
+        """The page's requests failed before they left, by why."""
+        for resource_type, count in blocked.items():
             if resource_type == FAVICON:  # the browser's own request, not the page's
                 self.stats.inc_value("cdp_pool/favicon_requests_blocked", count)
-                continue
-            if resource_type == PRIVATE_NETWORK:
+            elif resource_type == PRIVATE_NETWORK:
                 self.stats.inc_value("cdp_pool/private_network_blocked", count)
-                continue
-            self.stats.inc_value("cdp_pool/resources_blocked", count)
-            self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
-        self._log_private_hosts(request, result.private_hosts)
+            else:
+                self.stats.inc_value("cdp_pool/resources_blocked", count)
+                self.stats.inc_value(f"cdp_pool/resources_blocked/{resource_type}", count)
+
+    def _count_downloads(self, request: Request, result: RenderResult) -> None:
+        """Downloads the page started: counted; Lightpanda's fetched whole
+        before they could be stopped: warned once."""
         if result.downloads:
             self.stats.inc_value("cdp_pool/page_downloads", result.downloads)
         if result.downloads_cut:
@@ -134,22 +149,29 @@ class RenderStats:
                 request.url,
                 extra={"crawler": self.crawler},
             )
-        if result.network is not None:
-            self.stats.inc_value("cdp_pool/network_captured", len(result.network))
-            skipped = sum(1 for entry in result.network if entry["body_skipped"])
-            if skipped:
-                self.stats.inc_value("cdp_pool/network_bodies_skipped", skipped)
-        if result.console is not None:
-            kinds = [entry["type"] for entry in result.console]
-            messages = sum(1 for kind in kinds if kind not in ("exception", "truncated"))
-            if messages:
-                self.stats.inc_value("cdp_pool/console_messages", messages)
-            if "exception" in kinds:
-                self.stats.inc_value("cdp_pool/page_errors", kinds.count("exception"))
+
+    def _count_captured(self, network: list[dict[str, Any]]) -> None:
+        self.stats.inc_value("cdp_pool/network_captured", len(network))
+        skipped = sum(1 for entry in network if entry["body_skipped"])
+        if skipped:
+            self.stats.inc_value("cdp_pool/network_bodies_skipped", skipped)
+
+    def _count_console(self, console: list[dict[str, Any]]) -> None:
+        kinds = [entry["type"] for entry in console]
+        messages = sum(1 for kind in kinds if kind not in ("exception", "truncated"))
+        if messages:
+            self.stats.inc_value("cdp_pool/console_messages", messages)
+        if "exception" in kinds:
+            self.stats.inc_value("cdp_pool/page_errors", kinds.count("exception"))
+
+    def _warn_size(self, request: Request, result: RenderResult, warnsize: int) -> None:
+        """``meta["download_warnsize"]`` or ``DOWNLOAD_WARNSIZE``, in plain
+        Scrapy's words."""
+        if not warnsize:
+            return
         announced = None if result.rendered else content_length(result.headers)
         size = announced if announced is not None else len(result.body)
-        if warnsize and size > warnsize:
-            # meta["download_warnsize"] or DOWNLOAD_WARNSIZE, in plain Scrapy's words
+        if size > warnsize:
             logger.warning(
                 "%s %d bytes which is larger than download warn size (%d) in request %s.",
                 "Received" if announced is None else "Expected to receive",

@@ -172,63 +172,68 @@ def parse_actions(raw: Any) -> tuple[Action, ...]:
     """
     if not isinstance(raw, (list, tuple)):
         raise ValueError(f"expected a list of [name, *args] lists, got {raw!r}")
-    actions = []
-    for index, item in enumerate(raw):
-        if isinstance(item, str):
-            item = [item]
-        if not isinstance(item, (list, tuple)) or not item or not isinstance(item[0], str):
-            raise ValueError(f"action #{index}: expected [name, *args], got {item!r}")
-        name, *args = item
-        signature = ACTIONS.get(name)
-        if signature is None:
+    return tuple(_parse_action(index, item) for index, item in enumerate(raw))
+
+
+def _parse_action(index: int, item: Any) -> Action:
+    """Action ``#index`` of ``meta["cdp_actions"]``, checked (see :func:`parse_actions`)."""
+    if isinstance(item, str):
+        item = [item]
+    if not isinstance(item, (list, tuple)) or not item or not isinstance(item[0], str):
+        raise ValueError(f"action #{index}: expected [name, *args], got {item!r}")
+    name, *args = item
+    signature = ACTIONS.get(name)
+    if signature is None:
+        raise ValueError(f"action #{index}: unknown action {name!r}; allowed: {', '.join(ACTIONS)}")
+    where = f"action #{index} {name!r}"
+    kwargs: dict[str, Any] = dict(args.pop()) if args and isinstance(args[-1], dict) else {}
+    _check_positional(where, signature, args)
+    _check_keywords(where, signature, kwargs)
+    action = Action(name, tuple(args), kwargs)
+    if signature.check is not None:
+        try:
+            signature.check(action)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from e
+    return action
+
+
+def _check_positional(where: str, signature: _Signature, args: list[Any]) -> None:
+    required = len(signature.positional)
+    if not required <= len(args) <= required + len(signature.optional):
+        optional = f" (and {len(signature.optional)} optional)" if signature.optional else ""
+        raise ValueError(
+            f"{where}: takes {required} positional argument(s){optional}, got {len(args)}: {args!r}"
+        )
+    expected_types = signature.positional + signature.optional
+    for position, (value, expected) in enumerate(zip(args, expected_types, strict=False)):
+        if isinstance(value, bool) or not isinstance(value, expected):
             raise ValueError(
-                f"action #{index}: unknown action {name!r}; allowed: {', '.join(ACTIONS)}"
+                f"{where}: argument {position} {value!r} has the wrong "
+                f"type (expected {_names(expected)})"
             )
-        kwargs: dict[str, Any] = {}
-        if args and isinstance(args[-1], dict):
-            kwargs = dict(args.pop())
-        required = len(signature.positional)
-        if not required <= len(args) <= required + len(signature.optional):
-            optional = f" (and {len(signature.optional)} optional)" if signature.optional else ""
+
+
+def _check_keywords(where: str, signature: _Signature, kwargs: dict[str, Any]) -> None:
+    for key, value in kwargs.items():
+        expected_kw = signature.keywords.get(key)
+        if expected_kw is None:
             raise ValueError(
-                f"action #{index} {name!r}: takes {required} positional argument(s){optional}, "
-                f"got {len(args)}: {args!r}"
+                f"{where}: unknown keyword {key!r}; "
+                f"allowed: {', '.join(signature.keywords) or 'none'}"
             )
-        expected_types = signature.positional + signature.optional
-        for position, (value, expected) in enumerate(zip(args, expected_types, strict=False)):
-            if isinstance(value, bool) or not isinstance(value, expected):
-                raise ValueError(
-                    f"action #{index} {name!r}: argument {position} {value!r} has the wrong "
-                    f"type (expected {_names(expected)})"
-                )
-        for key, value in kwargs.items():
-            expected_kw = signature.keywords.get(key)
-            if expected_kw is None:
-                raise ValueError(
-                    f"action #{index} {name!r}: unknown keyword {key!r}; "
-                    f"allowed: {', '.join(signature.keywords) or 'none'}"
-                )
-            if not isinstance(value, expected_kw) or (
-                isinstance(value, bool) and expected_kw is not bool and expected_kw is not object
-            ):
-                raise ValueError(
-                    f"action #{index} {name!r}: keyword {key}={value!r} has the wrong type "
-                    f"(expected {_names(expected_kw)})"
-                )
-        timeout = kwargs.get("timeout")
-        if timeout is not None and not (0 < timeout <= MAX_WAIT_S):
+        if not isinstance(value, expected_kw) or (
+            isinstance(value, bool) and expected_kw is not bool and expected_kw is not object
+        ):
             raise ValueError(
-                f"action #{index} {name!r}: timeout={timeout!r}; expected seconds > 0 and at "
-                f"most {MAX_WAIT_S:g}"
+                f"{where}: keyword {key}={value!r} has the wrong type "
+                f"(expected {_names(expected_kw)})"
             )
-        action = Action(name, tuple(args), kwargs)
-        if signature.check is not None:
-            try:
-                signature.check(action)
-            except ValueError as e:
-                raise ValueError(f"action #{index} {name!r}: {e}") from e
-        actions.append(action)
-    return tuple(actions)
+    timeout = kwargs.get("timeout")
+    if timeout is not None and not (0 < timeout <= MAX_WAIT_S):
+        raise ValueError(
+            f"{where}: timeout={timeout!r}; expected seconds > 0 and at most {MAX_WAIT_S:g}"
+        )
 
 
 _NO_LAYOUT_SCROLL = (

@@ -82,32 +82,11 @@ def parse_capture(raw: Any, max_body: int, max_total: int) -> CaptureRule | None
         return None
     if raw is True:
         return CaptureRule(max_body=max_body, max_total=max_total)
-    allowed = (
-        "expected True, a URL pattern, a list of them, or "
-        "{'urls': [patterns], 'resource_types': [types]}"
-    )
-    urls: Any
-    types: Any = ()
-    if isinstance(raw, str):
-        urls = [raw]
-    elif isinstance(raw, (list, tuple)):
-        urls = raw
-    elif isinstance(raw, dict):
-        unknown = sorted(str(k) for k in raw if k not in ("urls", "resource_types"))
-        if unknown:
-            raise ValueError(f"{raw!r}: unknown keys {unknown}; {allowed}")
-        urls = raw.get("urls") or ()
-        types = raw.get("resource_types") or ()
-        if isinstance(urls, str):
-            urls = [urls]
-        if isinstance(types, str):
-            types = [types]
-    else:
-        raise ValueError(f"{raw!r}: {allowed}")
+    urls, types = _capture_parts(raw)
     if not isinstance(urls, (list, tuple)) or not all(isinstance(u, str) and u for u in urls):
-        raise ValueError(f"{raw!r}: URL patterns must be non-empty strings; {allowed}")
+        raise ValueError(f"{raw!r}: URL patterns must be non-empty strings; {_ALLOWED}")
     if not isinstance(types, (list, tuple)) or not all(isinstance(t, str) for t in types):
-        raise ValueError(f"{raw!r}: resource types must be strings; {allowed}")
+        raise ValueError(f"{raw!r}: resource types must be strings; {_ALLOWED}")
     lowered = frozenset(t.lower() for t in types)
     unknown_types = sorted(lowered - set(RESOURCE_TYPES))
     if unknown_types:
@@ -118,6 +97,33 @@ def parse_capture(raw: Any, max_body: int, max_total: int) -> CaptureRule | None
         check_pattern(pattern)
     return CaptureRule(
         patterns=tuple(urls), resource_types=lowered, max_body=max_body, max_total=max_total
+    )
+
+
+_ALLOWED = (
+    "expected True, a URL pattern, a list of them, or "
+    "{'urls': [patterns], 'resource_types': [types]}"
+)
+
+
+def _capture_parts(raw: Any) -> tuple[Any, Any]:
+    """``meta["cdp_capture"]``'s URL patterns and resource types, each as
+    given (checked by the caller); a lone string is a list of one.
+
+    :raises ValueError: neither a string, a list nor a dict of known keys."""
+    if isinstance(raw, str):
+        return [raw], ()
+    if isinstance(raw, (list, tuple)):
+        return raw, ()
+    if not isinstance(raw, dict):
+        raise ValueError(f"{raw!r}: {_ALLOWED}")
+    unknown = sorted(str(k) for k in raw if k not in ("urls", "resource_types"))
+    if unknown:
+        raise ValueError(f"{raw!r}: unknown keys {unknown}; {_ALLOWED}")
+    urls = raw.get("urls") or ()
+    types = raw.get("resource_types") or ()
+    return ([urls] if isinstance(urls, str) else urls), (
+        [types] if isinstance(types, str) else types
     )
 
 
