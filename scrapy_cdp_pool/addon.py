@@ -21,7 +21,6 @@ from scrapy_cdp_pool.cluster.install import (
 )
 from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix
 from scrapy_cdp_pool.core.handler import RENDERED_SCHEMES
-from scrapy_cdp_pool.core.paths import check_directory, check_writable_file, make_private_directory
 from scrapy_cdp_pool.core.playwright_keys import warn_playwright_handler, warn_playwright_settings
 from scrapy_cdp_pool.core.runtime import CrawlerRuntime, RuntimeOwner
 from scrapy_cdp_pool.errors import ServerStartError
@@ -30,6 +29,11 @@ from scrapy_cdp_pool.jobdir.store import check_jobdir
 from scrapy_cdp_pool.ladder.make import provide_ladder
 from scrapy_cdp_pool.profiles.registry import provide_profiles
 from scrapy_cdp_pool.settings.config import PoolConfig
+from scrapy_cdp_pool.shared.paths import (
+    check_directory,
+    check_writable_file,
+    make_private_directory,
+)
 
 if TYPE_CHECKING:
     from typing import Self

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 from scrapy.http import Headers
 from scrapy.utils.misc import load_object
 
-from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
 from scrapy_cdp_pool.render import is_rendered
 from scrapy_cdp_pool.scrapy_internals import cache_fingerprinter, set_cache_fingerprinter
+from scrapy_cdp_pool.shared.disk_full import is_disk_full, stop_for_full_disk
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

@@ -180,7 +180,7 @@ def test_a_status_or_failures_file_is_never_created_readable_or_through_a_link(
     """Found by a fresh-user trial: the start-up check created the file with the
     umask (0644) and the crawl made it 0600 only later, so another user could
     open it in between; a symbolic link was followed."""
-    from scrapy_cdp_pool.core.paths import check_writable_file
+    from scrapy_cdp_pool.shared.paths import check_writable_file
 
     created = tmp_path / "created.jsonl"
     check_writable_file(setting, str(created))

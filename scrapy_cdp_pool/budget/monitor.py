@@ -4,7 +4,7 @@
 :data:`SAMPLES_PER_TICK` times per ``interval_s`` it takes a
 :class:`~scrapy_cdp_pool.budget.load.LoadSample`: the memory of the embedded
 servers of the attached crawlers' pools (their whole process trees, through
-:func:`~scrapy_cdp_pool.core.process_memory.trees_memory`), the
+:func:`~scrapy_cdp_pool.shared.process_memory.trees_memory`), the
 machine's CPU busy share since the previous sample (psutil), how late the event
 loop woke the monitor up, and the budget's peak of pages in flight. Each
 ``interval_s`` the window of samples goes to :meth:`ConcurrencyBudget.tick`.
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import psutil
 
 from scrapy_cdp_pool.budget.load import LoadSample
-from scrapy_cdp_pool.core.process_memory import MB, trees_memory
+from scrapy_cdp_pool.shared.process_memory import MB, trees_memory
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.budget.budget import ConcurrencyBudget

@@ -38,7 +38,6 @@ from scrapy.exceptions import CloseSpider
 from scrapy.extensions.spiderstate import SpiderState
 from scrapy.pqueues import ScrapyPriorityQueue
 
-from scrapy_cdp_pool.core.disk_full import stop_for_full_disk
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import JobdirError, JobdirFull
 from scrapy_cdp_pool.jobdir.dupefilter import DurableDupeFilter
@@ -50,6 +49,7 @@ from scrapy_cdp_pool.scrapy_internals import (
     requests_in_progress,
     start_disk_queue_class,
 )
+from scrapy_cdp_pool.shared.disk_full import stop_for_full_disk
 
 if TYPE_CHECKING:
     from typing import Self
@@ -203,7 +203,7 @@ class DurableScheduler(Scheduler):
 
     @staticmethod
     def _disk_full(job: _Job, error: JobdirFull) -> None:
-        """Stop the crawl as Ctrl-C would (core/disk_full.py); from now on
+        """Stop the crawl as Ctrl-C would (shared/disk_full.py); from now on
         nothing is written, so nothing is acknowledged."""
         stop_for_full_disk(
             job.crawler, job.store.path, "the JOBDIR database (requests, acknowledgements)",

@@ -4,10 +4,10 @@ crawl's other files are.
 
 Scrapy's own writes the file in place at ``spider_closed``: a disk full
 midway leaves it cut short, and a read-only or failing disk (the crawl
-already stopped for it, core/disk_full.py) adds an ERROR with a traceback
+already stopped for it, shared/disk_full.py) adds an ERROR with a traceback
 from the signal handler. This one writes a temporary file beside it and
 renames it over the old one; a write its disk refuses is counted like any
-other (:func:`~scrapy_cdp_pool.core.disk_full.stop_for_full_disk`: one ERROR
+other (:func:`~scrapy_cdp_pool.shared.disk_full.stop_for_full_disk`: one ERROR
 per crawl, naming the file) and the previous ``spider.state`` stays. The
 add-on puts it in Scrapy's ``SpiderState``'s place with the durable JOBDIR.
 """
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.extensions.spiderstate import SpiderState
 
-from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
+from scrapy_cdp_pool.shared.disk_full import is_disk_full, stop_for_full_disk
 
 if TYPE_CHECKING:
     from typing import Self

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING
 
 from scrapy.utils.job import job_dir
 
-from scrapy_cdp_pool.core.disk_full import disk_refusal
 from scrapy_cdp_pool.core.parts import PartKey
 from scrapy_cdp_pool.errors import JobdirError, JobdirFull
 from scrapy_cdp_pool.jobdir.database import (
@@ -49,6 +48,7 @@ from scrapy_cdp_pool.jobdir.database import (
 )
 from scrapy_cdp_pool.jobdir.inflight import InFlight
 from scrapy_cdp_pool.jobdir.lock import JobdirLock
+from scrapy_cdp_pool.shared.disk_full import disk_refusal
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.core.runtime import CrawlerRuntime

@@ -28,7 +28,6 @@ from scrapy import Request
 from scrapy.exceptions import DownloadTimeoutError
 from scrapy.http import Response
 
-from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
 from scrapy_cdp_pool.errors import (
     ActionError,
     ActionTimeout,
@@ -52,6 +51,7 @@ from scrapy_cdp_pool.ladder.store import LadderStore
 from scrapy_cdp_pool.messages import cap_message
 from scrapy_cdp_pool.settings.config import PoolConfig
 from scrapy_cdp_pool.settings.expectation import Expectation, parse_expectation
+from scrapy_cdp_pool.shared.disk_full import is_disk_full, stop_for_full_disk
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -321,7 +321,7 @@ class Ladder:
 
     def save(self) -> None:
         """Save what was learned to the store (each change, and at the end).
-        A full disk stops the crawl (core/disk_full.py), not the request."""
+        A full disk stops the crawl (shared/disk_full.py), not the request."""
         if self.store is not None:
             try:
                 self.store.save(self.learner.snapshot())

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from scrapy import Request
 
-from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
 from scrapy_cdp_pool.core.gates import profile_of
 from scrapy_cdp_pool.core.parts import PROFILE_CONTEXTS, PartKey
 from scrapy_cdp_pool.errors import (
@@ -30,6 +29,7 @@ from scrapy_cdp_pool.profiles.store import Profile, ProfileStore
 from scrapy_cdp_pool.render import ContextOptions
 from scrapy_cdp_pool.settings.config import PoolConfig
 from scrapy_cdp_pool.settings.signed_out import SignedOutRule
+from scrapy_cdp_pool.shared.disk_full import is_disk_full, stop_for_full_disk
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler

@@ -29,10 +29,10 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.response import response_status_message
 
-from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
-from scrapy_cdp_pool.core.paths import open_private_for_append
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.messages import cap_message, without_password
+from scrapy_cdp_pool.shared.disk_full import is_disk_full, stop_for_full_disk
+from scrapy_cdp_pool.shared.paths import open_private_for_append
 
 if TYPE_CHECKING:
     from typing import Self

@@ -15,19 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.browser.pool.connection import ConnectionState
 from scrapy_cdp_pool.browser.pool.pool import ConnectionPool, PoolState
-from scrapy_cdp_pool.core.process_memory import (
-    MB,
-    TreeMemory,
-    added,
-    process_rss_bytes,
-    trees_memory,
-)
 from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.scrapy_internals import (
     active_download_count,
     running_scheduler,
     scheduler_queues,
     scraper_load,
+)
+from scrapy_cdp_pool.shared.process_memory import (
+    MB,
+    TreeMemory,
+    added,
+    process_rss_bytes,
+    trees_memory,
 )
 from scrapy_cdp_pool.telemetry.sample import ConnectionStatus, EndpointStatus, StatusSample
 

@@ -18,10 +18,10 @@ from scrapy import signals
 from scrapy.utils.asyncio import create_looping_call
 
 from scrapy_cdp_pool.browser.pool.pool import PoolState
-from scrapy_cdp_pool.core.disk_full import is_disk_full, stop_for_full_disk
-from scrapy_cdp_pool.core.process_memory import MB, process_rss_bytes
 from scrapy_cdp_pool.core.runtime import CrawlerRuntime, runtime_of
 from scrapy_cdp_pool.scrapy_internals import active_download_count, running_scheduler, scraper_load
+from scrapy_cdp_pool.shared.disk_full import is_disk_full, stop_for_full_disk
+from scrapy_cdp_pool.shared.process_memory import MB, process_rss_bytes
 from scrapy_cdp_pool.telemetry.collect import (
     ServerReading,
     StatusCollector,

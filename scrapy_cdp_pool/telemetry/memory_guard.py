@@ -15,7 +15,7 @@ closes the spider (reason ``cdp_pool_memory_limit_too_low``, stat
 ``cdp_pool/memory_guard/idle_mb``) instead of stalling the crawl.
 
 The server's memory is its whole process tree, PSS where the OS gives it, else
-RSS (see :mod:`scrapy_cdp_pool.core.process_memory`). A remote endpoint's
+RSS (see :mod:`scrapy_cdp_pool.shared.process_memory`). A remote endpoint's
 memory cannot be measured: the limit is then not enforced, and a warning says
 so once.
 """
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from twisted.internet.task import LoopingCall
 
     from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
-    from scrapy_cdp_pool.core.process_memory import TreeMemory
+    from scrapy_cdp_pool.shared.process_memory import TreeMemory
 
 logger = logging.getLogger(__name__)
 

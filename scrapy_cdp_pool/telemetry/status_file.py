@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 from typing import Any, TextIO
 
-from scrapy_cdp_pool.core.paths import open_private_for_append
+from scrapy_cdp_pool.shared.paths import open_private_for_append
 from scrapy_cdp_pool.telemetry.sample import StatusSample
 
 logger = logging.getLogger(__name__)

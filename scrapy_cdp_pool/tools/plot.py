@@ -10,8 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from scrapy_cdp_pool.core.process_memory import MB
 from scrapy_cdp_pool.errors import PlotError
+from scrapy_cdp_pool.shared.process_memory import MB
 from scrapy_cdp_pool.telemetry.status_file import read_status_file
 
 

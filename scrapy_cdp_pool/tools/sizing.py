@@ -28,11 +28,11 @@ from scrapy_cdp_pool.browser.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.browser.pool.embedded_server import EmbeddedServer
 from scrapy_cdp_pool.browser.pool.servers import embedded_server
-from scrapy_cdp_pool.core.process_memory import TreeMemory, process_tree_memory
 from scrapy_cdp_pool.errors import RenderError
 from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.render import ContextOptions, Page, RenderSpec, open_page
 from scrapy_cdp_pool.settings.config import PoolConfig
+from scrapy_cdp_pool.shared.process_memory import TreeMemory, process_tree_memory
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
