@@ -12,6 +12,9 @@ In one process tree (the benchmark site, then one runner subprocess at a time, e
   connection and navigating it again (2 connections: ``--mode kept``), the raw loop with a fresh
   context per page (``--mode fresh``), and the plugin at its defaults (``CDP_POOL_BROWSER =
   "chromium"``, whose default binary is the shell when installed).
+- Scrapy alone (``scrapy_floor``: each request answered with one stored page, no download): what
+  any Scrapy crawl pays per response; the line under the table splits the plugin's crawler CPU
+  into the raw loop's CDP work, Scrapy's own and the rest.
 - ``--full-chromium``: the same three on ``/usr/bin/chromium``.
 - ``--features``: the plugin again with each default feature switched off in turn, on Lightpanda
   and on the shell (``run_cdp_pool.py --off NAME``): what each costs per page is the defaults
@@ -45,6 +48,7 @@ from _common import page_urls, warmup_url  # noqa: E402 - the runners' own URL l
 from run_cdp_pool import FEATURES  # noqa: E402 - the features a run may switch off
 
 KIND = "products"
+SCRAPY_FLOOR = "scrapy_floor"
 #: the default features switched off in turn with --features, per backend (the
 #: HTTP cache is Lightpanda's; kept pages, their stop, cleaning and cache guard
 #: Chromium's)
@@ -71,6 +75,9 @@ def plan(a: argparse.Namespace) -> list[Row]:
     rows: list[Row] = [
         ("lightpanda", _raw("raw_cdp_loop", "lightpanda", 4, "fresh"), lp, ""),
         ("lightpanda", _plugin("plugin_defaults", "--browser", "lightpanda"), lp, "raw_cdp_loop"),
+        # Scrapy alone (each request answered with a stored page, no download):
+        # what any Scrapy crawl pays per response, the plugin's included
+        ("scrapy", Config(SCRAPY_FLOOR, "scrapy_floor", concurrency=16), lp, "-"),
     ]
     binaries = [("shell", "chromium_shell", procs.CHROMIUM_SHELL)]
     if a.full_chromium:
@@ -118,6 +125,8 @@ def table(rows: list[Row], results: dict[str, execute.RunResult]) -> list[str]:
         ref = results.get(floor)
         if not floor:
             ratio = "floor"
+        elif floor == "-":
+            ratio = "n/a"
         elif ref is not None and ref.status == "ok" and ref.pages_per_s:
             ratio = "%.2f" % (r.pages_per_s / ref.pages_per_s)
         else:
@@ -130,6 +139,22 @@ def table(rows: list[Row], results: dict[str, execute.RunResult]) -> list[str]:
                browser + crawler, r.other_load_cores or 0.0)
         )  # fmt: skip
     return lines
+
+
+def crawler_budget(results: dict[str, execute.RunResult]) -> list[str]:
+    """Where the plugin's crawler CPU per page goes on Lightpanda: the raw
+    loop's (its CDP work), Scrapy's own (the floor), and the rest (the
+    plugin's own Python and its extra messages)."""
+    runs = [results.get(n) for n in ("raw_cdp_loop", "plugin_defaults", SCRAPY_FLOOR)]
+    if any(r is None or r.status != "ok" for r in runs):
+        return []
+    raw, plugin, scrapy = (r.cpu_ms_per_page.get("crawler", 0.0) for r in runs if r is not None)
+    return [
+        "",
+        "Lightpanda, crawler CPU ms a page: plugin %.2f = raw loop's CDP work %.2f + Scrapy's own "
+        "%.2f (scrapy_floor: no download) + the rest %.2f (the plugin's own Python, its extra "
+        "commands and events)" % (plugin, raw, scrapy, plugin - raw - scrapy),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -170,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         "%s; %s; total %.0f s" % (KIND, about, time.monotonic() - t0),
         "",
         *table(rows, results),
+        *crawler_budget(results),
     ]
     text = "\n".join(lines) + "\n"
     print()
