@@ -90,26 +90,31 @@ def to_scrapy_error(error: BaseException, request_text: str) -> BaseException:
     if isinstance(error, (CDPConnectError, PoolUnavailable, DedicatedServerFailed)):
         return DownloadConnectionRefusedError(message)
     if isinstance(error, NavigationFailed):
-        reason = error.reason
-        if any(text in reason.lower() for text in _CERTIFICATE_TEXT):
-            return CertificateRejected(
-                f"{message} (the browser refused the site's TLS certificate; plain Scrapy does "
-                "not verify certificates: set CDP_POOL_IGNORE_HTTPS_ERRORS = True to accept it)"
-            )
-        if any(text in reason for text in _TIMEOUT_TEXT):
-            return DownloadTimeoutError(message)
-        if is_data_loss(reason):  # retried by RETRY_EXCEPTIONS
-            return ResponseDataLossError(message)
-        if any(text in reason for text in _DNS_TEXT):
-            return CannotResolveHostError(message)
-        if any(text in reason for text in _REFUSED_TEXT):
-            return DownloadConnectionRefusedError(message)
-        return DownloadFailedError(message)
+        return _navigation_error(error.reason, message)
     if isinstance(error, (PageMemoryExceeded, PageScriptStalled)):
         return error  # not retried: the same page would do the same again
     if isinstance(error, (CDPConnectionClosed, PageCrashed, CDPError)):
         return DownloadFailedError(message)
     return error
+
+
+def _navigation_error(reason: str, message: str) -> BaseException:
+    """Scrapy's download exception for a navigation the browser failed with
+    ``reason`` (Chromium's ``net::ERR_*`` text, Lightpanda's libcurl error)."""
+    if any(text in reason.lower() for text in _CERTIFICATE_TEXT):
+        return CertificateRejected(
+            f"{message} (the browser refused the site's TLS certificate; plain Scrapy does "
+            "not verify certificates: set CDP_POOL_IGNORE_HTTPS_ERRORS = True to accept it)"
+        )
+    if any(text in reason for text in _TIMEOUT_TEXT):
+        return DownloadTimeoutError(message)
+    if is_data_loss(reason):  # retried by RETRY_EXCEPTIONS
+        return ResponseDataLossError(message)
+    if any(text in reason for text in _DNS_TEXT):
+        return CannotResolveHostError(message)
+    if any(text in reason for text in _REFUSED_TEXT):
+        return DownloadConnectionRefusedError(message)
+    return DownloadFailedError(message)
 
 
 def error_kind(error: BaseException) -> str:

@@ -66,8 +66,25 @@ def request_proxy(request: Request) -> RequestProxy | None:
             f"{request}: meta['proxy'] = {shown!r}: rendered requests take http:// and "
             "https:// proxies (as Scrapy's HTTP handler does)"
         )
-    username = unquote(parts.username) if parts.username else None
-    password = unquote(parts.password) if parts.password is not None else None
+    username, password = _credentials(request, parts.username, parts.password, shown)
+    return RequestProxy(
+        server=_server(url),
+        username=username or None,
+        password=password if username else None,
+        from_environment=bool(request.meta.get("_scheme_proxy")),
+    )
+
+
+def _credentials(
+    request: Request, url_username: str | None, url_password: str | None, shown: str
+) -> tuple[str | None, str | None]:
+    """The proxy's user name and password: from its URL, else from the
+    request's ``Proxy-Authorization`` header (Basic), else none.
+
+    :raises ProxyUnsupported: a header that is not Basic credentials, or
+        credentials holding a control character."""
+    username = unquote(url_username) if url_username else None
+    password = unquote(url_password) if url_password is not None else None
     header = request.headers.get(b"Proxy-Authorization")
     if username is None and header:
         username, password = _basic_credentials(request, bytes(header), shown)
@@ -76,12 +93,7 @@ def request_proxy(request: Request) -> RequestProxy | None:
             raise ProxyUnsupported(
                 f"{request}: the credentials of proxy {shown} hold a control character"
             )
-    return RequestProxy(
-        server=_server(url),
-        username=username or None,
-        password=password if username else None,
-        from_environment=bool(request.meta.get("_scheme_proxy")),
-    )
+    return username, password
 
 
 def _server(url: str) -> str:
