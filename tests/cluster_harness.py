@@ -1,87 +1,29 @@
-"""A real ``redis-server`` on a Unix socket, and cluster workers: ``scrapy crawl``
-of the JOBDIR tests' project (``tests/jobdir_project``) in subprocesses, each
-with ``CDP_POOL_CLUSTER_REDIS_URL`` pointing at that server."""
+"""Cluster workers: ``scrapy crawl`` of the JOBDIR tests' project
+(``tests/jobdir_project``) in subprocesses, each with
+``CDP_POOL_CLUSTER_REDIS_URL`` pointing at a real Redis (``tests/redis_server.py``,
+whose :class:`RedisServer` and ``REDIS_SERVER`` are also importable from here)."""
 
 from __future__ import annotations
 
 import json
 import os
 import queue
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, ClassVar, Self
 
 import psutil
-import redis
 
 from tests.jobdir_project.harness import EXIT_DEADLINE_S, LINE_DEADLINE_S, PROJECT
+from tests.redis_server import REDIS_SERVER, RedisServer
+
+__all__ = ["REDIS_SERVER", "RedisServer"]  # re-exported: the cluster tests' one Redis
 
 SCRAPY = Path(sys.executable).parent / "scrapy"
-REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
-READY_DEADLINE_S = 30.0
-
-
-class RedisServer:
-    """``redis-server`` listening on a Unix socket only (mode 0700), its AOF
-    (``appendfsync always`` by default) in a private directory; :meth:`restart` kills it
-    (SIGKILL) and starts it again on the same files."""
-
-    def __init__(self, appendfsync: str = "always") -> None:
-        self.appendfsync = appendfsync
-        # Short: a Unix socket path is limited to 107 bytes.
-        self.directory = Path(tempfile.mkdtemp(prefix="cdp-redis-"))
-        self.socket = self.directory / "redis.sock"
-        self.url = f"unix://{self.socket}"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.start()
-
-    def start(self) -> None:
-        argv = [
-            REDIS_SERVER, "--port", "0", "--unixsocket", str(self.socket),
-            "--unixsocketperm", "700", "--dir", str(self.directory), "--save", "",
-            "--appendonly", "yes", "--appendfsync", self.appendfsync, "--daemonize", "no",
-        ]  # fmt: skip
-        log = (self.directory / "redis.log").open("ab")
-        self.proc = subprocess.Popen(argv, stdout=log, stderr=log)
-        log.close()
-        deadline = time.monotonic() + READY_DEADLINE_S
-        while True:  # until it answers (it loads the AOF first)
-            try:
-                with self.client() as client:
-                    client.ping()
-                return
-            except (redis.ConnectionError, redis.BusyLoadingError, FileNotFoundError):
-                if self.proc.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(self.log()) from None
-                time.sleep(0.05)
-
-    def client(self) -> redis.Redis:
-        return redis.Redis(unix_socket_path=str(self.socket), socket_timeout=10)
-
-    def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=30)
-        self.socket.unlink(missing_ok=True)
-
-    def restart(self) -> None:
-        self.kill()
-        self.start()
-
-    def stop(self) -> None:
-        self.kill()
-        shutil.rmtree(self.directory, ignore_errors=True)
-
-    def log(self) -> str:
-        path = self.directory / "redis.log"
-        return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
 class Worker:

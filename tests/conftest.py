@@ -1,10 +1,16 @@
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
 
-from tests.redis_server import redis_server  # noqa: F401 - a fixture (cluster tests)
+from tests.redis_server import (  # noqa: F401 - the Redis fixtures, one per kind of server
+    durable_redis_server,
+    module_redis_server,
+    redis_server,
+    unsynced_redis_server,
+)
 from tests.servers import ChromiumProcess, LightpandaProcess, SiteServer
 
 
@@ -35,3 +41,13 @@ def chromium_endpoint() -> Iterator[str]:
     server = ChromiumProcess()
     yield server.endpoint
     server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _kill_left_workers() -> Iterator[None]:
+    """Cluster workers a test started and left running (it failed) are
+    SIGKILLed after it, before its Redis fixture stops the server."""
+    yield
+    harness = sys.modules.get("tests.cluster_harness")
+    if harness is not None:
+        harness.kill_left()

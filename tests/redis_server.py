@@ -1,83 +1,108 @@
-"""A real ``redis-server`` (the Debian package, ``/usr/bin/redis-server``) for
-the cluster tests: on a Unix socket (mode 0700) in a private temporary
-directory of its own (short: a socket path has at most 107 bytes), no TCP
-port, no persistence unless asked; stopped and removed by the test.
+"""One real ``redis-server`` (the Debian package, ``/usr/bin/redis-server``)
+for every test that needs Redis: on a Unix socket (mode 0700) in a private
+temporary directory of its own (short: a socket path has at most 107 bytes),
+no TCP port; stopped and removed by the test.
 
-``redis_server`` is the fixture: ``.url`` (``unix:///…/redis.sock``) for the
-settings, ``.client()`` for a ``redis.Redis`` on it.
+One fixture per kind of server (as crawlee's ``tests/unit/conftest.py`` keeps
+one per server), each yielding a :class:`RedisServer` (``.url``,
+``unix:///…/redis.sock``, for the settings; ``.client()``):
+
+- ``redis_server``: in memory only, one per test;
+- ``module_redis_server``: in memory only, one per test module (tests that
+  keep to their own keys, see ``tests.profiles.token``);
+- ``durable_redis_server``: its AOF synced on every write (``appendfsync
+  always``), one per test: a restart (:meth:`RedisServer.kill` then
+  :meth:`RedisServer.start`) loses nothing;
+- ``unsynced_redis_server``: AOF written but not synced (``appendfsync
+  no``), one per test: for crawl storms, which are not about durability, and
+  where a disk made slow by other tests could stall a call past a worker's
+  1 s timeout (an outage, in which by design a worker sees only its own
+  pauses).
+
+Cluster workers a test started and left running are killed after it (the
+``_kill_left_workers`` fixture in ``tests/conftest.py``).
 """
 
 from __future__ import annotations
 
-import os
-import select
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from redis import Redis
-
-from tests.servers import START_DEADLINE_S
+from redis import BusyLoadingError, Redis
+from redis import ConnectionError as RedisConnectionError
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
+#: how long a start may take, seconds (it loads its AOF first)
+READY_DEADLINE_S = 30.0
 
 
 class RedisServer:
     """``redis-server`` serving ``directory/redis.sock`` (default: a new
-    private directory, removed at :meth:`stop`). ``appendonly``: AOF
-    persistence in the directory (to survive a restart)."""
+    private directory, removed at :meth:`stop`), its log in
+    ``directory/redis.log``. ``appendonly``: AOF persistence in the directory
+    (to survive a restart), synced as ``appendfsync`` says."""
 
-    def __init__(self, directory: Path | None = None, *, appendonly: bool = False) -> None:
+    def __init__(
+        self,
+        directory: Path | None = None,
+        *,
+        appendonly: bool = False,
+        appendfsync: str = "always",
+    ) -> None:
         self._own_directory = directory is None
         if directory is None:
             directory = Path(tempfile.mkdtemp(prefix="cdp-redis-"))  # mode 0700
         self.directory = directory
         self.socket = directory / "redis.sock"
         self.url = f"unix://{self.socket}"
+        self.appendonly = appendonly
+        self.appendfsync = appendfsync
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.start()
+
+    def start(self) -> None:
+        """Start it (again, on the same files), and wait until it answers (it
+        loads its AOF first).
+
+        :raises AssertionError: not answering within the deadline, with its log."""
         argv = [
-            # stdbuf: its log line by line through the pipe, to see "ready"
-            "stdbuf", "-oL", REDIS_SERVER, "--port", "0", "--unixsocket", str(self.socket),
-            "--unixsocketperm", "700", "--dir", str(directory), "--save", "",
-            "--appendonly", "yes" if appendonly else "no", "--logfile", "",
-            "--loglevel", "notice", "--daemonize", "no",
+            REDIS_SERVER, "--port", "0", "--unixsocket", str(self.socket),
+            "--unixsocketperm", "700", "--dir", str(self.directory), "--save", "",
+            "--appendonly", "yes" if self.appendonly else "no",
+            "--appendfsync", self.appendfsync, "--daemonize", "no",
         ]  # fmt: skip
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        try:
-            self._wait_ready()
-        except RuntimeError:
-            self.stop()
-            raise
-        # Keep reading its log so that a full pipe never blocks it.
-        self._drain = threading.Thread(target=self._read_log, daemon=True)
-        self._drain.start()
-
-    def _wait_ready(self) -> None:
-        """Read its log (raw, with a deadline) until it says it is ready."""
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + START_DEADLINE_S
-        log = b""
-        while b"ready to accept connections" not in log.lower():
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                raise RuntimeError(f"redis-server not ready within {START_DEADLINE_S} s")
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise RuntimeError(f"redis-server did not start: {log[-500:]!r}")
-            log += chunk
-
-    def _read_log(self) -> None:
-        assert self.proc.stdout is not None
-        for _line in self.proc.stdout:
-            pass
+        with (self.directory / "redis.log").open("ab") as log:
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=log)
+        deadline = time.monotonic() + READY_DEADLINE_S
+        while True:
+            try:
+                with self.client() as client:
+                    client.ping()
+                return
+            except (RedisConnectionError, BusyLoadingError, FileNotFoundError):
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    self.kill()
+                    raise AssertionError(f"redis-server did not start: {self.log()}") from None
+                time.sleep(0.05)
 
     def client(self) -> Redis:
-        return Redis.from_url(self.url)
+        return Redis(unix_socket_path=str(self.socket), socket_timeout=10)
+
+    def kill(self) -> None:
+        """SIGKILL it (what it has not written to its AOF is lost)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+        self.socket.unlink(missing_ok=True)
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
 
     def stop_keeping_directory(self) -> None:
         """Stop the server; its directory stays (to start one again on the same socket)."""
@@ -85,20 +110,42 @@ class RedisServer:
         self.stop()
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=10)
-        if getattr(self, "_drain", None) is not None:
-            self._drain.join(timeout=10)
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
+        self.socket.unlink(missing_ok=True)
         if self._own_directory:
             shutil.rmtree(self.directory, ignore_errors=True)
+
+    def log(self) -> str:
+        path = self.directory / "redis.log"
+        return path.read_text(errors="replace")[-3000:] if path.exists() else ""
 
 
 @pytest.fixture
 def redis_server() -> Iterator[RedisServer]:
     server = RedisServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def module_redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def durable_redis_server() -> Iterator[RedisServer]:
+    server = RedisServer(appendonly=True)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def unsynced_redis_server() -> Iterator[RedisServer]:
+    server = RedisServer(appendonly=True, appendfsync="no")
     yield server
     server.stop()
 

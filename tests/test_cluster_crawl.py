@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.cluster_harness import RedisServer, Worker, all_items, kill_left, wait_for_item
+from tests.cluster_harness import RedisServer, Worker, all_items, wait_for_item
 from tests.fault_records import records, storm_violations
 from tests.jobdir_project.harness import EXIT_DEADLINE_S, LINE_DEADLINE_S, Job
 from tests.profiles import token, write_profile
@@ -36,26 +35,6 @@ def once(pages: int) -> dict[int, int]:
 
 
 ONCE = once(PAGES)
-
-
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    kill_left()
-    server.stop()
-
-
-@pytest.fixture
-def storm_redis() -> Iterator[RedisServer]:
-    """Redis for the storm tests, its AOF not synced on every write: they are
-    not about durability, and a disk made slow by other tests (``appendfsync
-    always``) can stall a call past the workers' 1 s timeout, an outage in
-    which, by design, a worker sees only its own pauses."""
-    server = RedisServer(appendfsync="no")
-    yield server
-    kill_left()
-    server.stop()
 
 
 def jobsite_job(
@@ -99,8 +78,8 @@ def check_identities(job: Job) -> None:
 
 
 @pytest.mark.xdist_group("cluster-once")
-def test_three_workers_fetch_every_page_once(job: Job, redis_server: RedisServer) -> None:
-    workers = start_workers(job, redis_server.url)
+def test_three_workers_fetch_every_page_once(job: Job, durable_redis_server: RedisServer) -> None:
+    workers = start_workers(job, durable_redis_server.url)
     for worker in workers:
         worker.finish()
     assert job.fetches() == ONCE
@@ -113,20 +92,22 @@ def test_three_workers_fetch_every_page_once(job: Job, redis_server: RedisServer
     assert sum(worker.stat("dupefilter/filtered") for worker in workers) == duplicates
     assert sum(worker.stat("cdp_pool/cluster/requeued") for worker in workers) == 0
     assert all(worker.stat("cdp_pool/cluster/taken") > 0 for worker in workers)
-    with redis_server.client() as client:
+    with durable_redis_server.client() as client:
         keys = client.keys("cdp_pool:*")
     leftover = {key.decode().split(":", 2)[2] for key in keys}
     assert not leftover & {"req", "leases", "ready", "timed"}, leftover
 
 
 @pytest.mark.xdist_group("cluster-kill")
-def test_a_worker_killed_mid_crawl_loses_nothing(job: Job, redis_server: RedisServer) -> None:
+def test_a_worker_killed_mid_crawl_loses_nothing(
+    job: Job, durable_redis_server: RedisServer
+) -> None:
     """Hub 2's callback holds on the worker that got it (half its links
     yielded); that worker is SIGKILLed. After its leases expire, the others do
     its requests again: every page is fetched, items repeat only for pages the
     killed worker had done."""
     workers = start_workers(
-        job, redis_server.url, HOLD_HUB="2", HOLD_ONCE=str(job.directory / "held"),
+        job, durable_redis_server.url, HOLD_HUB="2", HOLD_ONCE=str(job.directory / "held"),
         CDP_POOL_CLUSTER_LEASE_SECONDS="6",
     )  # fmt: skip
     held = wait_for_item(workers, key="hold")
@@ -148,12 +129,12 @@ def test_a_worker_killed_mid_crawl_loses_nothing(job: Job, redis_server: RedisSe
 
 @pytest.mark.xdist_group("cluster-stop")
 def test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice(
-    job: Job, redis_server: RedisServer
+    job: Job, durable_redis_server: RedisServer
 ) -> None:
     """Ctrl-C on one of two workers mid-crawl: it finishes what it holds and
     gives back what it took but did not start; the other does the rest. Every
     page once, nothing requeued by a lease's expiry."""
-    workers = start_workers(job, redis_server.url, count=2)
+    workers = start_workers(job, durable_redis_server.url, count=2)
     stopped = wait_for_item(workers, count=60)
     stopped.interrupt()
     (other,) = [worker for worker in workers if worker is not stopped]
@@ -165,20 +146,22 @@ def test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice(
 
 
 @pytest.mark.xdist_group("cluster-redis-restart")
-def test_a_redis_restart_with_aof_loses_nothing(job: Job, redis_server: RedisServer) -> None:
+def test_a_redis_restart_with_aof_loses_nothing(
+    job: Job, durable_redis_server: RedisServer
+) -> None:
     """Redis (AOF, ``appendfsync always``) is SIGKILLed after the first items
     and started again on its files once a worker has found it gone (a worker
     waiting for work no longer asks Redis every few ms, so a quick restart
     could otherwise fall between two calls): the workers stop taking, back
     off, go on; every page is crawled once."""
-    workers = start_workers(job, redis_server.url, count=2)
+    workers = start_workers(job, durable_redis_server.url, count=2)
     wait_for_item(workers, count=40)
-    redis_server.kill()
+    durable_redis_server.kill()
     deadline = time.monotonic() + LINE_DEADLINE_S
     while not any("cannot serve" in worker.log_file.read_text() for worker in workers):
         assert time.monotonic() < deadline, "no worker found Redis gone"
         time.sleep(0.05)
-    redis_server.start()
+    durable_redis_server.start()
     for worker in workers:
         worker.finish()
     assert all_items(workers) == ONCE
@@ -246,7 +229,7 @@ def check_storm(
 
 @pytest.mark.xdist_group("cluster-storm")
 def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
-    site: SiteServer, storm_redis: RedisServer, tmp_path: Path
+    site: SiteServer, unsynced_redis_server: RedisServer, tmp_path: Path
 ) -> None:
     """A rate-limit storm (every third request 429 with ``Retry-After`` 1 or
     2 s) on three workers. Checked as the one-process storm test does, on one
@@ -262,7 +245,7 @@ def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
     machine: across processes nothing is atomic but the Redis call.)"""
     requests = 60
     key = token()
-    url, workers = start_storm(site, storm_redis.url, tmp_path, requests, key)
+    url, workers = start_storm(site, unsynced_redis_server.url, tmp_path, requests, key)
     for worker in workers:
         worker.finish()
     check_storm(site, url, key, tmp_path, workers, requests)
@@ -270,7 +253,7 @@ def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
 
 @pytest.mark.xdist_group("cluster-oom")
 def test_redis_out_of_memory_mid_crawl_loses_nothing_and_does_nothing_twice(
-    job: Job, redis_server: RedisServer
+    job: Job, durable_redis_server: RedisServer
 ) -> None:
     """Two workers; after 40 items Redis refuses every write (``maxmemory``
     below its use, ``noeviction``) until the workers have said so, then
@@ -278,9 +261,9 @@ def test_redis_out_of_memory_mid_crawl_loses_nothing_and_does_nothing_twice(
     workers closing with ``shutdown`` at exit 0, pages lost. Now: every page
     once, each identity in flight once at a time, exit status 0, one ERROR
     naming the cause per worker that met it."""
-    workers = start_workers(job, redis_server.url, count=2)
+    workers = start_workers(job, durable_redis_server.url, count=2)
     wait_for_item(workers, count=40)
-    with redis_server.client() as client:
+    with durable_redis_server.client() as client:
         client.config_set("maxmemory-policy", "noeviction")
         client.config_set("maxmemory", 1)
         try:

@@ -9,7 +9,6 @@ import os
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,19 +32,12 @@ from tests.servers import SiteServer
 pytestmark = pytest.mark.timeout(180)
 
 
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
-
-
 def test_redis_errors_that_mean_it_cannot_serve_now_are_outages(
-    redis_server: RedisServer,
+    durable_redis_server: RedisServer,
 ) -> None:
     """Real errors of a real Redis: out of memory and read-only are outages
     (named), a wrong-type error (a bug) is not."""
-    with redis_server.client() as client:
+    with durable_redis_server.client() as client:
         frontier = Frontier(client, token(), "w", lease_s=5)
         client.set("a-string", "x")
         client.config_set("maxmemory", 1)
@@ -73,7 +65,7 @@ def test_redis_errors_that_mean_it_cannot_serve_now_are_outages(
 
 
 def test_a_take_redis_runs_after_its_sender_gave_up_leases_nothing(
-    redis_server: RedisServer,
+    durable_redis_server: RedisServer,
 ) -> None:
     """Issue 39 item 3. A worker's take is sent to a Redis that stopped
     answering (SIGSTOP) past the lease of the request the worker holds; the
@@ -84,25 +76,25 @@ def test_a_take_redis_runs_after_its_sender_gave_up_leases_nothing(
     the worker had done it and no worker had failed on it. Now the take
     carries the latest time (Redis's clock) it may lease at, and run later it
     leases nothing: the request is handed out again, not poisoned."""
-    assert redis_server.proc is not None
+    assert durable_redis_server.proc is not None
     name = token()
-    one = Frontier(connect(redis_server.url, CALL_TIMEOUT_S), name, "one", lease_s=1.0,
+    one = Frontier(connect(durable_redis_server.url, CALL_TIMEOUT_S), name, "one", lease_s=1.0,
                    max_deliveries=2)  # fmt: skip
-    two = Frontier(connect(redis_server.url, CALL_TIMEOUT_S), name, "two", lease_s=1.0,
+    two = Frontier(connect(durable_redis_server.url, CALL_TIMEOUT_S), name, "two", lease_s=1.0,
                    max_deliveries=2)  # fmt: skip
     prefix = key_prefix(name)
     try:
         one.push(b"the request", "h||", 0)
         first = one.take()
         assert first.data == b"the request"
-        os.kill(redis_server.proc.pid, signal.SIGSTOP)
+        os.kill(durable_redis_server.proc.pid, signal.SIGSTOP)
         try:
             with pytest.raises(redis.TimeoutError):
                 one.take()  # its socket holds it: Redis runs it when continued
             time.sleep(2.0)  # the outage's length, past the 1 s lease (the fault itself)
         finally:
-            os.kill(redis_server.proc.pid, signal.SIGCONT)
-        with redis_server.client() as client:
+            os.kill(durable_redis_server.proc.pid, signal.SIGCONT)
+        with durable_redis_server.client() as client:
             # the late take ran (it put the expired lease back), and leased nothing
             assert client.hget(f"{prefix}expired", first.lease or "") == b"1"
             assert client.zcard(f"{prefix}leases") == 0
@@ -144,7 +136,7 @@ class OutOfMemorySpider(RecordingSpider):
 
 @pytest_twisted.ensureDeferred
 async def test_redis_out_of_memory_is_an_outage_that_loses_nothing(
-    site: SiteServer, redis_server: RedisServer
+    site: SiteServer, durable_redis_server: RedisServer
 ) -> None:
     """Redis refuses writes (out of memory) while the first page's callback
     yields 12 requests. Before: ``OutOfMemoryError`` was not handled (the
@@ -155,7 +147,7 @@ async def test_redis_out_of_memory_is_an_outage_that_loses_nothing(
     once, none failed, nothing lost."""
     name = token()
     follow = [site.url(f"/js?n=1&k={name}&i={i}") for i in range(1, 13)]
-    client = redis_server.client()
+    client = durable_redis_server.client()
     OutOfMemorySpider.client = client
     OutOfMemorySpider.follow = follow
     OutOfMemorySpider.lease_scores = []  # set by the first page's callback
@@ -185,7 +177,10 @@ async def test_redis_out_of_memory_is_an_outage_that_loses_nothing(
     runner = CrawlerRunner(
         # 3 s, renewed each second: short enough to see a renewal during the
         # outage, long enough that a loaded machine's reactor renews it in time
-        {**BASE_SETTINGS, **cluster(redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=3.0)}
+        {
+            **BASE_SETTINGS,
+            **cluster(durable_redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=3.0),
+        }
     )
     crawler = runner.create_crawler(OutOfMemorySpider)
     crawlers.append(crawler)
@@ -253,7 +248,7 @@ class StallMiddleware:
 
 @pytest_twisted.ensureDeferred
 async def test_a_worker_stalled_past_its_lease_does_not_start_the_request(
-    site: SiteServer, redis_server: RedisServer
+    site: SiteServer, durable_redis_server: RedisServer
 ) -> None:
     """Before: the stalled worker started the request whose lease had gone to
     another worker (the page was fetched twice: by the stale worker at once,
@@ -261,7 +256,7 @@ async def test_a_worker_stalled_past_its_lease_does_not_start_the_request(
     it leaves for the browser (stat ``cdp_pool/cluster/lease_lost_not_started``,
     no errback), and fetched once, by whoever holds it when it is due."""
     name = token()
-    StallingSpider.client = redis_server.client()
+    StallingSpider.client = durable_redis_server.client()
     StallingSpider.stalled = []
     url = site.url(f"/js?n=1&k={name}&stall")
     try:
@@ -270,7 +265,7 @@ async def test_a_worker_stalled_past_its_lease_does_not_start_the_request(
             cluster(
                 # 5 s: the lease this worker takes the request on again (its
                 # third delivery) must outlive a loaded machine's reactor hiccups
-                redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=5.0,
+                durable_redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=5.0,
                 DOWNLOADER_MIDDLEWARES={f"{__name__}.StallMiddleware": 1},
             ),
             spider_cls=StallingSpider,
@@ -285,24 +280,26 @@ async def test_a_worker_stalled_past_its_lease_does_not_start_the_request(
     assert stats["finish_reason"] == "finished"
 
 
-def run_worker(site: SiteServer, redis_server: RedisServer, tmp_path: Path, **extra: str) -> Worker:
+def run_worker(
+    site: SiteServer, durable_redis_server: RedisServer, tmp_path: Path, **extra: str
+) -> Worker:
     tag = token()
     url = site.url(f"/jobsite/0?tag={tag}&total=200&hubs=4")
     settings = {"JOBSITE_URL": url, "JOBSITE_HUBS": "4", "CDP_POOL_CLUSTER_NAME": f"jobsite-{tag}",
                 "CONCURRENT_REQUESTS": "2", "CDP_POOL_CONNECTIONS": "2", **extra}  # fmt: skip
-    return Worker(tmp_path, 0, redis_server.url, settings)
+    return Worker(tmp_path, 0, durable_redis_server.url, settings)
 
 
 def test_scrapy_crawl_exits_1_when_redis_lost_the_crawl(
-    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+    site: SiteServer, durable_redis_server: RedisServer, tmp_path: Path
 ) -> None:
     """A real ``scrapy crawl`` worker; Redis is flushed mid-crawl (its
     state lost, as by a restart without persistence). Before: finish_reason
     ``cdp_pool_cluster_state_lost`` and exit status 0. Now: exit status 1."""
-    worker = run_worker(site, redis_server, tmp_path)
+    worker = run_worker(site, durable_redis_server, tmp_path)
     try:
         wait_for_item([worker], count=3)
-        with redis_server.client() as client:
+        with durable_redis_server.client() as client:
             client.flushall()
         worker.proc.wait(timeout=EXIT_DEADLINE_S)
         worker._close()
@@ -315,7 +312,7 @@ def test_scrapy_crawl_exits_1_when_redis_lost_the_crawl(
 
 
 def test_scrapy_crawl_exits_1_when_a_redis_error_stopped_a_cluster_worker(
-    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+    site: SiteServer, durable_redis_server: RedisServer, tmp_path: Path
 ) -> None:
     """The crawl's request hash in Redis is of the wrong type before the
     worker starts (an operator's mistake: not an outage, a bug), so storing
@@ -326,9 +323,9 @@ def test_scrapy_crawl_exits_1_when_a_redis_error_stopped_a_cluster_worker(
     exit status 1; a worker stopped by SIGINT still exits 0
     (test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice)."""
     name = f"broken-{token()}"
-    with redis_server.client() as client:
+    with durable_redis_server.client() as client:
         client.set(f"{key_prefix(name)}req", "not a hash")
-    worker = run_worker(site, redis_server, tmp_path, CDP_POOL_CLUSTER_NAME=name)
+    worker = run_worker(site, durable_redis_server, tmp_path, CDP_POOL_CLUSTER_NAME=name)
     try:
         worker.proc.wait(timeout=EXIT_DEADLINE_S)
         worker._close()
@@ -344,7 +341,7 @@ def test_scrapy_crawl_exits_1_when_a_redis_error_stopped_a_cluster_worker(
 
 
 def test_a_crawl_key_of_the_wrong_type_stops_every_worker_with_one_error(
-    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+    site: SiteServer, durable_redis_server: RedisServer, tmp_path: Path
 ) -> None:
     """Two real ``scrapy crawl`` workers; mid-crawl the crawl's ``leases``
     sorted set is replaced by a string (an operator's mistake: every take
@@ -358,11 +355,11 @@ def test_a_crawl_key_of_the_wrong_type_stops_every_worker_with_one_error(
     url = site.url(f"/jobsite/0?tag={tag}&total=200&hubs=4")
     settings = {"JOBSITE_URL": url, "JOBSITE_HUBS": "4", "CDP_POOL_CLUSTER_NAME": name,
                 "CONCURRENT_REQUESTS": "2", "CDP_POOL_CONNECTIONS": "2"}  # fmt: skip
-    workers = [Worker(tmp_path, number, redis_server.url, settings) for number in (0, 1)]
+    workers = [Worker(tmp_path, number, durable_redis_server.url, settings) for number in (0, 1)]
     leases = f"{key_prefix(name)}leases"
     try:
         wait_for_item(workers, count=6)
-        with redis_server.client() as client:
+        with durable_redis_server.client() as client:
             pipe = client.pipeline(transaction=True)
             pipe.delete(leases)
             pipe.set(leases, "not a sorted set")
@@ -385,7 +382,7 @@ def test_a_crawl_key_of_the_wrong_type_stops_every_worker_with_one_error(
 
 @pytest_twisted.ensureDeferred
 async def test_a_read_only_redis_is_an_outage_that_loses_nothing(
-    site: SiteServer, redis_server: RedisServer
+    site: SiteServer, durable_redis_server: RedisServer
 ) -> None:
     """Redis made a replica (writes refused with ``READONLY``, as after a
     failover demoted it) while the first page's callback yields 12 requests,
@@ -394,7 +391,7 @@ async def test_a_read_only_redis_is_an_outage_that_loses_nothing(
     naming the cause, every page once."""
     name = token()
     follow = [site.url(f"/js?n=1&k={name}&ro={i}") for i in range(1, 13)]
-    client = redis_server.client()
+    client = durable_redis_server.client()
     OutOfMemorySpider.client = client
     OutOfMemorySpider.follow = follow
     OutOfMemorySpider.lease_scores = []  # set by the first page's callback
@@ -413,7 +410,7 @@ async def test_a_read_only_redis_is_an_outage_that_loses_nothing(
             client.execute_command("REPLICAOF", "NO", "ONE")
             lifted.append("primary")
 
-    runner = CrawlerRunner({**BASE_SETTINGS, **cluster(redis_server.url, name)})
+    runner = CrawlerRunner({**BASE_SETTINGS, **cluster(durable_redis_server.url, name)})
     crawler = runner.create_crawler(OutOfMemorySpider)
     crawlers.append(crawler)
     poll = task.LoopingCall(lift_when_seen)

@@ -7,7 +7,6 @@ by the cluster's rule (real crawls, embedded Lightpanda)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,6 @@ from tests.cluster_harness import RedisServer, Worker, all_items, cluster, kill_
 from tests.crawl import BASE_SETTINGS, crawl
 from tests.profiles import token
 from tests.servers import SiteServer
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
 
 
 def fill(client: Any, kind: str, key: str, items: list[str]) -> None:
@@ -61,12 +53,14 @@ def fed(frontier: Frontier, key: str) -> tuple[list[str], str]:
 
 
 @pytest.mark.parametrize("kind", ["list", "set", "zset"])
-def test_each_form_of_the_feed_is_read_by_its_type(redis_server: RedisServer, kind: str) -> None:
+def test_each_form_of_the_feed_is_read_by_its_type(
+    module_redis_server: RedisServer, kind: str
+) -> None:
     """A list from the left, a set in any order, a sorted set highest score
     first (scrapy-redis's order), more items than one take moves (16)."""
     key = f"{token()}:start_urls"
     items = [f"https://example.com/{n}" for n in range(40)]
-    client = connect(redis_server.url, 5)
+    client = connect(module_redis_server.url, 5)
     fill(client, kind, key, items)
     frontier = Frontier(client, token(), "w0", lease_s=30)
     found, unreadable = fed(frontier, key)
@@ -77,34 +71,36 @@ def test_each_form_of_the_feed_is_read_by_its_type(redis_server: RedisServer, ki
     assert not client.exists(key)
 
 
-def test_a_key_of_another_type_is_left_alone_by_the_take(redis_server: RedisServer) -> None:
+def test_a_key_of_another_type_is_left_alone_by_the_take(module_redis_server: RedisServer) -> None:
     """A key turned into a hash mid-crawl: the take reads nothing (no
     WRONGTYPE on every take) and says which type it found."""
     key = f"{token()}:start_urls"
-    client = connect(redis_server.url, 5)
+    client = connect(module_redis_server.url, 5)
     client.hset(key, "url", "https://example.com/")
     frontier = Frontier(client, token(), "w0", lease_s=30)
     assert fed(frontier, key) == ([], "hash")
     assert client.hget(key, "url") == b"https://example.com/"
 
 
-def test_a_feed_key_of_another_type_is_refused_at_start(redis_server: RedisServer) -> None:
+def test_a_feed_key_of_another_type_is_refused_at_start(module_redis_server: RedisServer) -> None:
     name = token()
-    with redis_server.client() as client:
+    with module_redis_server.client() as client:
         client.set(f"{name}:start_urls", "https://example.com/")
 
     class Named(RedisSpider):
         pass
 
     Named.name = name
-    runner = CrawlerRunner({**BASE_SETTINGS, **cluster(redis_server.url, name)})
+    runner = CrawlerRunner({**BASE_SETTINGS, **cluster(module_redis_server.url, name)})
     with pytest.raises(ValueError, match=rf"feed key '{name}:start_urls' is a Redis string"):
         runner.create_crawler(Named)._apply_settings()
 
 
-def test_scrapy_redis_scheduler_is_refused_at_start_by_name(redis_server: RedisServer) -> None:
+def test_scrapy_redis_scheduler_is_refused_at_start_by_name(
+    module_redis_server: RedisServer,
+) -> None:
     runner = CrawlerRunner(
-        {**BASE_SETTINGS, **cluster(redis_server.url, token()),
+        {**BASE_SETTINGS, **cluster(module_redis_server.url, token()),
          "DUPEFILTER_CLASS": "scrapy_redis.dupefilter.RFPDupeFilter"}
     )  # fmt: skip
 
@@ -118,7 +114,7 @@ def test_scrapy_redis_scheduler_is_refused_at_start_by_name(redis_server: RedisS
 @pytest.mark.parametrize("kind", ["list", "set", "zset"])
 @pytest_twisted.ensureDeferred
 async def test_urls_and_json_items_of_each_form_are_crawled(
-    site: SiteServer, redis_server: RedisServer, kind: str
+    site: SiteServer, module_redis_server: RedisServer, kind: str
 ) -> None:
     """Plain URLs and scrapy-redis's JSON items (``url``, ``meta``,
     ``method``, ``headers``, ``body``; other keys as form data) in one feed."""
@@ -131,10 +127,10 @@ async def test_urls_and_json_items_of_each_form_are_crawled(
     }  # fmt: skip
     form = {"url": site.url("/echo"), "meta": {"cdp": False}, "q": "x y"}
     items = [*urls, json.dumps(post), json.dumps(form)]
-    with redis_server.client() as client:
+    with module_redis_server.client() as client:
         fill(client, kind, feed, items)
     spider, crawler = await crawl(
-        [], cluster(redis_server.url, name, CDP_POOL_CLUSTER_FEED_KEY=feed)
+        [], cluster(module_redis_server.url, name, CDP_POOL_CLUSTER_FEED_KEY=feed)
     )
     assert not spider.failures
     assert sorted(r.url for r in spider.responses if "/jobsite/" in r.url) == sorted(urls)
@@ -149,16 +145,16 @@ async def test_urls_and_json_items_of_each_form_are_crawled(
     assert spider.by_url("/echo?q=").url == site.url("/echo?q=x+y")
     assert crawler.stats.get_value("cdp_pool/cluster/fed") == 5
     assert crawler.stats.get_value("finish_reason") == "finished"
-    with redis_server.client() as client:
+    with module_redis_server.client() as client:
         assert not client.exists(feed)
         assert not client.exists(f"{key_prefix(name)}req")
 
 
-def redis_spider_settings(redis_server: RedisServer, name: str) -> dict[str, Any]:
+def redis_spider_settings(server: RedisServer, name: str) -> dict[str, Any]:
     """What a scrapy-redis project keeps: its own Redis settings, pointing at
     the same Redis (the spider's own client is never used)."""
     return {
-        **BASE_SETTINGS, **cluster(redis_server.url, name), "REDIS_URL": redis_server.url,
+        **BASE_SETTINGS, **cluster(server.url, name), "REDIS_URL": server.url,
         "REDIS_START_URLS_AS_SET": True, "CLOSESPIDER_TIMEOUT": 300,
     }  # fmt: skip
 
@@ -190,7 +186,7 @@ class FeedCrawlSpider(RedisCrawlSpider):
 
 @pytest_twisted.ensureDeferred
 async def test_a_redis_spider_ends_when_the_frontier_is_empty(
-    site: SiteServer, redis_server: RedisServer
+    site: SiteServer, module_redis_server: RedisServer
 ) -> None:
     """scrapy-redis keeps a ``RedisSpider`` open for ever by default (its idle
     handler): under the cluster, the crawl ends as every cluster crawl does,
@@ -198,30 +194,30 @@ async def test_a_redis_spider_ends_when_the_frontier_is_empty(
     name = token()
     key = FeedSpider.redis_key % {"name": "feedspider"}
     urls = [site.url(f"/jobsite/{n}?tag={name}&total=20&hubs=2") for n in range(4)]
-    with redis_server.client() as client:
+    with module_redis_server.client() as client:
         client.sadd(key, *urls)
-    runner = CrawlerRunner(redis_spider_settings(redis_server, name))
+    runner = CrawlerRunner(redis_spider_settings(module_redis_server, name))
     crawler = runner.create_crawler(FeedSpider)
     await runner.crawl(crawler)
     assert sorted(FeedSpider.seen) == sorted(urls)
     assert crawler.stats.get_value("finish_reason") == "finished"
     assert crawler.stats.get_value("cdp_pool/cluster/fed") == len(urls)
-    with redis_server.client() as client:
+    with module_redis_server.client() as client:
         assert not client.exists(key)
 
 
 @pytest_twisted.ensureDeferred
 async def test_a_redis_crawl_spider_follows_its_rules_and_ends(
-    site: SiteServer, redis_server: RedisServer
+    site: SiteServer, module_redis_server: RedisServer
 ) -> None:
     """A ``RedisCrawlSpider`` fed a hub through its default key (a set, as
     scrapy-redis's ``REDIS_START_URLS_AS_SET`` has it): its rules follow the
     hub's links, then the crawl ends."""
     name = token()
     hub = site.url(f"/jobsite/1?tag={name}&total=8&hubs=1")
-    with redis_server.client() as client:
+    with module_redis_server.client() as client:
         client.sadd("feedcrawl:start_urls", hub)
-    runner = CrawlerRunner(redis_spider_settings(redis_server, name))
+    runner = CrawlerRunner(redis_spider_settings(module_redis_server, name))
     crawler = runner.create_crawler(FeedCrawlSpider)
     await runner.crawl(crawler)
     assert FeedCrawlSpider.seen
@@ -232,7 +228,7 @@ async def test_a_redis_crawl_spider_follows_its_rules_and_ends(
 
 @pytest.mark.timeout(600)
 def test_three_redis_spider_workers_share_one_set_feed(
-    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+    site: SiteServer, module_redis_server: RedisServer, tmp_path: Path
 ) -> None:
     """``scrapy crawl`` of a ``RedisSpider`` on three machines (processes),
     its key a set of plain URLs and JSON items: each page once across the
@@ -244,15 +240,15 @@ def test_three_redis_spider_workers_share_one_set_feed(
     urls = [site.url(f"/jobsite/{n}?tag={tag}&total={pages}&hubs=1") for n in range(pages)]
     items = [url if n % 2 else json.dumps({"url": url, "meta": {"cdp": True}})
              for n, url in enumerate(urls)]  # fmt: skip
-    with redis_server.client() as client:
+    with module_redis_server.client() as client:
         client.sadd(key, *items)
     settings = {
         "CDP_POOL_CLUSTER_NAME": f"redisfeed-{tag}", "REDIS_START_URLS_KEY": key,
-        "REDIS_URL": redis_server.url, "REDIS_START_URLS_AS_SET": "True",
+        "REDIS_URL": module_redis_server.url, "REDIS_START_URLS_AS_SET": "True",
         "CDP_POOL_RENDER_ALL": "True", "CONCURRENT_REQUESTS": "2", "CDP_POOL_CONNECTIONS": "1",
     }  # fmt: skip
     workers = [
-        Worker(tmp_path, i, redis_server.url, settings, spider="redisfeed") for i in range(3)
+        Worker(tmp_path, i, module_redis_server.url, settings, spider="redisfeed") for i in range(3)
     ]
     try:
         for worker in workers:
@@ -263,5 +259,5 @@ def test_three_redis_spider_workers_share_one_set_feed(
     assert sum(worker.stat("cdp_pool/cluster/fed") for worker in workers) == pages
     for worker in workers:
         assert "'finish_reason': 'finished'" in worker.log_file.read_text(encoding="utf-8")
-    with redis_server.client() as client:
+    with module_redis_server.client() as client:
         assert not client.exists(key)

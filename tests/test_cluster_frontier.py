@@ -9,7 +9,6 @@ sorted set's score), not by waiting."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
@@ -22,16 +21,9 @@ from tests.cluster_harness import RedisServer
 from tests.profiles import token
 
 
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
-
-
-def frontiers(redis_server: RedisServer, count: int = 2, **limits: float) -> list[Frontier]:
+def frontiers(module_redis_server: RedisServer, count: int = 2, **limits: float) -> list[Frontier]:
     name = token()
-    client = connect(redis_server.url, 5)
+    client = connect(module_redis_server.url, 5)
     return [
         Frontier(client, name, f"w{i}", lease_s=30, **limits)  # type: ignore[arg-type]
         for i in range(count)
@@ -49,8 +41,8 @@ def taken(frontier: Frontier) -> str | None:
     return result.data.decode() if result.lease is not None else None
 
 
-def test_a_busy_identity_holds_back_only_its_own_requests(redis_server: RedisServer) -> None:
-    one, two = frontiers(redis_server)
+def test_a_busy_identity_holds_back_only_its_own_requests(module_redis_server: RedisServer) -> None:
+    one, two = frontiers(module_redis_server)
     push(one, "a1", identity="a", priority=10)
     push(one, "a2", identity="a", priority=10)
     push(one, "b1", identity="b", priority=5)
@@ -66,15 +58,17 @@ def test_a_busy_identity_holds_back_only_its_own_requests(redis_server: RedisSer
     assert taken(two) == "a2"
 
 
-def test_priorities_are_honoured_across_gates_and_fifo_within(redis_server: RedisServer) -> None:
-    (one,) = frontiers(redis_server, 1)
+def test_priorities_are_honoured_across_gates_and_fifo_within(
+    module_redis_server: RedisServer,
+) -> None:
+    (one,) = frontiers(module_redis_server, 1)
     for label, host, priority in [("x", "h1", 0), ("y", "h2", 3), ("z", "h1", 3), ("w", "h3", -1)]:
         push(one, label, host=host, priority=priority)
     assert [taken(one) for _ in range(5)] == ["y", "z", "x", "w", None]
 
 
-def test_host_concurrency_and_pauses_hold_fleet_wide(redis_server: RedisServer) -> None:
-    one, two = frontiers(redis_server, host_concurrency=1)
+def test_host_concurrency_and_pauses_hold_fleet_wide(module_redis_server: RedisServer) -> None:
+    one, two = frontiers(module_redis_server, host_concurrency=1)
     push(one, "h-a", host="h", identity="a")
     push(one, "h-b", host="h", identity="b")
     push(one, "p-1", host="p")
@@ -90,9 +84,9 @@ def test_host_concurrency_and_pauses_hold_fleet_wide(redis_server: RedisServer) 
 
 
 def test_an_expired_lease_is_queued_again_and_its_identity_freed(
-    redis_server: RedisServer,
+    module_redis_server: RedisServer,
 ) -> None:
-    one, two = frontiers(redis_server)
+    one, two = frontiers(module_redis_server)
     push(one, "a1", identity="a")
     push(one, "a2", identity="a")
     dead = one.take()
@@ -116,9 +110,9 @@ def test_an_expired_lease_is_queued_again_and_its_identity_freed(
 
 
 def test_acknowledged_requests_are_forgotten_and_given_back_ones_queued(
-    redis_server: RedisServer,
+    module_redis_server: RedisServer,
 ) -> None:
-    (one,) = frontiers(redis_server, 1)
+    (one,) = frontiers(module_redis_server, 1)
     push(one, "r1")
     push(one, "r2")
     first, second = one.take(), one.take()
@@ -127,23 +121,23 @@ def test_acknowledged_requests_are_forgotten_and_given_back_ones_queued(
     assert taken(one) == "r2"
 
 
-def test_fingerprints_refuse_a_second_push(redis_server: RedisServer) -> None:
-    (one,) = frontiers(redis_server, 1)
+def test_fingerprints_refuse_a_second_push(module_redis_server: RedisServer) -> None:
+    (one,) = frontiers(module_redis_server, 1)
     assert one.push(b"r", gate_of("h", ""), 0, "seen", b"fp")
     assert not one.push(b"r", gate_of("h", ""), 0, "seen", b"fp")
     assert one.pending() == (1, 0)
 
 
 def test_cli_status_pause_resume_purge(
-    redis_server: RedisServer, capsys: pytest.CaptureFixture[str]
+    module_redis_server: RedisServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    one, two = frontiers(redis_server)
+    one, two = frontiers(module_redis_server)
     push(one, "a1", identity="a", priority=2)
     push(one, "b1", priority=0)
     push(one, "b2", priority=0)
     held = one.take()
     one.pause_host("p", 30)
-    base = ["cluster", "status", "--redis", redis_server.url, "--name", one.prefix[10:-2]]
+    base = ["cluster", "status", "--redis", module_redis_server.url, "--name", one.prefix[10:-2]]
     assert main([*base, "--interval", "0"]) == 0
     state = json.loads(capsys.readouterr().out)
     assert state["queued"] == 2
@@ -152,7 +146,7 @@ def test_cli_status_pause_resume_purge(
     assert state["busy_identities"]["a"]["token"] == held.token
     assert set(state["paused_hosts_s_left"]) == {"p"}
     assert state["workers"]["live"] == ["w0"]
-    name = ["--redis", redis_server.url, "--name", one.prefix[10:-2]]
+    name = ["--redis", module_redis_server.url, "--name", one.prefix[10:-2]]
     assert main(["cluster", "pause", *name]) == 0
     assert taken(two) is None
     assert main(["cluster", "resume", *name]) == 0
@@ -163,10 +157,10 @@ def test_cli_status_pause_resume_purge(
     assert not one.client.keys(f"{key_prefix(one.prefix[10:-2])}*")
 
 
-def test_the_figures_a_worker_sends_to_its_metrics(redis_server: RedisServer) -> None:
+def test_the_figures_a_worker_sends_to_its_metrics(module_redis_server: RedisServer) -> None:
     """``read_figures``: what ``CDP_POOL_METRICS_PORT`` shows of the cluster,
     read from the same Redis state the take leaves."""
-    one, two = frontiers(redis_server)
+    one, two = frontiers(module_redis_server)
     push(one, "a1", host="h", identity="alice")
     push(one, "b1", host="h")
     push(one, "c1", host="p")

@@ -35,7 +35,7 @@ PAGES = 60
 
 @pytest.fixture
 def proxy() -> Iterator[LatencyProxy]:
-    server = RedisServer(appendfsync="no")  # as the storm test's (test_cluster_crawl)
+    server = RedisServer(appendonly=True, appendfsync="no")  # as unsynced_redis_server
     latency = LatencyProxy(str(server.socket))
     yield latency
     kill_left()

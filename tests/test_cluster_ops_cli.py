@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -27,13 +26,6 @@ from tests.profiles import token
 STUCK_URL = "https://stuck.example/page?n=1"
 POISON_URL = "https://poison.example/crash"
 WAITING_URL = "https://queued.example/"
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
 
 
 @dataclass
@@ -55,11 +47,11 @@ def _push(frontier: Frontier, url: str, host: str, priority: int = 0) -> None:
     assert frontier.push(data, gate_of(host, ""), priority)
 
 
-def stuck_fleet(redis_server: RedisServer) -> Fleet:
+def stuck_fleet(module_redis_server: RedisServer) -> Fleet:
     """A crawl with one request leased by ``w-stuck`` (never acknowledged),
     one poisoned (its lease ran out twice, ``max_deliveries = 2``, then handed
     out marked, failed and acknowledged by ``w-other``) and one queued."""
-    client = connect(redis_server.url, 5)
+    client = connect(module_redis_server.url, 5)
     name = f"ops-{token()}"
     stuck, other = (
         Frontier(client, name, f"w-{who}", lease_s=30, max_deliveries=2)
@@ -77,12 +69,12 @@ def stuck_fleet(redis_server: RedisServer) -> Fleet:
     held = stuck.take()
     assert held.lease
     _push(other, WAITING_URL, "queued.example")
-    return Fleet(name, redis_server.url, stuck, other, held.lease, again.lease or "")
+    return Fleet(name, module_redis_server.url, stuck, other, held.lease, again.lease or "")
 
 
 @pytest.fixture
-def fleet(redis_server: RedisServer) -> Fleet:
-    return stuck_fleet(redis_server)
+def fleet(module_redis_server: RedisServer) -> Fleet:
+    return stuck_fleet(module_redis_server)
 
 
 def test_leases_lists_each_lease_with_its_url_worker_and_age(
@@ -176,9 +168,9 @@ def test_a_poisoned_request_is_counted_apart_listed_and_requeued(
 
 
 def test_poisoned_requests_are_dropped_by_fingerprint_or_all(
-    redis_server: RedisServer, capsys: pytest.CaptureFixture[str]
+    module_redis_server: RedisServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fleet = stuck_fleet(redis_server)
+    fleet = stuck_fleet(module_redis_server)
     client, prefix = fleet.stuck.client, fleet.stuck.prefix
     fp = fingerprint(Request(POISON_URL)).hex()
     assert main(fleet.args("poisoned", "--drop", fp)) == 0
@@ -190,12 +182,12 @@ def test_poisoned_requests_are_dropped_by_fingerprint_or_all(
 
 
 def test_a_poisoned_request_a_worker_is_failing_now_is_left(
-    redis_server: RedisServer, capsys: pytest.CaptureFixture[str]
+    module_redis_server: RedisServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Poisoned while its lease is held (its lease ran out a third time, then
     a worker took it to fail it): requeue leaves it, says so, exit status 1;
     the worker's acknowledgement keeps it poisoned, not done."""
-    fleet = stuck_fleet(redis_server)
+    fleet = stuck_fleet(module_redis_server)
     other = fleet.other
     _push(other, "https://poison.example/second", "poison.example", priority=5)
     first = other.take()

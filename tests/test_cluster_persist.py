@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,13 +27,6 @@ from tests.servers import SiteServer
 
 CHILDREN = 5
 START_LINE = re.compile(r"Cluster crawl '([^']+)': worker \S+, lease [\d.]+ s; (.*)")
-
-
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
 
 
 def children(spider: RecordingSpider, response: scrapy.http.Response) -> list[scrapy.Request]:
@@ -64,14 +56,14 @@ def start_lines(caplog: pytest.LogCaptureFixture, name: str) -> list[str]:
 )
 @pytest_twisted.ensureDeferred
 async def test_a_crawl_that_does_not_persist_fetches_everything_on_each_run(
-    site: SiteServer, redis_server: RedisServer, caplog: pytest.LogCaptureFixture,
+    site: SiteServer, durable_redis_server: RedisServer, caplog: pytest.LogCaptureFixture,
     fresh: dict[str, bool],
 ) -> None:  # fmt: skip
     name = token()
     [setting] = fresh
     with caplog.at_level(logging.INFO, logger="scrapy_cdp_pool.cluster.scheduler"):
-        first = await run(site, redis_server.url, name, **fresh)
-        second = await run(site, redis_server.url, name, **fresh)
+        first = await run(site, durable_redis_server.url, name, **fresh)
+        second = await run(site, durable_redis_server.url, name, **fresh)
     assert (first, second) == (1 + CHILDREN, 1 + CHILDREN)
     said = start_lines(caplog, name)
     assert len(said) == 2, said
@@ -89,12 +81,12 @@ async def test_a_crawl_that_does_not_persist_fetches_everything_on_each_run(
 
 @pytest_twisted.ensureDeferred
 async def test_a_crawl_persists_by_default_and_says_what_it_resumes_with(
-    site: SiteServer, redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+    site: SiteServer, durable_redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     name = token()
     with caplog.at_level(logging.INFO, logger="scrapy_cdp_pool.cluster.scheduler"):
-        first = await run(site, redis_server.url, name)
-        second = await run(site, redis_server.url, name, SCHEDULER_PERSIST=True)
+        first = await run(site, durable_redis_server.url, name)
+        second = await run(site, durable_redis_server.url, name, SCHEDULER_PERSIST=True)
     assert (first, second) == (1 + CHILDREN, 0)  # the start page was seen: nothing new
     assert start_lines(caplog, name) == [
         "resuming with 0 seen fingerprints, 0 requests queued, 0 leased",
@@ -104,15 +96,15 @@ async def test_a_crawl_persists_by_default_and_says_what_it_resumes_with(
 
 @pytest_twisted.ensureDeferred
 async def test_a_worker_that_finds_another_live_joins_its_crawl_unflushed(
-    site: SiteServer, redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+    site: SiteServer, durable_redis_server: RedisServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     name = token()
-    first = await run(site, redis_server.url, name)
-    with redis_server.client() as client:  # another worker's heartbeat, an hour ahead: live
+    first = await run(site, durable_redis_server.url, name)
+    with durable_redis_server.client() as client:  # another worker's heartbeat, an hour ahead: live
         beat = redis_time_ms(client.time()) + 3_600_000
         client.zadd(f"{key_prefix(name)}workers", {"other": beat})
     with caplog.at_level(logging.INFO, logger="scrapy_cdp_pool.cluster.scheduler"):
-        second = await run(site, redis_server.url, name, SCHEDULER_PERSIST=False)
+        second = await run(site, durable_redis_server.url, name, SCHEDULER_PERSIST=False)
     assert (first, second) == (1 + CHILDREN, 0)
     joined = (
         "SCHEDULER_PERSIST: other workers are live, joining their crawl unflushed; resuming "

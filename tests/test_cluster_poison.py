@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from scrapy_cdp_pool.cluster.frontier import Frontier
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.tools.cluster_cli import status
-from tests.cluster_harness import RedisServer, Worker, kill_left
+from tests.cluster_harness import RedisServer, Worker
 from tests.jobdir_project.harness import EXIT_DEADLINE_S
 from tests.profiles import token
 from tests.servers import SiteServer
@@ -28,22 +27,14 @@ from tests.servers import SiteServer
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    kill_left()
-    server.stop()
-
-
 def expire(frontier: Frontier, lease: str) -> None:
     frontier.client.zadd(f"{frontier.prefix}leases", {lease: 0})
 
 
 def test_the_leases_that_ran_out_are_counted_and_the_last_is_poisoned(
-    redis_server: RedisServer,
+    durable_redis_server: RedisServer,
 ) -> None:
-    client = connect(redis_server.url, 5)
+    client = connect(durable_redis_server.url, 5)
     name = token()
     one, two = (Frontier(client, name, f"w{i}", lease_s=30, max_deliveries=2) for i in (1, 2))
     assert one.push(b"bad", gate_of("h", "id-a"), 0)
@@ -72,7 +63,7 @@ def test_the_leases_that_ran_out_are_counted_and_the_last_is_poisoned(
 
 @pytest.mark.xdist_group("cluster-poison")
 def test_a_page_that_kills_every_worker_fails_by_name(
-    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+    site: SiteServer, durable_redis_server: RedisServer, tmp_path: Path
 ) -> None:
     """Three workers, ``CDP_POOL_CLUSTER_MAX_DELIVERIES = 2``: the poison page
     (lowest priority) ends the first two workers that render it; after its
@@ -90,7 +81,7 @@ def test_a_page_that_kills_every_worker_fails_by_name(
         "CONCURRENT_REQUESTS": "2", "CDP_POOL_CONNECTIONS": "1",
     }  # fmt: skip
     workers = [
-        Worker(tmp_path, i, redis_server.url,
+        Worker(tmp_path, i, durable_redis_server.url,
                {**settings, "CDP_POOL_FAILURES_FILE": str(tmp_path / f"failures-{i}.jsonl")},
                spider="poison")
         for i in range(3)

@@ -5,11 +5,9 @@ stored is refused without asking Redis."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
 import pytest_twisted
 import scrapy
 from scrapy.utils.misc import load_object
@@ -24,17 +22,10 @@ from tests.cluster_harness import RedisServer, cluster
 from tests.profiles import token
 
 
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
-
-
-def test_a_release_rides_on_the_take_that_follows(redis_server: RedisServer) -> None:
+def test_a_release_rides_on_the_take_that_follows(module_redis_server: RedisServer) -> None:
     """Before: ``take`` had no releases (TypeError); a release was a round trip of its own."""
     name = token()
-    client = connect(redis_server.url, 5)
+    client = connect(module_redis_server.url, 5)
     one = Frontier(client, name, "w1", lease_s=30)
     for label in (b"a1", b"a2"):
         assert one.push(label, gate_of("h", "a"), 0)
@@ -47,10 +38,12 @@ def test_a_release_rides_on_the_take_that_follows(redis_server: RedisServer) -> 
     client.close()
 
 
-def test_a_fingerprint_known_to_be_stored_costs_no_round_trip(redis_server: RedisServer) -> None:
+def test_a_fingerprint_known_to_be_stored_costs_no_round_trip(
+    module_redis_server: RedisServer,
+) -> None:
     """Before: every push of a duplicate was a round trip."""
     name = token()
-    client = connect(redis_server.url, 5)
+    client = connect(module_redis_server.url, 5)
     one, two = (Frontier(client, name, worker, lease_s=30) for worker in ("w1", "w2"))
     assert one.push(b"r", gate_of("h", ""), 0, SEEN, b"fp")
     calls = one.calls
@@ -69,7 +62,7 @@ class Spider(scrapy.Spider):
 
 @pytest_twisted.ensureDeferred
 async def test_the_scheduler_path_makes_two_round_trips_per_request(
-    redis_server: RedisServer,
+    module_redis_server: RedisServer,
 ) -> None:
     """The scheduler driven as the engine drives it (each request handed out,
     downloaded, its callback yielding one new request and two duplicates, then
@@ -78,7 +71,7 @@ async def test_the_scheduler_path_makes_two_round_trips_per_request(
     its timing would make the count vary. Before: 8 round trips per request
     (take, push, two duplicate pushes, release, three ``len``); after: 2 (take
     with the release and acknowledgement, push)."""
-    settings: dict[str, Any] = {"ADDONS": {Addon: 0}, **cluster(redis_server.url, token())}
+    settings: dict[str, Any] = {"ADDONS": {Addon: 0}, **cluster(module_redis_server.url, token())}
     crawler = get_crawler(Spider, settings)
     spider = crawler._create_spider()
     crawler.spider = spider

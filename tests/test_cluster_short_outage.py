@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -28,13 +27,6 @@ from tests.servers import SiteServer
 pytestmark = pytest.mark.timeout(180)
 
 LEASE_S = 10.0
-
-
-@pytest.fixture
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
 
 
 class StoppingSpider(RecordingSpider):
@@ -57,14 +49,14 @@ class StoppingSpider(RecordingSpider):
 
 @pytest_twisted.ensureDeferred
 async def test_a_redis_outage_shorter_than_a_lease_redoes_nothing(
-    site: SiteServer, redis_server: RedisServer
+    site: SiteServer, durable_redis_server: RedisServer
 ) -> None:
     name = token()
-    assert redis_server.proc is not None
+    assert durable_redis_server.proc is not None
     path = f"/js?n=1&k={name}&i="
     first = scrapy.Request(site.url(f"{path}0"), meta={"first": True})
     beside = [scrapy.Request(site.url(f"{path}{i}")) for i in range(1, 5)]  # in flight meanwhile
-    StoppingSpider.redis_pid = redis_server.proc.pid
+    StoppingSpider.redis_pid = durable_redis_server.proc.pid
     StoppingSpider.follow = [site.url(f"{path}{i}") for i in range(5, 17)]
     StoppingSpider.stopped = []
     crawlers: list[Any] = []
@@ -78,7 +70,7 @@ async def test_a_redis_outage_shorter_than_a_lease_redoes_nothing(
             os.kill(StoppingSpider.redis_pid, signal.SIGCONT)
             continued.append(1)
 
-    settings = cluster(redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=LEASE_S)
+    settings = cluster(durable_redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=LEASE_S)
     runner = CrawlerRunner({**BASE_SETTINGS, **settings, "CONCURRENT_REQUESTS": 4})
     crawler = runner.create_crawler(StoppingSpider)
     crawlers.append(crawler)

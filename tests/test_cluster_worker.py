@@ -5,7 +5,6 @@ a request that cannot be stored failing by name."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,45 +15,38 @@ from scrapy_cdp_pool.cluster.keys import key_prefix
 from scrapy_cdp_pool.resilience.request_checks import UnserializableRequestError
 from tests.cluster_harness import RedisServer, cluster
 from tests.crawl import RecordingSpider, crawl
-from tests.profiles import session_inflight_max, token, write_profile
 from tests.redis_server import RedisServer as RestartableRedis
+from tests.profiles import session_inflight_max, token, write_profile
 from tests.servers import SiteServer
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
 
 
 @pytest_twisted.ensureDeferred
 async def test_urls_pushed_to_the_feed_list_are_crawled(
-    site: SiteServer, redis_server: RedisServer
+    site: SiteServer, module_redis_server: RedisServer
 ) -> None:
     name = token()
     feed = f"feed-{name}"
     urls = [site.url(f"/jobsite/{n}?tag={name}&total=20&hubs=2") for n in range(5)]
-    with redis_server.client() as client:
+    with module_redis_server.client() as client:
         client.rpush(feed, *urls)
     spider, crawler = await crawl(
-        [], cluster(redis_server.url, name, CDP_POOL_CLUSTER_FEED_KEY=feed)
+        [], cluster(module_redis_server.url, name, CDP_POOL_CLUSTER_FEED_KEY=feed)
     )
     assert sorted(response.url for response in spider.responses) == sorted(urls)
     assert crawler.stats.get_value("cdp_pool/cluster/fed") == 5
-    with redis_server.client() as client:
+    with module_redis_server.client() as client:
         assert client.llen(feed) == 0
         assert not client.exists(f"{key_prefix(name)}req")
 
 
 @pytest_twisted.ensureDeferred
 async def test_a_request_that_cannot_be_stored_fails_by_name(
-    site: SiteServer, redis_server: RedisServer
+    site: SiteServer, module_redis_server: RedisServer
 ) -> None:
     url = site.url("/jobsite/1?tag=x&total=5&hubs=1")
     spider, _ = await crawl(
         [scrapy.Request(url, meta={"handle": lambda: None}, dont_filter=True)],
-        cluster(redis_server.url, token()),
+        cluster(module_redis_server.url, token()),
     )
     assert not spider.responses
     assert [type(failure.value) for failure in spider.failures] == [UnserializableRequestError]
@@ -87,14 +79,18 @@ def test_a_password_in_the_url_is_never_shown(tmp_path: Any) -> None:
 
 
 def test_jobdir_and_a_cluster_are_refused_together(
-    redis_server: RedisServer, tmp_path: Any
+    module_redis_server: RedisServer, tmp_path: Any
 ) -> None:
     from scrapy.crawler import CrawlerRunner
 
     from tests.crawl import BASE_SETTINGS, RecordingSpider
 
     runner = CrawlerRunner(
-        {**BASE_SETTINGS, **cluster(redis_server.url, token()), "JOBDIR": str(tmp_path / "job")}
+        {
+            **BASE_SETTINGS,
+            **cluster(module_redis_server.url, token()),
+            "JOBDIR": str(tmp_path / "job"),
+        }
     )
     with pytest.raises(ValueError, match="JOBDIR and CDP_POOL_CLUSTER_REDIS_URL"):
         runner.create_crawler(RecordingSpider)._apply_settings()
@@ -102,7 +98,7 @@ def test_jobdir_and_a_cluster_are_refused_together(
 
 @pytest_twisted.ensureDeferred
 async def test_a_long_queue_for_one_identity_does_not_hold_back_the_others(
-    site: SiteServer, redis_server: RedisServer, tmp_path: Any
+    site: SiteServer, module_redis_server: RedisServer, tmp_path: Any
 ) -> None:
     """The local queue's no-head-of-line rule, through the cluster frontier:
     the busy identity's 200 requests are stored first, yet every request of
@@ -123,7 +119,7 @@ async def test_a_long_queue_for_one_identity_does_not_hold_back_the_others(
     ]  # fmt: skip
     spider, _ = await crawl(
         requests,
-        cluster(redis_server.url, token(), CDP_POOL_PROFILES_DIR=str(tmp_path),
+        cluster(module_redis_server.url, token(), CDP_POOL_PROFILES_DIR=str(tmp_path),
                 CDP_POOL_CONNECTIONS=4, CONCURRENT_REQUESTS=4),
     )  # fmt: skip
     assert not spider.failures
@@ -139,13 +135,16 @@ async def test_a_long_queue_for_one_identity_does_not_hold_back_the_others(
 @pytest_twisted.ensureDeferred
 @pytest.mark.parametrize("keep_open", [False, True])
 async def test_keep_open_holds_an_idle_worker_open(
-    redis_server: RedisServer, keep_open: bool
+    module_redis_server: RedisServer, keep_open: bool
 ) -> None:
     """With nothing queued and nothing leased a worker's crawl ends, unless
     CDP_POOL_CLUSTER_KEEP_OPEN: then it waits for URLs (here until Scrapy's own
     CLOSESPIDER_TIMEOUT ends it)."""
     settings = cluster(
-        redis_server.url, token(), CDP_POOL_CLUSTER_KEEP_OPEN=keep_open, CLOSESPIDER_TIMEOUT=2
+        module_redis_server.url,
+        token(),
+        CDP_POOL_CLUSTER_KEEP_OPEN=keep_open,
+        CLOSESPIDER_TIMEOUT=2,
     )
     _, crawler = await crawl([], settings)
     reason = crawler.stats.get_value("finish_reason")
@@ -154,13 +153,13 @@ async def test_keep_open_holds_an_idle_worker_open(
 
 @pytest_twisted.ensureDeferred
 async def test_a_worker_that_stopped_cleanly_is_not_listed_live(
-    site: SiteServer, redis_server: RedisServer
+    site: SiteServer, module_redis_server: RedisServer
 ) -> None:
     name = token()
     url = site.url(f"/jobsite/1?tag={name}&total=3&hubs=1")
-    spider, _ = await crawl([scrapy.Request(url)], cluster(redis_server.url, name))
+    spider, _ = await crawl([scrapy.Request(url)], cluster(module_redis_server.url, name))
     assert spider.responses
-    with redis_server.client() as client:
+    with module_redis_server.client() as client:
         assert client.zcard(f"{key_prefix(name)}workers") == 0
 
 
