@@ -5,6 +5,7 @@ worker stalled past its lease."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import time
@@ -24,6 +25,7 @@ from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY
 from scrapy_cdp_pool.cluster.keys import key_prefix
 from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect
+from scrapy_cdp_pool.core.runtime import runtime_of
 from tests.cluster_harness import RedisServer, Worker, cluster, kill_left, wait_for_item
 from tests.crawl import BASE_SETTINGS, RecordingSpider, crawl
 from tests.jobdir_project.harness import EXIT_DEADLINE_S
@@ -272,6 +274,64 @@ async def test_a_worker_stalled_past_its_lease_does_not_start_the_request(
                 # third delivery) must outlive a loaded machine's reactor hiccups
                 redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=5.0,
                 DOWNLOADER_MIDDLEWARES={f"{__name__}.StallMiddleware": 1},
+            ),
+            spider_cls=StallingSpider,
+        )  # fmt: skip
+    finally:
+        StallingSpider.client.close()
+    stats = crawler.stats.get_stats()
+    assert StallingSpider.stalled  # the fault happened
+    assert [response.url for response in spider.responses] == [url]  # once, not twice
+    assert spider.failures == []
+    assert stats["cdp_pool/cluster/lease_lost_not_started"] == 1
+    assert stats["finish_reason"] == "finished"
+
+
+class LeavingStallMiddleware:
+    """Adds a launch check, after the worker's lease check, that stalls the
+    worker's reactor on its next turn: after its lease was checked and its
+    navigation sent, before the browser lets the request go to the site
+    (the request waits in the browser's request interception meanwhile)."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> LeavingStallMiddleware:
+        return cls(crawler)
+
+    def __init__(self, crawler: Any) -> None:
+        self.name = str(crawler.settings["CDP_POOL_CLUSTER_NAME"])
+        runtime_of(crawler).gates.add_launch_check(self.stall_next)
+
+    def stall_next(self, request: scrapy.Request) -> None:
+        if request.meta.get(LEASE_META_KEY) is not None and not StallingSpider.stalled:
+            asyncio.get_running_loop().call_soon(StallingSpider.stall, request, self.name)
+
+
+@pytest.mark.parametrize("private_networks", [False, True], ids=["all-paused", "private-allowed"])
+@pytest_twisted.ensureDeferred
+async def test_a_worker_stalled_while_its_request_waits_in_the_browser_does_not_send_it(
+    site: SiteServer, redis_server: RedisServer, private_networks: bool
+) -> None:
+    """Issue 39 item 5. The worker stalls right after its last lease check
+    (the navigation on its way to the browser, paused in its request
+    interception) until its lease ran out and another worker took the
+    request. Before: the browser's paused request was let go to the site
+    once the worker woke (fetched by the stale worker, and again by the one
+    holding it). Now the lease is checked again, by the worker's own clock
+    (no Redis call), where the request leaves the browser: failed there,
+    counted in ``cdp_pool/cluster/lease_lost_not_started``, fetched once.
+    ``private-allowed``: the document request is paused for this check alone
+    (otherwise every request is paused for the private-network rule)."""
+    name = token()
+    StallingSpider.client = redis_server.client()
+    StallingSpider.stalled = []
+    url = site.url(f"/js?n=1&k={name}&leaving")
+    try:
+        spider, crawler = await crawl(
+            [scrapy.Request(url)],
+            cluster(
+                redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=5.0,
+                CDP_POOL_ALLOW_PRIVATE_NETWORKS=private_networks,
+                DOWNLOADER_MIDDLEWARES={f"{__name__}.LeavingStallMiddleware": 1},
             ),
             spider_cls=StallingSpider,
         )  # fmt: skip

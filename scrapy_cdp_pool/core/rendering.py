@@ -171,7 +171,10 @@ class Renderer:
             where += f" (through {whose} {context.proxy_server})"
         host = host_of(request)
         robots = self.robots.enabled and not request.meta.get("dont_obey_robotstxt")
-        if robots:
+        if robots or (self.gate.checks_leaving and spec.allow_private_networks):
+            # robots.txt asks about each navigation; a cluster lease is checked
+            # again where the navigation leaves (without private networks
+            # allowed, every request is paused already)
             spec = dataclasses.replace(spec, pause_navigations=True)
         return _Inputs(
             spec=spec,

@@ -76,6 +76,8 @@ class FetchInterceptor:
         self._credentials_given: set[str] = set()  # URLs answered with credentials
         #: see RenderHooks.allows_navigation
         self.allows_navigation: Callable[[str], bool] | None = None
+        #: see RenderHooks.before_leaving
+        self.before_leaving: Callable[[], None] | None = None
         spec = page.spec
         self.private_rule = None if spec.allow_private_networks else PrivateNetworkRule(spec.url)
 
@@ -108,6 +110,12 @@ class FetchInterceptor:
                 url = str(params.get("request", {}).get("url", ""))
                 await self._refuse_navigation(request_id, url)
             elif (
+                resource_type == "document"
+                and params.get("frameId") == self.page.target_id
+                and not await self._may_leave(request_id)
+            ):
+                pass  # failed: the render ends with why
+            elif (
                 self.override_pending
                 and resource_type == "document"
                 and params.get("frameId") == self.page.target_id
@@ -124,6 +132,24 @@ class FetchInterceptor:
         except ResponseTooLarge as e:
             self.page.fail(e)
             await self._abort(request_id)
+
+    async def _may_leave(self, request_id: str) -> bool:
+        """Whether the main frame's document request paused at the request
+        stage may leave for the site (``RenderHooks.before_leaving``, asked
+        with no await before its continue is queued); if not, the request is
+        failed in the browser and the render ends with the hook's exception."""
+        check = self.before_leaving
+        if check is None:
+            return True
+        try:
+            check()
+        except Exception as e:
+            self.page.fail(e)
+            await self.page.command(
+                "Fetch.failRequest", {"requestId": request_id, "errorReason": "Aborted"}
+            )
+            return False
+        return True
 
     async def _block(self, request_id: str, reason: str) -> None:
         """Fail a request paused at the request stage, counted under

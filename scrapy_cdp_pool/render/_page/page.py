@@ -145,7 +145,7 @@ class Page:
         #: the rewritten request too large)
         #: why the render ends early (a body past maxsize, a request too large,
         #: a navigation robots.txt forbids), raised where the render waits
-        self.too_large: RenderError | CDPRequestTooLarge | None = None
+        self.too_large: Exception | None = None
         self.capture = NetworkCapture(self, spec.capture) if spec.capture is not None else None
         #: the main document's body counted as it arrives (``DOWNLOAD_MAXSIZE``)
         self.body_size = BodySizeGuard(spec.url, spec.maxsize)
@@ -170,8 +170,10 @@ class Page:
         that waits for its answer (see :meth:`CDPConnection.post`)."""
         return self.cdp.post(method, params, self.session_id, timeout_s)
 
-    def fail(self, error: RenderError | CDPRequestTooLarge) -> None:
-        """End the render with ``error`` (raised by :meth:`wait_settled`)."""
+    def fail(self, error: Exception) -> None:
+        """End the render with ``error`` (raised by :meth:`wait_settled`): a
+        :class:`RenderError`, a ``CDPRequestTooLarge``, or what a render hook
+        raised (``RenderHooks.before_leaving``)."""
         self.too_large = error
         self.tracker.on_failure(str(error))
 

@@ -112,6 +112,13 @@ class RenderHooks:
     #: (a script, a meta refresh, an action's click): ``False`` refuses it
     #: before it leaves the browser (robots.txt)
     allows_navigation: Callable[[str], bool] | None = None
+    #: called with no await right before a request of the main frame's
+    #: document paused at the request stage (the spec's ``pause_navigations``,
+    #: or every request without ``allow_private_networks``) is let go to the
+    #: site; an exception it raises fails that request in the browser and ends
+    #: the render with it (a cluster worker's lease, checked again where the
+    #: request leaves: it may have waited there while the worker stalled)
+    before_leaving: Callable[[], None] | None = None
 
 
 async def render(
@@ -203,6 +210,7 @@ async def render(
     if hooks is not None:
         page.tracker.on_response = hooks.on_document
         page.interceptor.allows_navigation = hooks.allows_navigation
+        page.interceptor.before_leaving = hooks.before_leaving
     try:
         try:
             return await _named_failure_first(
