@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from scrapy_cdp_pool.browser.cdp import CDPError, CDPRequestTooLarge
 from scrapy_cdp_pool.errors import (
+    CDPPoolError,
     NavigationForbidden,
     PrivateNavigationRefused,
     ResponseTooLarge,
@@ -143,7 +144,7 @@ class FetchInterceptor:
             return True
         try:
             check()
-        except Exception as e:
+        except CDPPoolError as e:  # LeaseLost
             self.page.fail(e)
             await self.page.command(
                 "Fetch.failRequest", {"requestId": request_id, "errorReason": "Aborted"}

@@ -28,7 +28,6 @@ from scrapy_cdp_pool.browser.cdp import (
     CDPConnectionClosed,
     CDPError,
     CDPProtocolError,
-    CDPRequestTooLarge,
 )
 from scrapy_cdp_pool.errors import (
     NavigationFailed,
@@ -36,7 +35,6 @@ from scrapy_cdp_pool.errors import (
     NavigationToOtherScheme,
     PageCrashed,
     PageScriptError,
-    RenderError,
     is_data_loss,
 )
 from scrapy_cdp_pool.render._page.body_size import BodySizeGuard, navigation_too_large

@@ -20,6 +20,13 @@ beside the probe, and when it gets no answer either, or the browser restarts
 while the page is probed, the page is not named: the request fails as
 :class:`~scrapy_cdp_pool.errors.BrowserUnresponsive`, retried like a timeout.
 
+A page that never reached its ``wait_until`` by the navigation timeout (its
+script stuck while the document is parsed or in its load handler) has its DOM
+read within the action timeout rather than the rest of ``download_timeout``
+(:func:`read_dom`): a stuck main thread holds the read, which then runs out
+and the page is probed (before, such a page held its request for the whole
+``download_timeout``, 180 s by default).
+
 The probe is sent only once a deadline has been hit, so a page that renders in
 time costs nothing; a stalled page holds its slot for :data:`PROBE_TIMEOUT_S`
 more. Once named, the script is stopped (``Runtime.terminateExecution``,
@@ -59,6 +66,48 @@ cores): with 1 s, a stopped busy loop was misnamed as such."""
 
 #: what ran out of time: the deadline's cancellation, a timeout raised in the render
 DEADLINE_ERRORS = (TimeoutError, CDPTimeoutError, asyncio.CancelledError)
+
+
+async def read_dom(lease: ContextLease, page: Page) -> str:
+    """``page.read_html``, until :func:`read_until`.
+
+    :raises TimeoutError: a page that never reached its ``wait_until`` was
+        not read within the action timeout (named; probed by the caller)."""
+    spec = page.spec
+    until = read_until(lease, page)
+    try:
+        return await page.read_html(spec.action_timeout_s, read_until=until)
+    except CDPTimeoutError as e:
+        if until is not None:
+            raise
+        raise TimeoutError(
+            f"no {spec.wait_until} event within the navigation timeout "
+            f"(CDP_POOL_NAVIGATION_TIMEOUT_SECONDS, meta['cdp_navigation_timeout']), then its "
+            f"DOM not read within the action timeout of {spec.action_timeout_s:g} s "
+            "(CDP_POOL_ACTION_TIMEOUT_SECONDS)"
+        ) from e
+
+
+def read_until(lease: ContextLease, page: Page) -> float | None:
+    """Until when the read of the page's DOM may take (event-loop time): the
+    request's deadline, so a big page's serialization has the rest of its
+    ``download_timeout``; but on a backend that probes stalled scripts
+    (Chromium), a page that never reached its ``wait_until`` (its load
+    event, or ``DOMContentLoaded``) is read within the action timeout
+    (``None``), then probed
+    (:mod:`~scrapy_cdp_pool.render._request.script_stall`): its main thread
+    may be stuck in a script (``for(;;){}`` while parsed or in its load
+    handler), which holds the read. Before, such a page held its request for
+    the whole ``download_timeout`` whatever ``CDP_POOL_NAVIGATION_TIMEOUT_SECONDS``
+    and ``CDP_POOL_ACTION_TIMEOUT_SECONDS`` said (issue 39)."""
+    tracker = page.tracker
+    if page.spec.wait_until == "domcontentloaded":
+        reached = tracker.dom_content_loaded
+    else:
+        reached = tracker.loaded
+    if reached or not lease.info.backend.probes_stalled_scripts:
+        return lease.deadline
+    return None
 
 
 def may_probe(tracker: DocumentTracker) -> bool:
