@@ -132,14 +132,19 @@ async def stalled_script(
     :data:`PROBE_TIMEOUT_S` seconds while the browser answered
     ``Browser.getVersion``. :class:`BrowserUnresponsive` (retried) when the
     browser did not answer either, or restarted meanwhile: the page is not
-    the cause. ``None`` when the page answered, cannot be asked (see
-    :func:`may_probe`), the backend tells stalls its own way (Lightpanda's
-    watchdog), or ``error`` is a cancellation other than the lease's deadline
-    (the crawl stopping)."""
-    if not lease.info.backend.probes_stalled_scripts or not may_probe(page.tracker):
+    the cause; also when the page cannot be asked (see :func:`may_probe`: its
+    document not in yet, a navigation pending) and the browser alone is asked
+    and does not answer (before, a frozen browser then counted as a plain
+    timeout, issue 39). ``None`` when the page answered, or could not be
+    asked while the browser answered, the backend tells stalls its own way
+    (Lightpanda's watchdog), or ``error`` is a cancellation other than the
+    lease's deadline (the crawl stopping)."""
+    if not lease.info.backend.probes_stalled_scripts:
         return None
     if isinstance(error, asyncio.CancelledError) and not lease.deadline_passed():
         return None
+    if not may_probe(page.tracker):
+        return await _browser_unresponsive(lease, page, error)
     answers: tuple[dict[str, Any] | BaseException, ...] = await asyncio.gather(
         page.command("Runtime.evaluate", {"expression": "1"}, PROBE_TIMEOUT_S),
         lease.cdp.send("Browser.getVersion", None, None, PROBE_TIMEOUT_S),
@@ -173,6 +178,26 @@ async def stalled_script(
         f"no command for {PROBE_TIMEOUT_S:g} s more while the browser answered; stopped, "
         "not retried"
     )
+
+
+async def _browser_unresponsive(
+    lease: ContextLease, page: Page, error: BaseException
+) -> BrowserUnresponsive | None:
+    """The page cannot be probed: :class:`BrowserUnresponsive` when the
+    browser does not answer ``Browser.getVersion`` within
+    :data:`PROBE_TIMEOUT_S` either (it timed out, or its connection closed:
+    restarted), else ``None`` (the timeout stays what it was)."""
+    try:
+        await lease.cdp.send("Browser.getVersion", None, None, PROBE_TIMEOUT_S)
+    except (CDPTimeoutError, CDPConnectionClosed) as e:
+        return BrowserUnresponsive(
+            f"{page.spec.url}: no response within {_limit(error)} on Chromium, and the browser "
+            f"answered no command for {PROBE_TIMEOUT_S:g} s more ({e}): the browser as a whole "
+            "was unresponsive (frozen, swamped by another page, or restarting); retried"
+        )
+    except CDPError:
+        return None
+    return None
 
 
 def _limit(error: BaseException) -> str:
