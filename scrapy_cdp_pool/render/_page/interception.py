@@ -61,6 +61,12 @@ FAVICON = "favicon"
 requests failed (``cdp_pool/favicon_requests_blocked``)."""
 
 
+TOO_LARGE = "too_large"
+"""The key of ``DocumentTracker.blocked`` for the page's own responses
+(``fetch()``, XHR, any other with ``guard_cache``) failed because their
+``Content-Length`` is past ``DOWNLOAD_MAXSIZE`` (``meta["download_maxsize"]``)."""
+
+
 def _is_favicon(params: dict[str, Any]) -> bool:
     """Whether a request paused at the request stage is the browser's own
     ``/favicon.ico`` (see ``page_setup.FAVICON_URL_PATTERN``)."""
@@ -133,6 +139,17 @@ class FetchInterceptor:
         except ResponseTooLarge as e:
             self.page.fail(e)
             await self._abort(request_id)
+
+    def _past_maxsize(self, params: dict[str, Any]) -> bool:
+        """Whether a response of the page's own (not its main document),
+        paused at the response stage, announces a body past the request's
+        maxsize (Chromium would read it whole into the page)."""
+        maxsize = self.page.spec.maxsize
+        if not maxsize or "responseErrorReason" in params:
+            return False
+        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
+        length = content_length(headers)
+        return length is not None and length > maxsize
 
     async def _may_leave(self, request_id: str) -> bool:
         """Whether the main frame's document request paused at the request
@@ -352,6 +369,9 @@ class FetchInterceptor:
             and "responseErrorReason" not in params
         )
         if not is_main:
+            if self._past_maxsize(params):
+                await self._block(request_id, TOO_LARGE)
+                return
             if self.page.guard_cache and not shareable(params.get("responseHeaders", [])):
                 await self._fulfill_unstored(params)
                 return
