@@ -28,18 +28,23 @@ from scrapy_cdp_pool.browser.backends import Backend
 from scrapy_cdp_pool.browser.cdp import CDPConnection
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.browser.pool.lightpanda_reports import LightpandaReports
-from scrapy_cdp_pool.browser.pool.private_dir import make_private_dir, sweep_once
+from scrapy_cdp_pool.browser.pool.private_dir import make_private_dir, record_server, sweep_once
 from scrapy_cdp_pool.errors import ServerMisconfigured, ServerStartError
 from scrapy_cdp_pool.settings.config import PoolConfig
 
 logger = logging.getLogger(__name__)
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in the child
+    """Ask for SIGTERM when ``parent`` (the crawl) dies; a parent that died
+    between the fork and the request (a crawl SIGKILLed while its browser
+    starts) is not signalled for: then exit before the browser runs."""
     os.setsid()
     if sys.platform == "linux":
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
 
 
 _MISCONFIGURED_ERRNOS = {errno.ENOENT, errno.EACCES, errno.ENOEXEC, errno.ENOTDIR}
@@ -62,8 +67,10 @@ def private_env(private_dir: Path) -> dict[str, str]:
 
 
 def child_setup(pipe_fds: tuple[int, int] | None) -> Callable[[], None]:
+    parent = os.getpid()
+
     def setup() -> None:  # pragma: no cover - runs in the child
-        _die_with_parent()
+        _die_with_parent(parent)
         if pipe_fds is not None:
             # Chromium's --remote-debugging-pipe: it reads fd 3, writes fd 4.
             # Moved out of the way first, in case either already is 3 or 4.
@@ -220,6 +227,7 @@ class EmbeddedServer(ABC):
             # not found, not executable, not a program: another try fails the same way
             kind = ServerMisconfigured if e.errno in _MISCONFIGURED_ERRNOS else ServerStartError
             raise kind(f"cannot start {argv[0]}: {e}") from e
+        record_server(self._dir(), self._proc.pid)  # swept if the crawl dies without it
         self._drain = asyncio.get_running_loop().create_task(
             self._drain_stderr(self._proc), name=f"cdp-pool {self.kind} stderr"
         )
