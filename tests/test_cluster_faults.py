@@ -6,6 +6,7 @@ worker stalled past its lease."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import time
@@ -19,13 +20,17 @@ import pytest_twisted
 import redis
 import scrapy
 from scrapy.crawler import CrawlerRunner
+from scrapy.utils.test import get_crawler
 from twisted.internet import task
 
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY
 from scrapy_cdp_pool.cluster.keys import key_prefix
+from scrapy_cdp_pool.cluster.link import ClusterLink
 from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect
 from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.errors import RedisUnavailable
+from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.cluster_harness import RedisServer, Worker, cluster, kill_left, wait_for_item
 from tests.crawl import BASE_SETTINGS, RecordingSpider, crawl
 from tests.jobdir_project.harness import EXIT_DEADLINE_S
@@ -114,6 +119,37 @@ def test_a_take_redis_runs_after_its_sender_gave_up_leases_nothing(
     finally:
         one.client.close()
         two.client.close()
+
+
+def test_a_redis_out_of_memory_again_and_again_is_one_error(
+    redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 39 item 7. A Redis out of memory still serves reads: each read
+    ends the outage, the next write starts another. Before: one ERROR per
+    such outage (7-24 per worker over a run). Now one ERROR for the cause;
+    a later outage of the same cause, and its end, at INFO; every outage
+    counted in ``cdp_pool/cluster/redis_outages``."""
+    crawler = get_crawler(scrapy.Spider, {**BASE_SETTINGS, **cluster(redis_server.url, token())})
+    link = ClusterLink(crawler, PoolConfig.from_settings(crawler.settings))
+    caplog.set_level(logging.INFO, logger="scrapy_cdp_pool.cluster.link")
+    try:
+        for _ in range(3):
+            link.client.config_set("maxmemory", 1)
+            try:
+                with pytest.raises(RedisUnavailable, match="out of memory"):
+                    link.call("store", lambda: link.frontier.push(b"data", "h||", 0))
+            finally:
+                link.client.config_set("maxmemory", 0)
+            time.sleep(link.retry_in_s)  # the link's own backoff before its next try
+            assert link.call("read", lambda: link.client.get("anything")) is None
+    finally:
+        link.client.close()
+    records = [r for r in caplog.records if r.name == "scrapy_cdp_pool.cluster.link"]
+    errors = [r for r in records if r.levelno == logging.ERROR]
+    assert len(errors) == 1, [r.getMessage() for r in records]
+    assert "out of memory" in errors[0].getMessage()
+    assert len([r for r in records if r.levelno == logging.WARNING]) == 1  # its first end
+    assert crawler.stats.get_value("cdp_pool/cluster/redis_outages") == 3
 
 
 class OutOfMemorySpider(RecordingSpider):

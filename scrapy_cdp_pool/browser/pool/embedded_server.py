@@ -20,7 +20,9 @@ import shutil
 import signal
 import socket
 import sys
+import time
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,6 +48,10 @@ def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in the chi
         if os.getppid() != parent:
             os._exit(1)
 
+
+CRASH_LOOP_RESTARTS = 5
+"""Restarts within :data:`CRASH_LOOP_WINDOW_S` that make a crash loop (one ERROR)."""
+CRASH_LOOP_WINDOW_S = 60.0
 
 _MISCONFIGURED_ERRNOS = {errno.ENOENT, errno.EACCES, errno.ENOEXEC, errno.ENOTDIR}
 
@@ -126,6 +132,8 @@ class EmbeddedServer(ABC):
         self.config = config
         self.endpoint: str | None = None
         self.restarts = 0
+        self._restart_times: deque[float] = deque()  # monotonic times of recent restarts
+        self._crash_loop_logged = False
         #: what it is for, in logs (a dedicated server's proxy or time zone)
         self.purpose = ""
         #: what it said on stderr about pages it closed (Lightpanda's), else None
@@ -163,13 +171,7 @@ class EmbeddedServer(ABC):
                     if self._proc.returncode is not None
                     else "closed its channel"
                 )
-                logger.warning(
-                    "The embedded %s server%s (pid %s) %s; restarting it",
-                    self.kind,
-                    f" {self.purpose}" if self.purpose else "",
-                    self._proc.pid,
-                    how,
-                )
+                self._log_restart(self._proc.pid, how)
                 await self._kill(1.0)
                 await self._cleanup()
             self._stopping = False
@@ -192,6 +194,36 @@ class EmbeddedServer(ABC):
                 await self._kill()
                 raise
             return self.endpoint
+
+    def _log_restart(self, pid: int, how: str) -> None:
+        """One line per restart (``pid``: the server that died, ``how``: why),
+        a WARNING; once the server died :data:`CRASH_LOOP_RESTARTS` times
+        within :data:`CRASH_LOOP_WINDOW_S`,
+        one ERROR naming the loop, and INFO lines after it (before, issue 39:
+        a crash loop logged 111 WARNINGs and no ERROR)."""
+        now = time.monotonic()
+        recent = self._restart_times
+        recent.append(now)
+        while recent and now - recent[0] > CRASH_LOOP_WINDOW_S:
+            recent.popleft()
+        where = f" {self.purpose}" if self.purpose else ""
+        if self._crash_loop_logged:
+            level = logging.INFO
+        elif len(recent) >= CRASH_LOOP_RESTARTS:
+            self._crash_loop_logged = True
+            logger.error(
+                "The embedded %s server%s keeps dying: %d restarts in %.0f s (the last: pid %s "
+                "%s); restarting it each time, later restarts logged at INFO and counted in "
+                "cdp_pool/server_restarts", self.kind, where, len(recent), now - recent[0],
+                pid, how,
+            )  # fmt: skip
+            return
+        else:
+            level = logging.WARNING
+        logger.log(
+            level, "The embedded %s server%s (pid %s) %s; restarting it", self.kind, where,
+            pid, how,
+        )  # fmt: skip
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop the server and its process tree (SIGTERM, then SIGKILL after
