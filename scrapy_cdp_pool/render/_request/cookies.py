@@ -51,7 +51,7 @@ MAX_COOKIE_BYTES = 4096
 #: largest ``Cookie`` header a rendered request sends, bytes of its value: a
 #: header line within 8 KiB, what common servers accept for one header (Apache's
 #: ``LimitRequestFieldSize`` and aiohttp's ``max_field_size``: 8190, nginx's
-#: ``large_client_header_buffers``: 8 KiB a line), with room for ``Cookie: ``
+#: ``large_client_header_buffers``: 8 KiB a line), with room for the ``Cookie:`` name
 MAX_COOKIE_HEADER_BYTES = 8000
 
 
