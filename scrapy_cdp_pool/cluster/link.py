@@ -14,7 +14,7 @@ ERROR naming the cause) and once when it ends, and
 ``cdp_pool/cluster/redis_errors`` counts the failures. An outage of a cause
 already logged at ERROR (a Redis out of memory that serves reads, so each read
 ends the outage and the next write starts another: 7-24 ERRORs per worker
-before, issue 39) is logged at INFO, its end too; every outage is counted in
+before) is logged at INFO, its end too; every outage is counted in
 ``cdp_pool/cluster/redis_outages``.
 
 Any other error Redis answers a call with (:func:`redis_bug`: a key of the

@@ -199,7 +199,7 @@ class EmbeddedServer(ABC):
         """One line per restart (``pid``: the server that died, ``how``: why),
         a WARNING; once the server died :data:`CRASH_LOOP_RESTARTS` times
         within :data:`CRASH_LOOP_WINDOW_S`,
-        one ERROR naming the loop, and INFO lines after it (before, issue 39:
+        one ERROR naming the loop, and INFO lines after it (before:
         a crash loop logged 111 WARNINGs and no ERROR)."""
         now = time.monotonic()
         recent = self._restart_times

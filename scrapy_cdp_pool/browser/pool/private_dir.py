@@ -13,7 +13,7 @@ running. The server the directory served is recorded in it too
 did not take down with it (SIGKILLed while the browser started, before the
 browser asked to die with its parent) is ended by that sweep, by its process
 group, only when its start time and command line are the recorded ones and
-it runs as this user (issue 39: an orphan Lightpanda ran 48 minutes).
+it runs as this user (before: an orphan Lightpanda ran 48 minutes).
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ def cap_cookie_header(
     first: the cookies left out are the newest of the least specific paths,
     so a server's session cookie is not pushed out by a page's script (as the
     jar's caps keep what it held first). Past the cap a server answers 400
-    to every later request of the host (issue 39: a page writing 10,000
+    to every later request of the host (a page writing 10,000
     cookies; 180 of 60 bytes already pass 8 KiB)."""
     size = 0
     for index, (name, value) in enumerate(pairs):

@@ -99,7 +99,7 @@ def read_until(lease: ContextLease, page: Page) -> float | None:
     may be stuck in a script (``for(;;){}`` while parsed or in its load
     handler), which holds the read. Before, such a page held its request for
     the whole ``download_timeout`` whatever ``CDP_POOL_NAVIGATION_TIMEOUT_SECONDS``
-    and ``CDP_POOL_ACTION_TIMEOUT_SECONDS`` said (issue 39)."""
+    and ``CDP_POOL_ACTION_TIMEOUT_SECONDS`` said."""
     tracker = page.tracker
     if page.spec.wait_until == "domcontentloaded":
         reached = tracker.dom_content_loaded
@@ -135,7 +135,7 @@ async def stalled_script(
     the cause; also when the page cannot be asked (see :func:`may_probe`: its
     document not in yet, a navigation pending) and the browser alone is asked
     and does not answer (before, a frozen browser then counted as a plain
-    timeout, issue 39). ``None`` when the page answered, or could not be
+    timeout). ``None`` when the page answered, or could not be
     asked while the browser answered, the backend tells stalls its own way
     (Lightpanda's watchdog), or ``error`` is a cancellation other than the
     lease's deadline (the crawl stopping)."""
