@@ -46,3 +46,28 @@ async def test_a_big_pages_dom_is_read_within_the_download_timeout_not_the_actio
     stats = crawler.stats.get_stats()
     assert stats.get("cdp_pool/retired") == 0, stats
     assert not stats.get("cdp_pool/server_restarts"), stats
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_pages_own_fetch_of_a_body_past_download_maxsize_is_cut_on_chromium(
+    site: SiteServer,
+) -> None:
+    """Issue 39 item 7: a page ``fetch()``-es a 64 MiB body with
+    ``DOWNLOAD_MAXSIZE`` at 4 MiB. Before: Chromium read it whole into the
+    page (a 1 GiB one grew the browser to 3.2 GB): the script saw all
+    67,108,864 bytes. Now the response, its ``Content-Length`` past the
+    limit, is failed at its headers: the script's fetch fails, the page
+    itself is answered, counted in ``cdp_pool/resources_blocked/too_large``."""
+    spider, crawler = await crawl(
+        [
+            scrapy.Request(
+                site.url("/big/fetch?mb=64"),
+                meta={"cdp": True, "cdp_actions": [["wait_for_selector", "#got:not(:empty)"]]},
+            )
+        ],
+        {"CDP_POOL_BROWSER": "chromium", "DOWNLOAD_MAXSIZE": 4 << 20},
+    )
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    [response] = spider.responses
+    assert response.css("#got::text").get() == "failed"
+    assert crawler.stats.get_value("cdp_pool/resources_blocked/too_large") == 1

@@ -38,6 +38,8 @@ class FreezingSpider(RecordingSpider):
 
     site: SiteServer
     never_hits: int
+    #: the path whose next hit on the site stops the browser
+    freeze_on = "/never"
     stopped: int | None = None
     first_failure: str | None = None
 
@@ -54,7 +56,7 @@ class FreezingSpider(RecordingSpider):
 
     async def freeze(self) -> None:
         # waits for a condition the site reports (its hit counter), not for time
-        while hits(self.site, "/never") == self.never_hits:  # noqa: ASYNC110 - another process
+        while hits(self.site, self.freeze_on) == self.never_hits:  # noqa: ASYNC110 - another process
             await asyncio.sleep(0.05)
         pool = runtime_of(self.crawler).pool
         assert pool is not None
@@ -108,4 +110,38 @@ async def test_a_deadline_passing_while_the_whole_browser_is_stopped_is_retried_
     failure = spider.failures[0]
     assert failure.check(DownloadTimeoutError), failure.value
     assert not failure.check(PageScriptStalled)
+    assert not failure.check(BrowserUnresponsive)  # the retry's: the browser answered
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_browser_stopped_before_the_document_arrived_is_named_unresponsive(
+    site: SiteServer,
+) -> None:
+    """Issue 39 item 7: the browser is stopped once the site has the
+    navigation's request (its document never arrives, so the page itself
+    cannot be probed). The first attempt fails as ``BrowserUnresponsive``,
+    retried (the browser alone did not answer ``Browser.getVersion``); the
+    retry, on a browser that answers, is a plain ``DownloadTimeoutError``.
+    Before: both attempts were plain timeouts, the frozen browser unnamed."""
+    path = f"/slow?ms=60000&frozen={token()}"
+    FreezingSpider.site = site
+    FreezingSpider.freeze_on = path
+    FreezingSpider.never_hits = 0
+    meta = {"cdp": True, "download_timeout": 4, "max_retry_times": 1}
+    try:
+        spider, crawler = await crawl(
+            [scrapy.Request(site.url(path), meta=meta)],
+            {"CDP_POOL_BROWSER": "chromium", "CDP_POOL_CONNECTIONS": 1, "RETRY_ENABLED": True},
+            spider_cls=FreezingSpider,
+        )
+    finally:
+        FreezingSpider.freeze_on = "/never"
+    assert isinstance(spider, FreezingSpider)
+    spider.thaw()  # in case the test failed before the request did
+    stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/errors/BrowserUnresponsive"] == 1, stats
+    assert stats["retry/count"] == 1
+    assert hits(site, path) == 2  # retried once
+    [failure] = spider.failures
+    assert failure.check(DownloadTimeoutError), failure.value
     assert not failure.check(BrowserUnresponsive)  # the retry's: the browser answered

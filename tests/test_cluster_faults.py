@@ -5,6 +5,8 @@ worker stalled past its lease."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 import signal
 import time
@@ -17,12 +19,17 @@ import pytest_twisted
 import redis
 import scrapy
 from scrapy.crawler import CrawlerRunner
+from scrapy.utils.test import get_crawler
 from twisted.internet import task
 
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY
 from scrapy_cdp_pool.cluster.keys import key_prefix
+from scrapy_cdp_pool.cluster.link import ClusterLink
 from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect
+from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.errors import RedisUnavailable
+from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.cluster_harness import RedisServer, Worker, cluster, kill_left, wait_for_item
 from tests.crawl import BASE_SETTINGS, RecordingSpider, crawl
 from tests.jobdir_project.harness import EXIT_DEADLINE_S
@@ -104,6 +111,39 @@ def test_a_take_redis_runs_after_its_sender_gave_up_leases_nothing(
     finally:
         one.client.close()
         two.client.close()
+
+
+def test_a_redis_out_of_memory_again_and_again_is_one_error(
+    durable_redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 39 item 7. A Redis out of memory still serves reads: each read
+    ends the outage, the next write starts another. Before: one ERROR per
+    such outage (7-24 per worker over a run). Now one ERROR for the cause;
+    a later outage of the same cause, and its end, at INFO; every outage
+    counted in ``cdp_pool/cluster/redis_outages``."""
+    crawler = get_crawler(
+        scrapy.Spider, {**BASE_SETTINGS, **cluster(durable_redis_server.url, token())}
+    )
+    link = ClusterLink(crawler, PoolConfig.from_settings(crawler.settings))
+    caplog.set_level(logging.INFO, logger="scrapy_cdp_pool.cluster.link")
+    try:
+        for _ in range(3):
+            link.client.config_set("maxmemory", 1)
+            try:
+                with pytest.raises(RedisUnavailable, match="out of memory"):
+                    link.call("store", lambda: link.frontier.push(b"data", "h||", 0))
+            finally:
+                link.client.config_set("maxmemory", 0)
+            time.sleep(link.retry_in_s)  # the link's own backoff before its next try
+            assert link.call("read", lambda: link.client.get("anything")) is None
+    finally:
+        link.client.close()
+    records = [r for r in caplog.records if r.name == "scrapy_cdp_pool.cluster.link"]
+    errors = [r for r in records if r.levelno == logging.ERROR]
+    assert len(errors) == 1, [r.getMessage() for r in records]
+    assert "out of memory" in errors[0].getMessage()
+    assert len([r for r in records if r.levelno == logging.WARNING]) == 1  # its first end
+    assert crawler.stats.get_value("cdp_pool/cluster/redis_outages") == 3
 
 
 class OutOfMemorySpider(RecordingSpider):
@@ -267,6 +307,64 @@ async def test_a_worker_stalled_past_its_lease_does_not_start_the_request(
                 # third delivery) must outlive a loaded machine's reactor hiccups
                 durable_redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=5.0,
                 DOWNLOADER_MIDDLEWARES={f"{__name__}.StallMiddleware": 1},
+            ),
+            spider_cls=StallingSpider,
+        )  # fmt: skip
+    finally:
+        StallingSpider.client.close()
+    stats = crawler.stats.get_stats()
+    assert StallingSpider.stalled  # the fault happened
+    assert [response.url for response in spider.responses] == [url]  # once, not twice
+    assert spider.failures == []
+    assert stats["cdp_pool/cluster/lease_lost_not_started"] == 1
+    assert stats["finish_reason"] == "finished"
+
+
+class LeavingStallMiddleware:
+    """Adds a launch check, after the worker's lease check, that stalls the
+    worker's reactor on its next turn: after its lease was checked and its
+    navigation sent, before the browser lets the request go to the site
+    (the request waits in the browser's request interception meanwhile)."""
+
+    @classmethod
+    def from_crawler(cls, crawler: Any) -> LeavingStallMiddleware:
+        return cls(crawler)
+
+    def __init__(self, crawler: Any) -> None:
+        self.name = str(crawler.settings["CDP_POOL_CLUSTER_NAME"])
+        runtime_of(crawler).gates.add_launch_check(self.stall_next)
+
+    def stall_next(self, request: scrapy.Request) -> None:
+        if request.meta.get(LEASE_META_KEY) is not None and not StallingSpider.stalled:
+            asyncio.get_running_loop().call_soon(StallingSpider.stall, request, self.name)
+
+
+@pytest.mark.parametrize("private_networks", [False, True], ids=["all-paused", "private-allowed"])
+@pytest_twisted.ensureDeferred
+async def test_a_worker_stalled_while_its_request_waits_in_the_browser_does_not_send_it(
+    site: SiteServer, durable_redis_server: RedisServer, private_networks: bool
+) -> None:
+    """Issue 39 item 5. The worker stalls right after its last lease check
+    (the navigation on its way to the browser, paused in its request
+    interception) until its lease ran out and another worker took the
+    request. Before: the browser's paused request was let go to the site
+    once the worker woke (fetched by the stale worker, and again by the one
+    holding it). Now the lease is checked again, by the worker's own clock
+    (no Redis call), where the request leaves the browser: failed there,
+    counted in ``cdp_pool/cluster/lease_lost_not_started``, fetched once.
+    ``private-allowed``: the document request is paused for this check alone
+    (otherwise every request is paused for the private-network rule)."""
+    name = token()
+    StallingSpider.client = durable_redis_server.client()
+    StallingSpider.stalled = []
+    url = site.url(f"/js?n=1&k={name}&leaving")
+    try:
+        spider, crawler = await crawl(
+            [scrapy.Request(url)],
+            cluster(
+                durable_redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=5.0,
+                CDP_POOL_ALLOW_PRIVATE_NETWORKS=private_networks,
+                DOWNLOADER_MIDDLEWARES={f"{__name__}.LeavingStallMiddleware": 1},
             ),
             spider_cls=StallingSpider,
         )  # fmt: skip

@@ -10,6 +10,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_twisted
@@ -27,9 +28,9 @@ from scrapy_cdp_pool.cluster.profile_store import (
     export_profiles,
 )
 from tests.cluster_ops import PREFIX, run_worker, take_identity
-from tests.crawl import crawl
+from tests.crawl import RecordingSpider, crawl
 from tests.latency_proxy import LatencyProxy
-from tests.profiles import cookie, temp_files, write_profile
+from tests.profiles import cookie, temp_files, token, write_profile
 from tests.redis_server import RedisServer
 from tests.servers import SiteServer
 
@@ -279,3 +280,64 @@ def test_the_cluster_export_command_writes_the_shared_profiles(
     assert sorted(p.name for p in out.iterdir()) == ["alice.identity.json", "alice.json"]
     for path in out.iterdir():
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+class StateLostSpider(RecordingSpider):
+    """Records, with each failure, whether the worker had named the crawl's
+    state lost by then."""
+
+    named_at_failure: list[object] = []
+    client: redis.Redis | None = None
+    follow_up = ""
+
+    def parse(self, response: scrapy.http.Response) -> Any:
+        yield from super().parse(response)
+        if response.meta.get("flush"):
+            assert self.client is not None
+            self.client.flushall()  # as a restart without persistence
+            request = scrapy.Request(self.follow_up, meta={"cdp_profile": "alice"})
+            yield self.prepare(request)
+
+    def on_error(self, failure: Any) -> None:
+        type(self).named_at_failure.append(
+            self.crawler.stats.get_value("cdp_pool/cluster/state_lost")
+        )
+        super().on_error(failure)
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_redis_that_lost_the_crawl_is_named_before_a_profile_it_lost(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """Issue 39 item 7. Redis loses everything (FLUSHALL, as a restart without
+    persistence) while a worker renders a profile's page; the page's callback
+    yields another request of the profile. Before: it failed as
+    ``ProfileFileError`` ("not in the cluster's profile store") before the
+    state loss was named. Now the loss is named first (one ERROR,
+    ``finish_reason`` ``cdp_pool_cluster_state_lost``)."""
+    write_profile(tmp_path, "alice", session="valid-alice")
+    client = StateLostSpider.client = redis_server.client()
+    StateLostSpider.named_at_failure = []
+    StateLostSpider.follow_up = site.url("/whoami?after")
+    meta = {"cdp_profile": "alice", "flush": True}
+    try:
+        settings = {
+            "CDP_POOL_CLUSTER_REDIS_URL": redis_server.url,
+            "CDP_POOL_CLUSTER_NAME": token(),
+            "CDP_POOL_PROFILES_DIR": str(tmp_path),
+        }
+        spider, crawler = await crawl(
+            [scrapy.Request(site.url("/whoami?before"), meta=meta)],
+            settings,
+            spider_cls=StateLostSpider,
+        )
+    finally:
+        client.close()
+    stats = crawler.stats.get_stats()
+    assert stats["finish_reason"] == "cdp_pool_cluster_state_lost", (
+        [str(f.value) for f in spider.failures],
+        [r.url for r in spider.responses],
+    )
+    assert all(named == 1 for named in StateLostSpider.named_at_failure), (
+        StateLostSpider.named_at_failure
+    )

@@ -15,7 +15,6 @@ from scrapy_cdp_pool.cluster.keys import key_prefix
 from scrapy_cdp_pool.resilience.request_checks import UnserializableRequestError
 from tests.cluster_harness import RedisServer, cluster
 from tests.crawl import RecordingSpider, crawl
-from tests.redis_server import RedisServer as RestartableRedis
 from tests.profiles import session_inflight_max, token, write_profile
 from tests.servers import SiteServer
 
@@ -187,14 +186,14 @@ async def test_a_redis_that_lost_the_crawl_closes_the_spider_by_name(site: SiteS
     pages) as if the crawl were done. Now: one ERROR and finish_reason
     ``cdp_pool_cluster_state_lost`` (fails before: ``finished``). Here the
     client may reconnect to the new, empty Redis without a call failing."""
-    first = RestartableRedis()
+    first = RedisServer()
     directory = first.directory
     servers = [first]
     name = token()
 
     def restart_empty() -> None:
         servers[-1].stop_keeping_directory()
-        servers.append(RestartableRedis(directory))  # same socket, nothing in it
+        servers.append(RedisServer(directory))  # same socket, nothing in it
 
     RedisRestartingSpider.restart = restart_empty
     RedisRestartingSpider.then_urls = [site.url(f"/js?n=1&lost={i}&k={name}") for i in range(3)]

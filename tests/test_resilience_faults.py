@@ -203,31 +203,37 @@ async def test_chromium_page_stuck_in_script_fails_by_name_and_is_not_retried(
 
 
 @pytest_twisted.ensureDeferred
-async def test_chromium_page_stuck_in_script_named_when_its_read_times_out(
+async def test_chromium_page_stuck_in_script_is_named_after_the_navigation_and_action_timeouts(
     site: SiteServer,
 ) -> None:
-    """The navigation's wait for the load event ends
-    (``cdp_navigation_timeout``), the page is read as it is, and that read
-    gets the rest of ``download_timeout`` (not the action timeout: a big
-    page's serialization may need it, issue 27): when it runs out, the stuck
-    page is named, not retried (before: a retried timeout)."""
-    path = f"/busy-loop?stall={token()}"
-    meta = {"cdp": True, "download_timeout": 8, "cdp_navigation_timeout": 2}
+    """Issue 39: the navigation's wait for the load event ends
+    (``cdp_navigation_timeout``) and the page, stuck in its script while
+    parsed or in its load handler, never reached its load event: its DOM is
+    read within ``CDP_POOL_ACTION_TIMEOUT_SECONDS`` (not the rest of
+    ``download_timeout``, which a loaded page's big serialization keeps:
+    tests/test_big_pages.py), then probed and named, not retried. Before: the
+    read held the request for its whole 60 s ``download_timeout`` (180 s by
+    default), the message naming ``download_timeout``."""
+    paths = [f"/busy-loop?stall={token()}", f"/busy-loop?at=load&stall={token()}"]
+    meta = {"cdp": True, "download_timeout": 60, "cdp_navigation_timeout": 2}
     spider, crawler = await crawl(
-        [scrapy.Request(site.url(path), meta=meta)],
+        [scrapy.Request(site.url(path), meta=meta) for path in paths],
         {
             "CDP_POOL_BROWSER": "chromium",
+            "CDP_POOL_CONNECTIONS": 2,
             "CDP_POOL_ACTION_TIMEOUT_SECONDS": 2,
             "RETRY_ENABLED": True,
         },
     )
-    assert len(spider.failures) == 1
-    failure = spider.failures[0]
-    assert failure.check(PageScriptStalled), failure.value
-    assert "did not yield within download_timeout" in str(failure.value)
-    assert hits(site, path) == 1
+    assert len(spider.failures) == 2
+    for failure in spider.failures:
+        assert failure.check(PageScriptStalled), failure.value
+        message = str(failure.value)
+        assert "did not yield within its deadline (no load event" in message, message
+        assert "action timeout of 2 s (CDP_POOL_ACTION_TIMEOUT_SECONDS)" in message
+    assert [hits(site, path) for path in paths] == [1, 1]
     stats = crawler.stats.get_stats()
-    assert stats["cdp_pool/errors/PageScriptStalled"] == 1
+    assert stats["cdp_pool/errors/PageScriptStalled"] == 2
     assert "retry/count" not in stats
 
 

@@ -85,6 +85,7 @@ class HeldRequests:
         self._flush_timer: Any = None
         gates.add_finish_hook(self.release)
         gates.add_launch_check(self.check_launch)
+        gates.add_leaving_check(self.check_leaving)
 
     def add(self, lease: str, request: Request, sent: float | None = None) -> None:
         """``sent``: when the take was sent (monotonic; default now)."""
@@ -108,8 +109,13 @@ class HeldRequests:
         if lease is None:
             return  # not from the cluster's queue
         why = self._why_lost(lease)
-        if why is None:
-            return
+        if why is not None:
+            self._drop(request, lease, why)
+
+    def _drop(self, request: Request, lease: str, why: str) -> None:
+        """Not started: ``lease`` is no longer this worker's.
+
+        :raises LeaseLost: always."""
         self._requests.pop(lease, None)
         self._renewed.pop(lease, None)
         self._lost.discard(lease)
@@ -121,18 +127,31 @@ class HeldRequests:
         request.errback = None  # the worker holding it now answers for it
         raise LeaseLost(f"{request}: {why}")
 
+    def check_leaving(self, request: Request) -> None:
+        """Where ``request``'s navigation leaves the browser for the site
+        (paused in its request interception, it may have waited there since
+        :meth:`check_launch` while this worker stalled). By this worker's
+        clock only, no Redis call: the lease is gone once a lease has passed
+        since its take or last renewal was sent (Redis set its expiry a lease
+        after it received that call), or a renewal found it lost.
+
+        :raises LeaseLost: dropped, as by :meth:`check_launch`."""
+        lease = request.meta.get(LEASE_META_KEY)
+        if lease is None:
+            return
+        why = self._why_lost_locally(lease)
+        if why is not None:
+            self._drop(request, lease, why)
+
     def _why_lost(self, lease: str) -> str | None:
         """Why this worker no longer holds ``lease``; ``None`` if it does (or
         if the lease is not held here any more: a copy of a request already
         acknowledged, downloaded outside the scheduler, is not judged here)."""
-        if lease in self._lost:
-            return "its lease was found lost at a renewal"
+        why = self._why_lost_locally(lease)
         renewed = self._renewed.get(lease)
-        if lease not in self._requests or renewed is None:
-            return None
+        if why is not None or lease not in self._requests or renewed is None:
+            return why
         idle_s = time.monotonic() - renewed
-        if idle_s >= self.link.lease_s:
-            return f"its lease was last renewed {idle_s:.1f} s ago (lease {self.link.lease_s:g} s)"
         if idle_s < self.link.lease_s * SURE_HELD:
             return None
         try:
@@ -141,6 +160,19 @@ class HeldRequests:
             return None  # within its lease by this worker's clock
         if not held:
             return "Redis says its lease or identity lock is no longer this worker's"
+        return None
+
+    def _why_lost_locally(self, lease: str) -> str | None:
+        """Why ``lease`` is lost by what this worker knows (``None``: held,
+        or not judged here, see :meth:`_why_lost`)."""
+        if lease in self._lost:
+            return "its lease was found lost at a renewal"
+        renewed = self._renewed.get(lease)
+        if lease not in self._requests or renewed is None:
+            return None
+        idle_s = time.monotonic() - renewed
+        if idle_s >= self.link.lease_s:
+            return f"its lease was last renewed {idle_s:.1f} s ago (lease {self.link.lease_s:g} s)"
         return None
 
     def finished(self, in_progress: Container[Request]) -> list[str]:

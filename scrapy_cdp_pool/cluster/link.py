@@ -11,7 +11,11 @@ redirect...) starts an outage: no call is tried again before a backoff (0.5 s
 doubled per failure, up to :data:`MAX_BACKOFF_S`; renewals of leases are tried
 at their time all the same), the outage is logged once when it starts (one
 ERROR naming the cause) and once when it ends, and
-``cdp_pool/cluster/redis_errors`` counts the failures.
+``cdp_pool/cluster/redis_errors`` counts the failures. An outage of a cause
+already logged at ERROR (a Redis out of memory that serves reads, so each read
+ends the outage and the next write starts another: 7-24 ERRORs per worker
+before) is logged at INFO, its end too; every outage is counted in
+``cdp_pool/cluster/redis_outages``.
 
 Any other error Redis answers a call with (:func:`redis_bug`: a key of the
 crawl of the wrong type, ``WRONGTYPE``; an unknown command; a script error) is
@@ -105,6 +109,9 @@ class ClusterLink:
         self._retry_at = 0.0
         self._backoff_s = 0.0
         self._down_since: float | None = None
+        self._cause: str | None = None  # the cause of the outage going on
+        self._causes_logged: set[str] = set()  # causes of outages logged at ERROR
+        self._ended_logged: set[str] = set()  # causes whose outage's end was logged at WARNING
         #: the crawl's ``<prefix>epoch`` as this worker first saw it
         self.epoch: bytes | str | None = None
         self._state_lost = False
@@ -156,8 +163,11 @@ class ClusterLink:
             self._failed(what, e, cause, backoff=not (in_outage and self._down_since))
             raise RedisUnavailable(f"{cause}: {scrub_secrets(e, self.url)}") from None
         if self._down_since is not None and not in_outage:
-            logger.warning(
-                "Redis %s reachable again after %.1f s; taking requests again",
+            level = logging.INFO if self._cause in self._ended_logged else logging.WARNING
+            if self._cause is not None:
+                self._ended_logged.add(self._cause)
+            logger.log(
+                level, "Redis %s reachable again after %.1f s; taking requests again",
                 redact_url(self.url), time.monotonic() - self._down_since,
                 extra={"crawler": self.crawler},
             )  # fmt: skip
@@ -263,11 +273,16 @@ class ClusterLink:
             self._retry_at = time.monotonic() + self._backoff_s
         if self._down_since is None:
             self._down_since = time.monotonic()
-            logger.error(
-                "Redis %s cannot serve: %s (%s: %s: %s); not taking requests, finishing those "
+            self._cause = cause
+            self.crawler.stats.inc_value("cdp_pool/cluster/redis_outages")
+            again = cause in self._causes_logged
+            self._causes_logged.add(cause)
+            logger.log(
+                logging.INFO if again else logging.ERROR,
+                "Redis %s cannot serve%s: %s (%s: %s: %s); not taking requests, finishing those "
                 "held, keeping what is not stored, retrying with backoff", redact_url(self.url),
-                cause, what, type(error).__name__, scrub_secrets(error, self.url),
-                extra={"crawler": self.crawler},
+                " again" if again else "", cause, what, type(error).__name__,
+                scrub_secrets(error, self.url), extra={"crawler": self.crawler},
             )  # fmt: skip
         else:
             logger.info(

@@ -36,9 +36,14 @@ from scrapy import Request, signals
 from scrapy.exceptions import NotConfigured
 
 from scrapy_cdp_pool.cluster.keys import PROFILE_COPY_META_KEY
+from scrapy_cdp_pool.cluster.link import link_for
 from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix, worker_id
 from scrapy_cdp_pool.cluster.profile_health import FleetHealthBook
-from scrapy_cdp_pool.cluster.profile_store import ProfileStoreUnreachable, SharedProfiles
+from scrapy_cdp_pool.cluster.profile_store import (
+    NOT_STORED,
+    ProfileStoreUnreachable,
+    SharedProfiles,
+)
 from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.core.gates import profile_of
 from scrapy_cdp_pool.core.runtime import runtime_of
@@ -51,6 +56,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
+
+#: what ``_read`` returns for a profile Redis does not hold
+_NOT_STORED = "\0not stored"
 
 PROFILE_CALL_TIMEOUT_S = 5.0
 """Socket timeout of the profile store's Redis calls (made in threads)."""
@@ -153,6 +161,13 @@ class SharedProfilesMiddleware:
         self.shared.remember_token(name, fencing_token(request))
         copy = request.meta.pop(PROFILE_COPY_META_KEY, None)
         retired = await asyncio.to_thread(self._read, name, copy)
+        if retired is _NOT_STORED:
+            # A Redis that lost the crawl (restarted without persistence,
+            # flushed) lost its profiles too: named first, as the state loss
+            # it is (before: requests failed as ProfileFileError "not
+            # in the cluster's profile store" before the loss was named)
+            link_for(self.crawler).crawl_is_there()
+            retired = None
         self.health.adopt(name, retired)
 
     def _read(self, name: str, copy: Any = None) -> str | None:
@@ -176,8 +191,9 @@ class SharedProfilesMiddleware:
                     extra={"crawler": self.crawler},
                 )
             return None
-        except ProfileFileError:
-            return None  # the profile middleware fails the request, naming the problem
+        except ProfileFileError as e:
+            # the profile middleware fails the request, naming the problem
+            return _NOT_STORED if e.problem == NOT_STORED else None
         if self._unreachable:
             self._unreachable = False
             logger.info(

@@ -79,6 +79,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+NOT_STORED = "is not in the cluster's profile store (seed it from CDP_POOL_PROFILES_DIR)"
+"""The reason of the ``ProfileFileError`` of a profile Redis does not hold."""
 #: the stat counting save-backs refused by the fencing token
 STALE_WRITES_STAT = "cdp_pool/cluster/stale_profile_writes"
 
@@ -272,11 +274,7 @@ class SharedProfiles:
         except (RedisError, RedisClusterException, OSError) as e:
             raise unreachable(name, key, "cannot be read", e) from None
         if state_text is None:
-            raise ProfileFileError(
-                name,
-                Path(key),
-                "is not in the cluster's profile store (seed it from CDP_POOL_PROFILES_DIR)",
-            )
+            raise ProfileFileError(name, Path(key), NOT_STORED)
         state = _parse(name, key, "state", state_text)
         _raise_problems(name, Path(key), storage_state_problems(state))
         identity = _parse(name, key, "identity", identity_text) if identity_text else {}

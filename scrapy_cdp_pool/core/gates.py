@@ -205,6 +205,7 @@ class RequestGates:
         self._finish_hooks: list[FinishHook] = []
         self._start_checks: list[StartCheck] = []
         self._launch_checks: list[LaunchCheck] = []
+        self._leaving_checks: list[LaunchCheck] = []
         self._wakes: dict[float, Any] = {}
         #: ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS``: the latest a valid
         #: ``cdp_not_before`` may be, from now (:func:`not_before_problem`)
@@ -242,6 +243,24 @@ class RequestGates:
         (no await between this and the start): the launch checks (a cluster
         worker's lease). :raises IgnoreRequest: drop the request."""
         for check in self._launch_checks:
+            check(request)
+
+    def add_leaving_check(self, check: LaunchCheck) -> None:
+        """``check(request)`` is also asked where a rendered request's
+        navigation leaves the browser for the site (see
+        :meth:`check_leaving`); it must not block (no Redis call)."""
+        self._leaving_checks.append(check)
+
+    @property
+    def has_leaving_checks(self) -> bool:
+        return bool(self._leaving_checks)
+
+    def check_leaving(self, request: Request) -> None:
+        """Where ``request``'s navigation (or a redirect of it) leaves the
+        browser for the site: paused in the browser's request interception, it
+        may have waited there since :meth:`check_launch` (a stalled worker).
+        :raises IgnoreRequest: drop the request."""
+        for check in self._leaving_checks:
             check(request)
 
     def add_start_check(self, check: StartCheck) -> None:

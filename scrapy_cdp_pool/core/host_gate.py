@@ -157,13 +157,21 @@ class HostGate:
                 turn.fleet = None
             fleet.answered(host, token)
 
+    @property
+    def checks_leaving(self) -> bool:
+        """Whether a render's navigation is checked again where it leaves the
+        browser (``RenderHooks.before_leaving``: its request must be paused
+        at the request stage)."""
+        return self._gates.has_leaving_checks
+
     def hooks(self, request: Request, host: str, turn: Turn | None) -> RenderHooks | None:
         """The render's hooks: the navigation waits for ``turn`` (the slot's
         delay), none starts while ``host`` is paused, and a main document's
         headers that ask for a pause start it at once (before the page's slot
         is released); ``None`` without host pauses or a turn."""
         pauses = self._pauses
-        if pauses is None and turn is None and not self._gates.has_launch_checks:
+        gates = self._gates
+        if pauses is None and turn is None and not gates.has_launch_checks:
             return None
         spacing = self._gates.spacing
 
@@ -189,7 +197,15 @@ class HostGate:
                 spacing.arrived(turn)
                 self._answered(turn, last=False)
 
-        return RenderHooks(before_navigate=before_navigate, on_document=on_document)
+        before_leaving = None
+        if gates.has_leaving_checks:
+
+            def before_leaving() -> None:
+                gates.check_leaving(request)
+
+        return RenderHooks(
+            before_navigate=before_navigate, on_document=on_document, before_leaving=before_leaving
+        )
 
 
 def _retry_after(headers: list[tuple[str, str]]) -> bytes | None:

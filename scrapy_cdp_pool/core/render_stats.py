@@ -12,6 +12,7 @@ from scrapy_cdp_pool.core.boundary import error_kind
 from scrapy_cdp_pool.render import (
     FAVICON,
     MAX_COOKIE_BYTES,
+    MAX_COOKIE_HEADER_BYTES,
     MAX_COOKIES_PER_DOMAIN,
     PRIVATE_NETWORK,
     content_length,
@@ -40,6 +41,7 @@ class RenderStats:
         self._private_hosts_logged: set[str] = set()
         self._warned_whole_downloads = False
         self._warned_cookie_caps = False
+        self._hosts_cookies_not_sent: set[str] = set()
 
     def page(self, pool: ConnectionPool, lease: ContextLease) -> None:
         """This crawler's pages per connection of the pool (or on dedicated
@@ -91,6 +93,21 @@ class RenderStats:
             sum(merged.too_large.values()),
             extra={"crawler": self.crawler},
         )
+
+    def cookies_not_sent(self, request: Request, host: str, count: int) -> None:
+        """``count`` cookies of Scrapy's jar left out of ``request``'s
+        ``Cookie`` header, past :data:`MAX_COOKIE_HEADER_BYTES`: counted in
+        ``cdp_pool/cookies_not_sent``, one WARNING per host."""
+        self.stats.inc_value("cdp_pool/cookies_not_sent", count)
+        if host in self._hosts_cookies_not_sent:
+            return
+        self._hosts_cookies_not_sent.add(host)
+        logger.warning(
+            "%s: %d cookie(s) of Scrapy's jar not sent: its Cookie header would pass %d bytes, "
+            "more than servers accept (answered 400); the newest of the least specific paths are "
+            "left out (warned once for %s; further ones are counted in cdp_pool/cookies_not_sent)",
+            request, count, MAX_COOKIE_HEADER_BYTES, host, extra={"crawler": self.crawler},
+        )  # fmt: skip
 
     def error(self, error: BaseException) -> None:
         """A failed render: ``cdp_pool/errors/<kind>``."""

@@ -36,6 +36,7 @@ from scrapy_cdp_pool.render import (
     SnapshotWriter,
     build_response,
     build_spec,
+    cap_cookie_header,
     cookies_middleware,
     default_header_values,
     merge_into_jar,
@@ -165,13 +166,20 @@ class Renderer:
             context=context,
             signed_out=self.profiles.signed_out_rule(request) if profile else None,
         )
+        host = host_of(request)
+        sent = cap_cookie_header(spec.cookies)
+        if len(sent) < len(spec.cookies):
+            self.stats.cookies_not_sent(request, host, len(spec.cookies) - len(sent))
+            spec = dataclasses.replace(spec, cookies=sent)
         where = str(request)
         if context is not None and context.proxy_server:
             whose = "the profile's proxy" if profile is not None else "meta['proxy']"
             where += f" (through {whose} {context.proxy_server})"
-        host = host_of(request)
         robots = self.robots.enabled and not request.meta.get("dont_obey_robotstxt")
-        if robots:
+        if robots or (self.gate.checks_leaving and spec.allow_private_networks):
+            # robots.txt asks about each navigation; a cluster lease is checked
+            # again where the navigation leaves (without private networks
+            # allowed, every request is paused already)
             spec = dataclasses.replace(spec, pause_navigations=True)
         return _Inputs(
             spec=spec,

@@ -22,8 +22,10 @@ from scrapy_cdp_pool.render._page.page_setup import open_page
 from scrapy_cdp_pool.render._request.context_options import ContextOptions
 from scrapy_cdp_pool.render._request.cookies import (
     MAX_COOKIE_BYTES,
+    MAX_COOKIE_HEADER_BYTES,
     MAX_COOKIES_PER_DOMAIN,
     Merged,
+    cap_cookie_header,
     cookies_middleware,
     merge_into_jar,
 )
@@ -46,6 +48,7 @@ __all__ = [
     "LIVE_PAGE_META_KEY",
     "MAX_COOKIES_PER_DOMAIN",
     "MAX_COOKIE_BYTES",
+    "MAX_COOKIE_HEADER_BYTES",
     "PRIVATE_NETWORK",
     "Action",
     "CaptureRule",
@@ -62,6 +65,7 @@ __all__ = [
     "SnapshotWriter",
     "build_response",
     "build_spec",
+    "cap_cookie_header",
     "content_length",
     "cookies_middleware",
     "default_header_values",

@@ -20,7 +20,9 @@ import shutil
 import signal
 import socket
 import sys
+import time
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,19 +30,28 @@ from scrapy_cdp_pool.browser.backends import Backend
 from scrapy_cdp_pool.browser.cdp import CDPConnection
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.browser.pool.lightpanda_reports import LightpandaReports
-from scrapy_cdp_pool.browser.pool.private_dir import make_private_dir, sweep_once
+from scrapy_cdp_pool.browser.pool.private_dir import make_private_dir, record_server, sweep_once
 from scrapy_cdp_pool.errors import ServerMisconfigured, ServerStartError
 from scrapy_cdp_pool.settings.config import PoolConfig
 
 logger = logging.getLogger(__name__)
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child
+def _die_with_parent(parent: int) -> None:  # pragma: no cover - runs in the child
+    """Ask for SIGTERM when ``parent`` (the crawl) dies; a parent that died
+    between the fork and the request (a crawl SIGKILLed while its browser
+    starts) is not signalled for: then exit before the browser runs."""
     os.setsid()
     if sys.platform == "linux":
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
 
+
+CRASH_LOOP_RESTARTS = 5
+"""Restarts within :data:`CRASH_LOOP_WINDOW_S` that make a crash loop (one ERROR)."""
+CRASH_LOOP_WINDOW_S = 60.0
 
 _MISCONFIGURED_ERRNOS = {errno.ENOENT, errno.EACCES, errno.ENOEXEC, errno.ENOTDIR}
 
@@ -62,8 +73,10 @@ def private_env(private_dir: Path) -> dict[str, str]:
 
 
 def child_setup(pipe_fds: tuple[int, int] | None) -> Callable[[], None]:
+    parent = os.getpid()
+
     def setup() -> None:  # pragma: no cover - runs in the child
-        _die_with_parent()
+        _die_with_parent(parent)
         if pipe_fds is not None:
             # Chromium's --remote-debugging-pipe: it reads fd 3, writes fd 4.
             # Moved out of the way first, in case either already is 3 or 4.
@@ -119,6 +132,8 @@ class EmbeddedServer(ABC):
         self.config = config
         self.endpoint: str | None = None
         self.restarts = 0
+        self._restart_times: deque[float] = deque()  # monotonic times of recent restarts
+        self._crash_loop_logged = False
         #: what it is for, in logs (a dedicated server's proxy or time zone)
         self.purpose = ""
         #: what it said on stderr about pages it closed (Lightpanda's), else None
@@ -156,13 +171,7 @@ class EmbeddedServer(ABC):
                     if self._proc.returncode is not None
                     else "closed its channel"
                 )
-                logger.warning(
-                    "The embedded %s server%s (pid %s) %s; restarting it",
-                    self.kind,
-                    f" {self.purpose}" if self.purpose else "",
-                    self._proc.pid,
-                    how,
-                )
+                self._log_restart(self._proc.pid, how)
                 await self._kill(1.0)
                 await self._cleanup()
             self._stopping = False
@@ -185,6 +194,36 @@ class EmbeddedServer(ABC):
                 await self._kill()
                 raise
             return self.endpoint
+
+    def _log_restart(self, pid: int, how: str) -> None:
+        """One line per restart (``pid``: the server that died, ``how``: why),
+        a WARNING; once the server died :data:`CRASH_LOOP_RESTARTS` times
+        within :data:`CRASH_LOOP_WINDOW_S`,
+        one ERROR naming the loop, and INFO lines after it (before:
+        a crash loop logged 111 WARNINGs and no ERROR)."""
+        now = time.monotonic()
+        recent = self._restart_times
+        recent.append(now)
+        while recent and now - recent[0] > CRASH_LOOP_WINDOW_S:
+            recent.popleft()
+        where = f" {self.purpose}" if self.purpose else ""
+        if self._crash_loop_logged:
+            level = logging.INFO
+        elif len(recent) >= CRASH_LOOP_RESTARTS:
+            self._crash_loop_logged = True
+            logger.error(
+                "The embedded %s server%s keeps dying: %d restarts in %.0f s (the last: pid %s "
+                "%s); restarting it each time, later restarts logged at INFO and counted in "
+                "cdp_pool/server_restarts", self.kind, where, len(recent), now - recent[0],
+                pid, how,
+            )  # fmt: skip
+            return
+        else:
+            level = logging.WARNING
+        logger.log(
+            level, "The embedded %s server%s (pid %s) %s; restarting it", self.kind, where,
+            pid, how,
+        )  # fmt: skip
 
     async def stop(self, grace_s: float = 5.0) -> None:
         """Stop the server and its process tree (SIGTERM, then SIGKILL after
@@ -220,6 +259,7 @@ class EmbeddedServer(ABC):
             # not found, not executable, not a program: another try fails the same way
             kind = ServerMisconfigured if e.errno in _MISCONFIGURED_ERRNOS else ServerStartError
             raise kind(f"cannot start {argv[0]}: {e}") from e
+        record_server(self._dir(), self._proc.pid)  # swept if the crawl dies without it
         self._drain = asyncio.get_running_loop().create_task(
             self._drain_stderr(self._proc), name=f"cdp-pool {self.kind} stderr"
         )

@@ -8,7 +8,12 @@ marker file naming the process that made it (PID and start time). Removed
 when the server stops; what a killed crawl left behind is removed by the next
 start (:func:`remove_stale_dirs`): only
 directories with the marker, owned by this user, whose maker is no longer
-running.
+running. The server the directory served is recorded in it too
+(:func:`record_server`: PID, start time, command line): a server its crawl
+did not take down with it (SIGKILLed while the browser started, before the
+browser asked to die with its parent) is ended by that sweep, by its process
+group, only when its start time and command line are the recorded ones and
+it runs as this user (before: an orphan Lightpanda ran 48 minutes).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 import logging
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
 
@@ -26,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 PREFIX = "cdp-pool-"
 MARKER = ".cdp-pool-owner"
+#: the server started with the directory: ``{"pid", "start_time", "cmdline"}``
+SERVER_RECORD = ".cdp-pool-server"
 
 _swept = False
 
@@ -80,6 +88,46 @@ def make_private_dir(kind: str) -> Path:
     return path
 
 
+def record_server(path: Path, pid: int) -> None:
+    """Note in ``path`` (a private directory) the server process ``pid``
+    started for it, for :func:`remove_stale_dirs` to end it if its crawl dies
+    without doing so. Never raises (a server not recorded is not swept)."""
+    try:
+        process = psutil.Process(pid)
+        record = {"pid": pid, "start_time": process.create_time(), "cmdline": process.cmdline()}
+        fd = os.open(path / SERVER_RECORD, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+    except (psutil.Error, OSError) as e:
+        logger.debug("The server %s of %s was not recorded: %r", pid, path, e)
+
+
+def _end_orphan(path: Path) -> int | None:
+    """End the server recorded in ``path`` (:func:`record_server`) if it
+    still runs: the same process (start time within 1 s, same command line),
+    this user's. Its process group (the server's own session: its children
+    too) gets SIGKILL. The PID ended, or ``None``."""
+    try:
+        record = json.loads((path / SERVER_RECORD).read_text(encoding="utf-8"))
+        pid, started, cmdline = int(record["pid"]), float(record["start_time"]), record["cmdline"]
+        process = psutil.Process(pid)
+        same = (
+            abs(process.create_time() - started) < 1.0
+            and process.cmdline() == cmdline
+            and process.uids().real == os.getuid()
+        )
+        if not same:
+            return None
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)
+        else:
+            process.kill()
+        psutil.wait_procs([process], timeout=5)
+    except (OSError, ValueError, KeyError, TypeError, psutil.Error):
+        return None  # no record, gone already, or not ours to judge
+    return pid
+
+
 def _maker_alive(marker: Path) -> bool:
     try:
         owner = json.loads(marker.read_text(encoding="utf-8"))
@@ -117,6 +165,12 @@ def remove_stale_dirs(root: str | None = None) -> list[Path]:
         marker = entry / MARKER
         if not marker.is_file() or _maker_alive(marker):
             continue
+        orphan = _end_orphan(entry)
+        if orphan is not None:
+            logger.warning(
+                "Ended a browser server (pid %s) left running by a crawl that was killed: %s",
+                orphan, entry,
+            )  # fmt: skip
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     if removed:

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from scrapy_cdp_pool.browser.cdp import CDPError, CDPRequestTooLarge
 from scrapy_cdp_pool.errors import (
+    CDPPoolError,
     NavigationForbidden,
     PrivateNavigationRefused,
     ResponseTooLarge,
@@ -60,6 +61,12 @@ FAVICON = "favicon"
 requests failed (``cdp_pool/favicon_requests_blocked``)."""
 
 
+TOO_LARGE = "too_large"
+"""The key of ``DocumentTracker.blocked`` for the page's own responses
+(``fetch()``, XHR, any other with ``guard_cache``) failed because their
+``Content-Length`` is past ``DOWNLOAD_MAXSIZE`` (``meta["download_maxsize"]``)."""
+
+
 def _is_favicon(params: dict[str, Any]) -> bool:
     """Whether a request paused at the request stage is the browser's own
     ``/favicon.ico`` (see ``page_setup.FAVICON_URL_PATTERN``)."""
@@ -76,6 +83,8 @@ class FetchInterceptor:
         self._credentials_given: set[str] = set()  # URLs answered with credentials
         #: see RenderHooks.allows_navigation
         self.allows_navigation: Callable[[str], bool] | None = None
+        #: see RenderHooks.before_leaving
+        self.before_leaving: Callable[[], None] | None = None
         spec = page.spec
         self.private_rule = None if spec.allow_private_networks else PrivateNetworkRule(spec.url)
 
@@ -108,6 +117,12 @@ class FetchInterceptor:
                 url = str(params.get("request", {}).get("url", ""))
                 await self._refuse_navigation(request_id, url)
             elif (
+                resource_type == "document"
+                and params.get("frameId") == self.page.target_id
+                and not await self._may_leave(request_id)
+            ):
+                pass  # failed: the render ends with why
+            elif (
                 self.override_pending
                 and resource_type == "document"
                 and params.get("frameId") == self.page.target_id
@@ -124,6 +139,35 @@ class FetchInterceptor:
         except ResponseTooLarge as e:
             self.page.fail(e)
             await self._abort(request_id)
+
+    def _past_maxsize(self, params: dict[str, Any]) -> bool:
+        """Whether a response of the page's own (not its main document),
+        paused at the response stage, announces a body past the request's
+        maxsize (Chromium would read it whole into the page)."""
+        maxsize = self.page.spec.maxsize
+        if not maxsize or "responseErrorReason" in params:
+            return False
+        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
+        length = content_length(headers)
+        return length is not None and length > maxsize
+
+    async def _may_leave(self, request_id: str) -> bool:
+        """Whether the main frame's document request paused at the request
+        stage may leave for the site (``RenderHooks.before_leaving``, asked
+        with no await before its continue is queued); if not, the request is
+        failed in the browser and the render ends with the hook's exception."""
+        check = self.before_leaving
+        if check is None:
+            return True
+        try:
+            check()
+        except CDPPoolError as e:  # LeaseLost
+            self.page.fail(e)
+            await self.page.command(
+                "Fetch.failRequest", {"requestId": request_id, "errorReason": "Aborted"}
+            )
+            return False
+        return True
 
     async def _block(self, request_id: str, reason: str) -> None:
         """Fail a request paused at the request stage, counted under
@@ -325,6 +369,9 @@ class FetchInterceptor:
             and "responseErrorReason" not in params
         )
         if not is_main:
+            if self._past_maxsize(params):
+                await self._block(request_id, TOO_LARGE)
+                return
             if self.page.guard_cache and not shareable(params.get("responseHeaders", [])):
                 await self._fulfill_unstored(params)
                 return

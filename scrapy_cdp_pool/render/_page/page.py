@@ -28,7 +28,6 @@ from scrapy_cdp_pool.browser.cdp import (
     CDPConnectionClosed,
     CDPError,
     CDPProtocolError,
-    CDPRequestTooLarge,
 )
 from scrapy_cdp_pool.errors import (
     NavigationFailed,
@@ -36,7 +35,6 @@ from scrapy_cdp_pool.errors import (
     NavigationToOtherScheme,
     PageCrashed,
     PageScriptError,
-    RenderError,
     is_data_loss,
 )
 from scrapy_cdp_pool.render._page.body_size import BodySizeGuard, navigation_too_large
@@ -146,7 +144,7 @@ class Page:
         #: the rewritten request too large)
         #: why the render ends early (a body past maxsize, a request too large,
         #: a navigation robots.txt forbids), raised where the render waits
-        self.too_large: RenderError | CDPRequestTooLarge | None = None
+        self.too_large: Exception | None = None
         self.capture = NetworkCapture(self, spec.capture) if spec.capture is not None else None
         #: the main document's body counted as it arrives (``DOWNLOAD_MAXSIZE``)
         self.body_size = BodySizeGuard(spec.url, spec.maxsize)
@@ -171,8 +169,10 @@ class Page:
         that waits for its answer (see :meth:`CDPConnection.post`)."""
         return self.cdp.post(method, params, self.session_id, timeout_s)
 
-    def fail(self, error: RenderError | CDPRequestTooLarge) -> None:
-        """End the render with ``error`` (raised by :meth:`wait_settled`)."""
+    def fail(self, error: Exception) -> None:
+        """End the render with ``error`` (raised by :meth:`wait_settled`): a
+        :class:`RenderError`, a ``CDPRequestTooLarge``, or what a render hook
+        raised (``RenderHooks.before_leaving``)."""
         self.too_large = error
         self.tracker.on_failure(str(error))
 

@@ -59,6 +59,7 @@ async def open_page(
     fetch = fetch_params(
         spec, unsupported, guard_cache, block_favicon=backend.fetches_favicon,
         proxy_credentials_in_url=backend.proxy_credentials_in_url,
+        bound_page_fetches=backend == CHROMIUM,
     )  # fmt: skip
     page.applied["Fetch.enable"] = fetch
     commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
@@ -123,6 +124,7 @@ async def take_over_page(
     fetch = fetch_params(
         spec, guard_cache=guard_cache, block_favicon=backend.fetches_favicon,
         proxy_credentials_in_url=backend.proxy_credentials_in_url,
+        bound_page_fetches=backend == CHROMIUM,
     )  # fmt: skip
     wanted = [("Fetch.enable", fetch)]
     if user_agent is not None:  # this request's, which may not be the last one's
@@ -153,6 +155,7 @@ def fetch_params(
     guard_cache: bool = False,
     block_favicon: bool = False,
     proxy_credentials_in_url: bool = False,
+    bound_page_fetches: bool = False,
 ) -> dict[str, Any]:
     """``Fetch.enable`` parameters: the main document at the response stage
     (every response with ``guard_cache``), its request when it must be
@@ -166,7 +169,11 @@ def fetch_params(
     (:attr:`RenderSpec.basic_credentials`); with ``block_favicon``, the
     browser's own ``/favicon.ico`` requests (resource type ``Other``: a
     page's ``<img>`` or ``fetch()`` of it is not one), which
-    :class:`~scrapy_cdp_pool.render._page.interception.FetchInterceptor` fails."""
+    :class:`~scrapy_cdp_pool.render._page.interception.FetchInterceptor` fails;
+    with ``bound_page_fetches`` and a ``maxsize`` (Chromium: it reads a page's
+    ``fetch()`` or XHR body whole, a 1 GiB one grew the browser to 3.2 GB),
+    the responses of the page's own ``fetch()`` and XHR calls at the response
+    stage, failed when their ``Content-Length`` is past ``maxsize``."""
     patterns: list[dict[str, str]] = [{"resourceType": "Document", "requestStage": "Response"}]
     if guard_cache:
         patterns.append({"requestStage": "Response"})
@@ -194,6 +201,9 @@ def fetch_params(
         patterns.append({"resourceType": cdp_resource_type(resource_type)})
     for url_pattern in sorted({fetch_url_pattern(p) for p in spec.block_urls}):
         patterns.append({"urlPattern": url_pattern, "requestStage": "Request"})
+    if bound_page_fetches and spec.maxsize and not guard_cache:
+        patterns.append({"resourceType": "Fetch", "requestStage": "Response"})
+        patterns.append({"resourceType": "XHR", "requestStage": "Response"})
     if block_favicon:
         patterns.append({"urlPattern": FAVICON_URL_PATTERN, "resourceType": "Other",
                          "requestStage": "Request"})  # fmt: skip

@@ -19,7 +19,9 @@ cookie domain in the jar, the ones it holds first (a server's session cookie
 is not pushed out by a page's script), and no cookie whose name and value
 together pass :data:`MAX_COOKIE_BYTES` bytes. A page writing 500 cookies
 otherwise made every later request to its host carry them all: a ``Cookie``
-header past the server's limit, answered 400.
+header past the server's limit, answered 400. The caps do not bound a
+header's size (180 cookies of 60 bytes pass 8 KiB): a rendered request sends
+at most :data:`MAX_COOKIE_HEADER_BYTES` of them (:func:`cap_cookie_header`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,31 @@ logger = logging.getLogger("scrapy_cdp_pool.render.cookies")
 MAX_COOKIES_PER_DOMAIN = 180
 #: largest name plus value of a cookie kept, bytes (RFC 6265bis 5.6, Chromium)
 MAX_COOKIE_BYTES = 4096
+#: largest ``Cookie`` header a rendered request sends, bytes of its value: a
+#: header line within 8 KiB, what common servers accept for one header (Apache's
+#: ``LimitRequestFieldSize`` and aiohttp's ``max_field_size``: 8190, nginx's
+#: ``large_client_header_buffers``: 8 KiB a line), with room for the ``Cookie:`` name
+MAX_COOKIE_HEADER_BYTES = 8000
+
+
+def cap_cookie_header(
+    pairs: tuple[tuple[str, str], ...], max_bytes: int = MAX_COOKIE_HEADER_BYTES
+) -> tuple[tuple[str, str], ...]:
+    """The first of ``pairs`` (``(name, value)``, in the order of the
+    request's ``Cookie`` header) whose header, ``name=value`` joined by
+    ``"; "``, stays within ``max_bytes`` bytes; the rest are left out. Scrapy's
+    jar orders a header by path, most specific first, then by age, oldest
+    first: the cookies left out are the newest of the least specific paths,
+    so a server's session cookie is not pushed out by a page's script (as the
+    jar's caps keep what it held first). Past the cap a server answers 400
+    to every later request of the host (a page writing 10,000
+    cookies; 180 of 60 bytes already pass 8 KiB)."""
+    size = 0
+    for index, (name, value) in enumerate(pairs):
+        size += len(name.encode()) + 1 + len(value.encode()) + (2 if index else 0)
+        if size > max_bytes:
+            return pairs[:index]
+    return pairs
 
 
 async def browser_cookies(page: Page, timeout_s: float) -> list[dict[str, Any]]:

@@ -20,6 +20,13 @@ beside the probe, and when it gets no answer either, or the browser restarts
 while the page is probed, the page is not named: the request fails as
 :class:`~scrapy_cdp_pool.errors.BrowserUnresponsive`, retried like a timeout.
 
+A page that never reached its ``wait_until`` by the navigation timeout (its
+script stuck while the document is parsed or in its load handler) has its DOM
+read within the action timeout rather than the rest of ``download_timeout``
+(:func:`read_dom`): a stuck main thread holds the read, which then runs out
+and the page is probed (before, such a page held its request for the whole
+``download_timeout``, 180 s by default).
+
 The probe is sent only once a deadline has been hit, so a page that renders in
 time costs nothing; a stalled page holds its slot for :data:`PROBE_TIMEOUT_S`
 more. Once named, the script is stopped (``Runtime.terminateExecution``,
@@ -61,6 +68,48 @@ cores): with 1 s, a stopped busy loop was misnamed as such."""
 DEADLINE_ERRORS = (TimeoutError, CDPTimeoutError, asyncio.CancelledError)
 
 
+async def read_dom(lease: ContextLease, page: Page) -> str:
+    """``page.read_html``, until :func:`read_until`.
+
+    :raises TimeoutError: a page that never reached its ``wait_until`` was
+        not read within the action timeout (named; probed by the caller)."""
+    spec = page.spec
+    until = read_until(lease, page)
+    try:
+        return await page.read_html(spec.action_timeout_s, read_until=until)
+    except CDPTimeoutError as e:
+        if until is not None:
+            raise
+        raise TimeoutError(
+            f"no {spec.wait_until} event within the navigation timeout "
+            f"(CDP_POOL_NAVIGATION_TIMEOUT_SECONDS, meta['cdp_navigation_timeout']), then its "
+            f"DOM not read within the action timeout of {spec.action_timeout_s:g} s "
+            "(CDP_POOL_ACTION_TIMEOUT_SECONDS)"
+        ) from e
+
+
+def read_until(lease: ContextLease, page: Page) -> float | None:
+    """Until when the read of the page's DOM may take (event-loop time): the
+    request's deadline, so a big page's serialization has the rest of its
+    ``download_timeout``; but on a backend that probes stalled scripts
+    (Chromium), a page that never reached its ``wait_until`` (its load
+    event, or ``DOMContentLoaded``) is read within the action timeout
+    (``None``), then probed
+    (:mod:`~scrapy_cdp_pool.render._request.script_stall`): its main thread
+    may be stuck in a script (``for(;;){}`` while parsed or in its load
+    handler), which holds the read. Before, such a page held its request for
+    the whole ``download_timeout`` whatever ``CDP_POOL_NAVIGATION_TIMEOUT_SECONDS``
+    and ``CDP_POOL_ACTION_TIMEOUT_SECONDS`` said."""
+    tracker = page.tracker
+    if page.spec.wait_until == "domcontentloaded":
+        reached = tracker.dom_content_loaded
+    else:
+        reached = tracker.loaded
+    if reached or not lease.info.backend.probes_stalled_scripts:
+        return lease.deadline
+    return None
+
+
 def may_probe(tracker: DocumentTracker) -> bool:
     """Whether the page shows a committed HTML document with no navigation
     pending: only then does its main thread answer a probe when it is free."""
@@ -83,14 +132,19 @@ async def stalled_script(
     :data:`PROBE_TIMEOUT_S` seconds while the browser answered
     ``Browser.getVersion``. :class:`BrowserUnresponsive` (retried) when the
     browser did not answer either, or restarted meanwhile: the page is not
-    the cause. ``None`` when the page answered, cannot be asked (see
-    :func:`may_probe`), the backend tells stalls its own way (Lightpanda's
-    watchdog), or ``error`` is a cancellation other than the lease's deadline
-    (the crawl stopping)."""
-    if not lease.info.backend.probes_stalled_scripts or not may_probe(page.tracker):
+    the cause; also when the page cannot be asked (see :func:`may_probe`: its
+    document not in yet, a navigation pending) and the browser alone is asked
+    and does not answer (before, a frozen browser then counted as a plain
+    timeout). ``None`` when the page answered, or could not be
+    asked while the browser answered, the backend tells stalls its own way
+    (Lightpanda's watchdog), or ``error`` is a cancellation other than the
+    lease's deadline (the crawl stopping)."""
+    if not lease.info.backend.probes_stalled_scripts:
         return None
     if isinstance(error, asyncio.CancelledError) and not lease.deadline_passed():
         return None
+    if not may_probe(page.tracker):
+        return await _browser_unresponsive(lease, page, error)
     answers: tuple[dict[str, Any] | BaseException, ...] = await asyncio.gather(
         page.command("Runtime.evaluate", {"expression": "1"}, PROBE_TIMEOUT_S),
         lease.cdp.send("Browser.getVersion", None, None, PROBE_TIMEOUT_S),
@@ -124,6 +178,26 @@ async def stalled_script(
         f"no command for {PROBE_TIMEOUT_S:g} s more while the browser answered; stopped, "
         "not retried"
     )
+
+
+async def _browser_unresponsive(
+    lease: ContextLease, page: Page, error: BaseException
+) -> BrowserUnresponsive | None:
+    """The page cannot be probed: :class:`BrowserUnresponsive` when the
+    browser does not answer ``Browser.getVersion`` within
+    :data:`PROBE_TIMEOUT_S` either (it timed out, or its connection closed:
+    restarted), else ``None`` (the timeout stays what it was)."""
+    try:
+        await lease.cdp.send("Browser.getVersion", None, None, PROBE_TIMEOUT_S)
+    except (CDPTimeoutError, CDPConnectionClosed) as e:
+        return BrowserUnresponsive(
+            f"{page.spec.url}: no response within {_limit(error)} on Chromium, and the browser "
+            f"answered no command for {PROBE_TIMEOUT_S:g} s more ({e}): the browser as a whole "
+            "was unresponsive (frozen, swamped by another page, or restarting); retried"
+        )
+    except CDPError:
+        return None
+    return None
 
 
 def _limit(error: BaseException) -> str:

@@ -34,7 +34,11 @@ from scrapy_cdp_pool.render._page.page import Page
 from scrapy_cdp_pool.render._page.page_setup import open_page, take_over_page
 from scrapy_cdp_pool.render._request.cookies import browser_cookies
 from scrapy_cdp_pool.render._request.redirects import is_handed_back
-from scrapy_cdp_pool.render._request.script_stall import DEADLINE_ERRORS, stalled_script
+from scrapy_cdp_pool.render._request.script_stall import (
+    DEADLINE_ERRORS,
+    read_dom,
+    stalled_script,
+)
 from scrapy_cdp_pool.render._request.spec import RenderSpec
 from scrapy_cdp_pool.render._request.storage_state import render_state
 from scrapy_cdp_pool.render._request.user_agent import user_agent_command
@@ -112,6 +116,13 @@ class RenderHooks:
     #: (a script, a meta refresh, an action's click): ``False`` refuses it
     #: before it leaves the browser (robots.txt)
     allows_navigation: Callable[[str], bool] | None = None
+    #: called with no await right before a request of the main frame's
+    #: document paused at the request stage (the spec's ``pause_navigations``,
+    #: or every request without ``allow_private_networks``) is let go to the
+    #: site; a ``CDPPoolError`` it raises fails that request in the browser and ends
+    #: the render with it (a cluster worker's lease, checked again where the
+    #: request leaves: it may have waited there while the worker stalled)
+    before_leaving: Callable[[], None] | None = None
 
 
 async def render(
@@ -203,6 +214,7 @@ async def render(
     if hooks is not None:
         page.tracker.on_response = hooks.on_document
         page.interceptor.allows_navigation = hooks.allows_navigation
+        page.interceptor.before_leaving = hooks.before_leaving
     try:
         try:
             return await _named_failure_first(
@@ -295,7 +307,7 @@ async def _render_page(
     tracker = page.tracker
     # The DOM, then the document it was read from (the page may have
     # navigated on after its load: status, headers and body of one document).
-    html = await page.read_html(spec.action_timeout_s, read_until=lease.deadline)
+    html = await read_dom(lease, page)
     # What follows reads a page that may be big (its cookies, storage, capture):
     # the rest of the request's download_timeout, not an action's timeout.
     finish_s = _remaining_s(lease, spec.action_timeout_s)
