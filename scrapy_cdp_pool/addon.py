@@ -98,10 +98,10 @@ class Addon(RuntimeOwner):
         ``CDP_POOL_LIGHTPANDA_PATH``, the ``lightpanda`` package). Scrapy only
         logs a download handler's own start-up errors, so they are raised
         here, loudly (one ERROR line on Scrapy's asyncio loop:
-        :mod:`~scrapy_cdp_pool.core.start_refusal`); so is a crawler whose pool settings differ from those
-        of the pool it would share (``CDP_POOL_NAME``), a file or directory
-        setting that cannot be used (``CDP_POOL_STATUS_FILE``,
-        ``CDP_POOL_FAILURES_FILE``,
+        :mod:`~scrapy_cdp_pool.core.start_refusal`); so is a crawler whose
+        pool settings differ from those of the pool it would share
+        (``CDP_POOL_NAME``), a file or directory setting that cannot be used
+        (``CDP_POOL_STATUS_FILE``, ``CDP_POOL_FAILURES_FILE``,
         ``CDP_POOL_PROFILES_DIR``, ``JOBDIR``: the message names the setting,
         the path and the OS's reason).
     :raises JobdirError: with the durable JOBDIR, another crawl holds the

@@ -122,9 +122,7 @@ def test_scrapy_crawl_with_the_addon_does_not_warn(tmp_path: Path) -> None:
 
 def test_scrapy_runspider_without_the_addon_warns_once(tmp_path: Path) -> None:
     (tmp_path / "idle.py").write_text(SPIDER)
-    result = _run(
-        tmp_path, "-m", "scrapy", "runspider", "idle.py", "-s", "CDP_POOL_CONNECTIONS=3"
-    )
+    result = _run(tmp_path, "-m", "scrapy", "runspider", "idle.py", "-s", "CDP_POOL_CONNECTIONS=3")
     assert result.returncode == 0, result.stderr
     [line] = _warnings(result)
     assert "CDP_POOL_CONNECTIONS is set" in line
@@ -146,8 +144,8 @@ def test_a_script_that_imports_the_package_warns_once_per_crawler(tmp_path: Path
         ("", 0, ["add-on: not enabled; add to the project's settings: " + ADDON_LINE,
                  "settings: valid (CDP_POOL_BROWSER, CDP_POOL_CONNECTIONS)"]),
         (f"{ADDON_LINE}\nCDP_POOL_CONECTIONS = 2\n", 1,
-         ["add-on: enabled (ADDONS)", "settings: refused: CDP_POOL_CONECTIONS is not a "
-          "scrapy_cdp_pool setting; did you mean CDP_POOL_CONNECTIONS?"]),
+         ["add-on: enabled (ADDONS)", ("settings: refused: CDP_POOL_CONECTIONS is not a "
+          "scrapy_cdp_pool setting; did you mean CDP_POOL_CONNECTIONS?")]),
     ],
 )  # fmt: skip
 def test_scrapy_cdp_pool_checks_the_project(

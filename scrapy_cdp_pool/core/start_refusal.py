@@ -1,6 +1,6 @@
 """A crawl the plugin refuses to start (an invalid ``CDP_POOL_*`` value, an
 embedded server that cannot run here, a JOBDIR another crawl holds...) is
-reported as one ERROR line naming the setting or the cause (issue 40, item 7).
+reported as one ERROR line naming the setting or the cause.
 
 The add-on raises its refusals from ``update_settings``, which Scrapy runs in
 the task that starts the crawl; ``scrapy crawl`` then exits 1, but Scrapy

@@ -1,6 +1,6 @@
 """A ``CDP_POOL_*`` setting set while the add-on is not enabled: warned about
-once per crawler (issue 40, item 5; followed literally, docs/cluster.md once
-left the ``ADDONS`` line out and ``CDP_POOL_CLUSTER_REDIS_URL`` was ignored
+once per crawler (a project that followed docs/cluster.md literally, when it
+left the ``ADDONS`` line out, had ``CDP_POOL_CLUSTER_REDIS_URL`` ignored
 without a word).
 
 Scrapy loads nothing of a package whose add-on is not in ``ADDONS``, so the

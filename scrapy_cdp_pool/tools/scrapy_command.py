@@ -38,22 +38,23 @@ class Command(ScrapyCommand):
         return "Check scrapy-cdp-pool: its version, the add-on, the CDP_POOL_* settings"
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        from scrapy_cdp_pool.settings.config import PoolConfig  # noqa: PLC0415 (kept light)
+        # imported here: Scrapy imports this module on every `scrapy` command
+        from scrapy_cdp_pool.settings.config import PoolConfig
 
-        assert self.settings is not None  # set by Scrapy's command line
+        settings = self.settings
+        if settings is None:  # Scrapy's command line sets it before run()
+            raise RuntimeError("scrapy cdp-pool runs from Scrapy's command line")
         print(f"{DISTRIBUTION} {_version()}")
-        addons = self.settings.getdict("ADDONS")
+        addons = settings.getdict("ADDONS")
         if any(_names_addon(key) for key in addons):
             print("add-on: enabled (ADDONS)")
         else:
             print(f"add-on: not enabled; add to the project's settings: {without_addon.ADDON_LINE}")
         named = sorted(
-            name
-            for name in self.settings
-            if isinstance(name, str) and name.startswith("CDP_POOL_")
+            name for name in settings if isinstance(name, str) and name.startswith("CDP_POOL_")
         )
         try:
-            PoolConfig.from_settings(self.settings)
+            PoolConfig.from_settings(settings)
         except ValueError as e:
             print(f"settings: refused: {e}")
             self.exitcode = 1
