@@ -31,6 +31,7 @@ from scrapy_cdp_pool.jobdir.store import check_jobdir
 from scrapy_cdp_pool.ladder.make import provide_ladder
 from scrapy_cdp_pool.profiles.registry import provide_profiles
 from scrapy_cdp_pool.settings.config import PoolConfig
+from scrapy_cdp_pool.settings.unused import warn_unused_browser_settings
 
 if TYPE_CHECKING:
     from typing import Self
@@ -133,6 +134,7 @@ class Addon(RuntimeOwner):
         config = PoolConfig.from_settings(settings)
         extra = {"crawler": self.crawler} if self.crawler is not None else None
         warn_playwright_settings(settings, extra=extra)
+        warn_unused_browser_settings(settings, config, extra=extra)
         if self.crawler is not None:
             runtime = CrawlerRuntime(self.crawler, config)
             provide_profiles(runtime)  # the parts the core calls, made on first use
