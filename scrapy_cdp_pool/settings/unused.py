@@ -2,9 +2,9 @@
 
 ``CDP_POOL_CHROMIUM_PATH`` and ``CDP_POOL_CHROMIUM_ARGS`` are read only by an
 embedded Chromium (``CDP_POOL_BROWSER = "chromium"``, or the render ladder's
-Chromium rung, ``CDP_POOL_FALLBACK = "chromium"``), and by the sign-in hooks when they run
-on that Chromium; ``CDP_POOL_LIGHTPANDA_PATH``
-and ``CDP_POOL_LIGHTPANDA_ARGS`` only by an embedded Lightpanda. With
+Chromium rung, ``CDP_POOL_FALLBACK = "chromium"``), and by the sign-in hooks
+when they run on that Chromium; ``CDP_POOL_LIGHTPANDA_PATH`` and
+``CDP_POOL_LIGHTPANDA_ARGS`` only by an embedded Lightpanda. With
 ``CDP_POOL_ENDPOINTS`` no embedded server starts at all. Set on a crawl that
 starts none of them, they did nothing without a word (a Chromium path on a
 Lightpanda crawl); read by the add-on with the rest of the settings.
