@@ -26,3 +26,10 @@ myst_enable_extensions = ["colon_fence"]
 
 html_theme = "alabaster"
 html_title = "scrapy-cdp-pool"
+# Long tables, code and signatures wrap or scroll in their box, so that no page is
+# wider than a 1280 px window (benchmarks/docs_width.py checks the built pages).
+html_static_path = ["_static"]
+html_css_files = ["wrap.css"]
+# The page fills the window (alabaster's default is a fixed 940 px, its body at most
+# 800 px): the wide tables (settings, resilience, cluster) get the room there is.
+html_theme_options = {"page_width": "auto", "body_max_width": "none"}

@@ -23,12 +23,14 @@ from scrapy_cdp_pool.cluster.ops_keys import cluster_prefix
 from scrapy_cdp_pool.core.handler import RENDERED_SCHEMES
 from scrapy_cdp_pool.core.playwright_keys import warn_playwright_handler, warn_playwright_settings
 from scrapy_cdp_pool.core.runtime import CrawlerRuntime, RuntimeOwner
+from scrapy_cdp_pool.core.start_refusal import refusals_reported
 from scrapy_cdp_pool.errors import ServerStartError
 from scrapy_cdp_pool.jobdir.install import durable_settings, refuse_durable_queue
 from scrapy_cdp_pool.jobdir.store import check_jobdir
 from scrapy_cdp_pool.ladder.make import provide_ladder
 from scrapy_cdp_pool.profiles.registry import provide_profiles
 from scrapy_cdp_pool.settings.config import PoolConfig
+from scrapy_cdp_pool.settings.unused import warn_unused_browser_settings
 from scrapy_cdp_pool.shared.paths import (
     check_directory,
     check_writable_file,
@@ -100,10 +102,11 @@ class Addon(RuntimeOwner):
         binary is missing (``CDP_POOL_CHROMIUM_PATH``,
         ``CDP_POOL_LIGHTPANDA_PATH``, the ``lightpanda`` package). Scrapy only
         logs a download handler's own start-up errors, so they are raised
-        here, loudly; so is a crawler whose pool settings differ from those
-        of the pool it would share (``CDP_POOL_NAME``), a file or directory
-        setting that cannot be used (``CDP_POOL_STATUS_FILE``,
-        ``CDP_POOL_FAILURES_FILE``,
+        here, loudly (one ERROR line on Scrapy's asyncio loop:
+        :mod:`~scrapy_cdp_pool.core.start_refusal`); so is a crawler whose
+        pool settings differ from those of the pool it would share
+        (``CDP_POOL_NAME``), a file or directory setting that cannot be used
+        (``CDP_POOL_STATUS_FILE``, ``CDP_POOL_FAILURES_FILE``,
         ``CDP_POOL_PROFILES_DIR``, ``JOBDIR``: the message names the setting,
         the path and the OS's reason).
     :raises JobdirError: with the durable JOBDIR, another crawl holds the
@@ -127,10 +130,15 @@ class Addon(RuntimeOwner):
         return cls(crawler)
 
     def update_settings(self, settings: BaseSettings) -> None:
+        with refusals_reported(self.crawler):  # one ERROR line, not asyncio's traceback
+            self._update_settings(settings)
+
+    def _update_settings(self, settings: BaseSettings) -> None:
         scrapy_internals.check()
         config = PoolConfig.from_settings(settings)
         extra = {"crawler": self.crawler} if self.crawler is not None else None
         warn_playwright_settings(settings, extra=extra)
+        warn_unused_browser_settings(settings, config, extra=extra)
         if self.crawler is not None:
             runtime = CrawlerRuntime(self.crawler, config)
             provide_profiles(runtime)  # the parts the core calls, made on first use

@@ -14,6 +14,7 @@ import pytest
 import pytest_twisted
 import scrapy
 
+from scrapy_cdp_pool.browser.pool.embedded_server import free_port
 from scrapy_cdp_pool.tools.cli import SUBCOMMANDS, main
 from tests.crawl import crawl
 from tests.profiles import MOZILLA_UA, write_profile
@@ -103,6 +104,24 @@ def test_measure_reports_more_memory_for_more_open_pages(site: SiteServer) -> No
     assert report["per_connection_mb"] is not None
     assert report["formula"].startswith("server MB ~ ")
     assert "6 pages open, 6 connections" in run.stderr  # progress, one line per reading
+
+
+def test_measure_refuses_a_site_that_is_down() -> None:
+    # Before: every page "not loaded", MB per page reported all the same, exit 0.
+    url = f"http://127.0.0.1:{free_port()}/"  # nothing listens there
+    run = subprocess.run(
+        [sys.executable, "-m", "scrapy_cdp_pool.tools.cli", "measure", url,
+         "--steps", "2,4", "--connections", "1", "--settle", "0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr
+    [line] = run.stderr.splitlines()
+    assert line.startswith(
+        f"scrapy-cdp-pool measure: {url}: navigation failed: no page loaded (2 of 2): "
+    )
+    assert "MB per open page" not in run.stdout
+    assert "pages open" not in run.stdout
 
 
 def test_measure_prints_a_table_and_the_formula(site: SiteServer) -> None:

@@ -182,6 +182,11 @@ def test_the_built_wheel_installs_and_crawls_without_lightpanda(
     project = tmp_path / "example"
     run = _example_crawl(bin_dir, project, "-s", "CDP_POOL_BROWSER=chromium")
     assert _products(run) == set(range(1, PRODUCTS + 1))
+    # the wheel's scrapy.commands entry point (what warns of CDP_POOL_* settings
+    # set without the add-on): Scrapy's command line finds it
+    checked = _run([str(bin_dir / "python"), "-m", "scrapy", "cdp-pool"], cwd=project)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.splitlines()[1:2] == ["add-on: enabled (ADDONS)"], checked.stdout
 
     refused = _example_crawl(bin_dir, project)  # the default backend: Lightpanda
     assert refused.returncode == 1, refused.log

@@ -28,7 +28,10 @@ raised there would end the callback's generator, losing what it yields after):
   :func:`check_not_handed_over`) with
   :class:`~scrapy_cdp_pool.errors.InvalidRequestMeta` naming the request and
   the key: through its errback, or one ERROR naming it. A live page is never
-  handed to another request (it is its own request's, closed with it).
+  handed to another request (it is its own request's, closed with it). When
+  the callback whose page it is ends without closing it, it is closed then
+  (:meth:`~scrapy_cdp_pool.render.LivePages.passed_on`, one WARNING per
+  crawl), not left to hold its browser slot until its deadline.
 """
 
 from __future__ import annotations
@@ -68,6 +71,13 @@ def _is_closed(page: Any) -> bool:
     return callable(is_closed) and is_closed() is True
 
 
+def _own_page(response: Any) -> Any:
+    """The live page of ``response`` (the callback's own), ``None`` for none or
+    for an errback's ``Failure``, which has no meta."""
+    meta = getattr(response, "meta", None)
+    return meta.get(LIVE_PAGE_META_KEY) if isinstance(meta, dict) else None
+
+
 def check_not_handed_over(request: Request) -> None:
     """Refuse a request a callback yielded with an open page in its meta
     (marked by :class:`LivePageFateMiddleware`).
@@ -93,16 +103,19 @@ class LivePageFateMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(runtime_of(crawler).live_pages, crawler)
 
-    def _check_pages(self, request: Request) -> None:
+    def _check_pages(self, request: Request, own: Any = None) -> bool:
         """Drop a closed page from ``request``'s own meta (Scrapy copies the
         ``meta`` a request is built with), warning once per crawl; mark a
-        request that holds an open one, refused at the downloader."""
+        request that holds an open one, refused at the downloader. Whether
+        it holds ``own`` (the callback's own live page) open."""
+        holds_own = False
         for key in PAGE_KEYS:
             page = request.meta.get(key)
             if page is None:
                 continue
             if not _is_closed(page):
                 request.meta[HANDED_OVER_META_KEY] = key
+                holds_own = holds_own or (own is not None and page is own)
                 continue
             del request.meta[key]
             if self.crawler is not None and self.crawler.stats is not None:
@@ -118,6 +131,13 @@ class LivePageFateMiddleware:
                     key,
                     extra={"crawler": self.crawler},
                 )
+        return holds_own
+
+    def _close_passed_on(self, page: Any, request: Request | None) -> None:
+        """The callback ended: its own page, passed on open to ``request``
+        (refused there) and not closed, is closed now."""
+        if request is not None and self.live_pages is not None and not _is_closed(page):
+            self.live_pages.passed_on(page, request)
 
     def process_spider_input(self, response: Response) -> None:
         page = response.meta.get(LIVE_PAGE_META_KEY)
@@ -132,15 +152,25 @@ class LivePageFateMiddleware:
             )
 
     def process_spider_output(self, response: Response, result: Iterable[Any]) -> Iterator[Any]:
-        for output in result:
-            if isinstance(output, Request):
-                self._check_pages(output)
-            yield output
+        own = _own_page(response)
+        passed_to: Request | None = None
+        try:
+            for output in result:
+                if isinstance(output, Request) and self._check_pages(output, own):
+                    passed_to = passed_to or output
+                yield output
+        finally:
+            self._close_passed_on(own, passed_to)
 
     async def process_spider_output_async(
         self, response: Response, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        async for output in result:
-            if isinstance(output, Request):
-                self._check_pages(output)
-            yield output
+        own = _own_page(response)
+        passed_to: Request | None = None
+        try:
+            async for output in result:
+                if isinstance(output, Request) and self._check_pages(output, own):
+                    passed_to = passed_to or output
+                yield output
+        finally:
+            self._close_passed_on(own, passed_to)

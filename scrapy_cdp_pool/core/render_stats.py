@@ -207,6 +207,7 @@ class RenderStats:
             self.stats.set_value("cdp_pool/live_pages_open_max", live.open_max)
             self.stats.set_value("cdp_pool/live_pages_closed_at_deadline", live.closed_at_deadline)
             self.stats.set_value("cdp_pool/live_pages_closed_unreached", live.closed_unreached)
+            self.stats.set_value("cdp_pool/live_pages_closed_passed_on", live.closed_passed_on)
         pool = self.own_pool
         await pool.wait_disposed()
         if pool.start_retries:

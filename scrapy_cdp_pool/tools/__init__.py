@@ -1,2 +1,4 @@
 """Command-line tools (``scrapy-cdp-pool``: profiles, cluster operations,
-measure, plot). Never imported by a crawl."""
+measure, plot; ``scrapy cdp-pool``). Never imported by a crawl, but for
+:mod:`.scrapy_command`, which Scrapy's command line imports on every ``scrapy``
+command (a ``scrapy.commands`` entry point) and which imports little."""

@@ -170,7 +170,7 @@ def _measure_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _measure(args: argparse.Namespace) -> int:
     from scrapy_cdp_pool.browser.cdp import CDPError
-    from scrapy_cdp_pool.errors import ServerStartError
+    from scrapy_cdp_pool.errors import NavigationFailed, ServerStartError
     from scrapy_cdp_pool.tools.sizing import measure, report_lines
 
     if args.server_pid is not None and args.endpoint is None:
@@ -207,7 +207,7 @@ def _measure(args: argparse.Namespace) -> int:
                 context=context,
             )
         )
-    except (CDPError, OSError, ServerStartError, ValueError) as e:
+    except (CDPError, OSError, ServerStartError, ValueError, NavigationFailed) as e:
         print(f"scrapy-cdp-pool measure: {e}", file=sys.stderr)
         return 1
     if args.json:

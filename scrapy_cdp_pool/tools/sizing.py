@@ -28,7 +28,7 @@ from scrapy_cdp_pool.browser.cdp import CDPConnection, CDPError
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo, discover
 from scrapy_cdp_pool.browser.pool.embedded_server import EmbeddedServer
 from scrapy_cdp_pool.browser.pool.servers import embedded_server
-from scrapy_cdp_pool.errors import RenderError
+from scrapy_cdp_pool.errors import NavigationFailed, RenderError
 from scrapy_cdp_pool.messages import redact_url
 from scrapy_cdp_pool.render import ContextOptions, Page, RenderSpec, open_page
 from scrapy_cdp_pool.settings.config import PoolConfig
@@ -132,6 +132,8 @@ class _OpenPage:
     context_id: str
     page: Page | None = None
     loaded: bool = False
+    #: why it did not load (the browser's words), ``None`` once loaded
+    error: str | None = None
 
 
 async def measure(
@@ -161,6 +163,8 @@ async def measure(
         ``connections`` < 1.
     :raises ServerStartError: the embedded server did not start.
     :raises CDPError, OSError: the server does not answer.
+    :raises NavigationFailed: no page of the first step loaded (the site is
+        down, the URL does not resolve): there is nothing to measure.
     """
     steps = list(steps)
     if not steps or any(s < 1 for s in steps) or steps != sorted(set(steps)):
@@ -247,6 +251,10 @@ async def measure(
             opened = await asyncio.gather(*(open_one(i) for i in range(len(pages), target)))
             pages.extend(opened)
             failed = sum(1 for p in pages if not p.loaded)
+            if failed == len(pages) == target == steps[0]:  # nothing to measure
+                raise NavigationFailed(
+                    url, f"no page loaded ({target} of {target}): {pages[0].error}"
+                )
             memory_mb = await reading(
                 f"{_count(target, 'page')} open, {_count(len(open_connections), 'connection')}"
                 + (f" ({failed} not loaded)" if failed else "")
@@ -311,8 +319,9 @@ async def _open_page(
         )
         await opened.page.navigate(timeout_s)
         opened.loaded = True
-    except (CDPError, RenderError, TimeoutError):
+    except (CDPError, RenderError, TimeoutError) as e:
         opened.loaded = False  # counted as not loaded; it stays open like the others
+        opened.error = (e.reason if isinstance(e, NavigationFailed) else str(e)) or type(e).__name__
     return opened
 
 

@@ -65,11 +65,12 @@ def test_the_render_layer_has_one_front_door() -> None:
 
 
 #: function-level imports of the package's own modules, each for a reason that is
-#: not a cycle: the CLI loads each subcommand's modules when it runs; the cluster's
+#: not a cycle: the CLIs load each subcommand's modules when it runs; the cluster's
 #: Redis client (redis-py) is loaded only with a cluster configured
 LAZY_IMPORTS = {
     ("tools/cli.py", "*"): "each subcommand's modules, loaded when it runs",
     ("tools/profiles_cli.py", "*"): "each subcommand's modules, loaded when it runs",
+    ("tools/scrapy_command.py", "*"): "imported by Scrapy on every command: loaded when it runs",
     ("cluster/install.py", "scrapy_cdp_pool.cluster.frontier"): "redis-py, with a cluster only",
     ("cluster/install.py", "scrapy_cdp_pool.cluster.redis_client"): "redis-py, with a cluster only",
 }

@@ -168,6 +168,8 @@ class LivePages:
         self.closed_at_deadline = 0
         #: live pages closed because their response would never reach a callback
         self.closed_unreached = 0
+        #: live pages their callback passed on to another request and left open
+        self.closed_passed_on = 0
         self._playwright: Playwright | None = None
         self._starting: asyncio.Lock | None = None
         self._closed = False
@@ -349,6 +351,28 @@ class LivePages:
                 extra={"crawler": self.crawler},
             )
         live.close_soon(why)
+        return True
+
+    def passed_on(self, page: object, request: object) -> bool:
+        """Close ``page`` now, a live page its callback put in the meta of
+        ``request`` (refused at the downloader: a live page is never handed
+        to another request) and ended without closing: nothing else would
+        close it before its deadline. ``False`` when it is none or is closing
+        already. One WARNING per crawl."""
+        live = self._find(page)
+        if live is None or live.relay.done.is_set():
+            return False
+        self.closed_passed_on += 1
+        if self.closed_passed_on == 1:
+            logger.warning(
+                "The live page of %s was passed on to %s and its callback ended without "
+                "closing it: closed now (a live page is never handed to another request; "
+                "further ones are counted in cdp_pool/live_pages_closed_passed_on)",
+                live.request,
+                request,
+                extra={"crawler": self.crawler},
+            )
+        live.close_soon("passed on to another request")
         return True
 
     def when_closed(self, page: object, callback: Callable[[], None]) -> bool:

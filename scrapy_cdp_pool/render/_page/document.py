@@ -45,6 +45,9 @@ class DocumentResponse:
     #: (``"http/1.1"``, ``"h2"``...)
     remote_ip: str | None = None
     protocol: str | None = None
+    #: a raw document the browser was also given to display (its bytes are
+    #: the response, but the request's actions run on the page showing it)
+    displayed: bool = False
 
 
 #: what a script's error says when its document went away (navigated)
@@ -288,7 +291,7 @@ class DocumentTracker:
         self.page_url = None
         self.navigation_pending = False
         self.dom_content_loaded = False
-        self.loaded = document.body is not None
+        self.loaded = document.body is not None and not document.displayed
         self.committed = False
         self.body_lost = None
         self.dataloss = None
@@ -321,7 +324,7 @@ class DocumentTracker:
         navigation pending."""
         if self.document is None or self.navigation_pending:
             return False
-        if self.document.body is not None:
+        if self.document.body is not None and not self.document.displayed:
             return True
         return self.loaded if wait_until == "load" else self.dom_content_loaded
 

@@ -34,6 +34,31 @@ def is_raw_document(status: int, headers: list[tuple[str, str]]) -> bool:
     return bool(content_type) and content_type not in HTML_TYPES
 
 
+#: ``Content-Type`` values, besides ``text/*``, of a document a browser shows
+#: as text (and Playwright's page actions run on): JSON, XML, scripts
+_TEXT_TYPES = ("application/json", "application/xml", "application/javascript")
+
+
+def is_displayed_text(status: int, headers: list[tuple[str, str]]) -> bool:
+    """Whether a raw document (:func:`is_raw_document`) is one a browser shows
+    as text: labelled ``text/*`` (not HTML), JSON, XML or a script (a
+    ``+json``/``+xml`` type too), not an attachment, with a body by status."""
+    if status in NO_BODY_STATUSES:
+        return False
+    content_type = ""
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered == "content-type":
+            content_type = value.split(";")[0].strip().lower()
+        elif lowered == "content-disposition" and value.strip().lower().startswith("attachment"):
+            return False
+    return (
+        content_type.startswith("text/")
+        or content_type in _TEXT_TYPES
+        or content_type.endswith(("+json", "+xml"))
+    ) and content_type not in HTML_TYPES
+
+
 def joined(headers: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
     """A request's headers, a repeated one's values joined with ", " in one
     header (RFC 9110 5.3): the browsers keep only the last entry of a name

@@ -32,6 +32,7 @@ from scrapy_cdp_pool.render._page.document_kind import (
     NO_BODY_STATUSES,
     bom_charset,
     content_length,
+    is_displayed_text,
     is_raw_document,
     is_unlabelled,
     joined,
@@ -433,6 +434,12 @@ class FetchInterceptor:
         if body is None and has_body:
             body = await self._read_body(request_id, headers, expected, maxsize)
         document.body = body or b""
+        if self.page.spec.actions and body and is_displayed_text(status, headers):
+            # taken as bytes, and shown for the actions to run on (as in Playwright)
+            document.displayed = True
+            self.page.tracker.on_document(document)
+            await self._fulfill(request_id, status, params, body)
+            return
         self.page.tracker.on_document(document)
         await self._abort(request_id)  # taken as bytes: neither render nor download it
 

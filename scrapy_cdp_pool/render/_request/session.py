@@ -268,7 +268,9 @@ async def _run_actions(page: Page, spec: RenderSpec) -> list[Any]:
     """The request's actions on the page (none on a signed-out one), in
     order, and their results.
 
-    :raises ActionError: an action failed, or the page is not HTML.
+    :raises ActionError: an action failed, or the page is a raw document the
+        browser does not display (an image, a PDF...: a text, JSON or XML one
+        is displayed for the actions, see ``DocumentResponse.displayed``).
     :raises ActionTimeout: an action ran out of its timeout.
     """
     results: list[Any] = []
@@ -276,7 +278,8 @@ async def _run_actions(page: Page, spec: RenderSpec) -> list[Any]:
     if actions and await _signed_out(page, spec):
         actions = ()
     for index, action in enumerate(actions):
-        if page.tracker.document is not None and page.tracker.document.body is not None:
+        document = page.tracker.document
+        if document is not None and document.body is not None and not document.displayed:
             raise ActionError(
                 f"{spec.url}: action #{index} {action.describe()}: the page is not HTML"
             )
