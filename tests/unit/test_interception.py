@@ -29,6 +29,7 @@ class Spec:
     overrides_request: bool = False
     maxsize: int = 0
     allow_private_networks: bool = True
+    actions: tuple[Any, ...] = ()
 
 
 @dataclass
