@@ -67,11 +67,12 @@ class FleetSpacing:
 
     def _ask(self, host: str, token: str, mode: str) -> float:
         frontier = self.link.frontier
+        keys = scripts.host_keys(frontier.prefix, host)
         try:
             left_ms = int(
                 self.link.call(
                     "navigation claim",
-                    lambda: frontier._run(self._claim, host, token, self.lease_ms, mode),
+                    lambda: frontier.run_keyed(self._claim, list(keys), token, self.lease_ms, mode),
                 )
             )
         except RedisUnavailable:
@@ -84,10 +85,11 @@ class FleetSpacing:
         """The start claimed with ``token`` has its answer (or ended): the
         next start of ``host`` may come one interval from now."""
         frontier = self.link.frontier
+        keys = scripts.host_keys(frontier.prefix, host)
         try:
             self.link.call(
                 "navigation answer",
-                lambda: frontier._run(self._answer, host, token, self.interval_ms),
+                lambda: frontier.run_keyed(self._answer, [keys[1]], token, self.interval_ms),
                 in_outage=True,
             )
         except RedisUnavailable:

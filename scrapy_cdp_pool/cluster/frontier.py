@@ -38,7 +38,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from scrapy_cdp_pool.cluster import scripts
-from scrapy_cdp_pool.cluster.keys import key_prefix
+from scrapy_cdp_pool.cluster.keys import key_prefix, profile_lock_key
 from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, route_key
 
 if TYPE_CHECKING:
@@ -236,6 +236,12 @@ class Frontier:
         self.calls += 1
         return script(keys=[self.route_key], args=[self.prefix, *args])
 
+    def run_keyed(self, script: Any, keys: list[str], *args: object) -> Any:
+        """Run a script that declares every key it touches (``keys``), with
+        the prefix as ``ARGV[1]`` and ``args`` after it: one round trip."""
+        self.calls += 1
+        return script(keys=keys, args=[self.prefix, *args])
+
     def push(self, data: bytes, gate: str, priority: int, seen: str = "", fp: bytes = b"") -> bool:
         """Store a request under ``gate``; ``False`` when ``fp`` was in the set
         ``seen`` already (nothing stored). A fingerprint this worker already
@@ -244,7 +250,8 @@ class Frontier:
         base = score_base(priority)
         if seen and (seen, fp) in self._known:
             return False
-        stored = bool(self._run(self._push, seen, fp, gate, base, data))
+        push_keys = scripts.push_keys(self.prefix, seen, gate)
+        stored = bool(self.run_keyed(self._push, push_keys, seen, fp, gate, base, data))
         if seen:
             if len(self._known) >= KNOWN_FINGERPRINTS:
                 self._known.clear()
@@ -337,7 +344,8 @@ class Frontier:
 
     def lock_profile(self, profile: str) -> int | None:
         """Lock ``identity`` outside the queue; its fencing token, ``None`` if busy."""
-        token = int(self._run(self._lock, self.worker, self.lease_ms, profile))
+        lock_keys = [profile_lock_key(self.prefix, profile), f"{self.prefix}fence"]
+        token = int(self.run_keyed(self._lock, lock_keys, self.worker, self.lease_ms))
         return token or None
 
     def unlock_profile(self, profile: str, token: int) -> bool:
@@ -345,7 +353,8 @@ class Frontier:
 
     def pause_host(self, host: str, seconds: float) -> float:
         """Pause ``host`` fleet-wide; the seconds its pause has left."""
-        left_ms = int(self._run(self._pause, host, max(1, round(seconds * 1000))))
+        pause_key = scripts.host_keys(self.prefix, host)[0]
+        left_ms = int(self.run_keyed(self._pause, [pause_key], max(1, round(seconds * 1000))))
         return max(0, left_ms) / 1000
 
     def pause_left(self, host: str) -> float:
