@@ -43,6 +43,11 @@ key                      type    holds
 ``P seen``               set     fingerprints the dupefilter let through
 ``P start_seen``         set     fingerprints of ``dont_filter`` start requests
                                  (stored once per crawl)
+``P seen_bloom:<part>``  string  with ``CDP_POOL_CLUSTER_DUPEFILTER = "bloom"``:
+                                 the Bloom filter's bitmaps, instead of ``P seen``
+                                 (:mod:`~scrapy_cdp_pool.cluster.bloom`); ``P
+                                 seen_bloom_count``: fingerprints added; ``P
+                                 seen_bloom_params``: its size
 ``P workers``            zset    worker id -> last heartbeat (take or renewal)
 ``P stats``              hash    ``requeued``: expired leases put back;
                                  ``acked``: requests done

@@ -151,12 +151,31 @@ end
 )
 
 PUSH = r"""
--- KEYS: seq (the crawl's route key), the seen set (seq again when none),
--- req, q:<gate>, queued, timed, ready, wake; ARGV: prefix (unused), '' for
--- no seen set, fingerprint, gate, base score, data
+-- KEYS: seq (the crawl's route key), the seen set or Bloom filter bitmap
+-- (seq again when none), req, q:<gate>, queued, timed, ready, wake, the
+-- Bloom filter's count (seq when none); ARGV: prefix (unused), '' for no
+-- fingerprint, 'b' for the Bloom filter, else the seen set's name,
+-- fingerprint, gate, base score, data, then the Bloom filter's bit offsets
 local seq, seen, req, q, queued, timed, ready, wake =
   KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-if ARGV[2] ~= '' and redis.call('SADD', seen, ARGV[3]) == 0 then return 0 end
+if ARGV[2] == 'b' then
+  -- set the fingerprint's bits in one BITFIELD: seen when all were set
+  local ops = {}
+  for i = 7, #ARGV do
+    ops[#ops + 1] = 'SET'
+    ops[#ops + 1] = 'u1'
+    ops[#ops + 1] = ARGV[i]
+    ops[#ops + 1] = 1
+  end
+  local new = false
+  for _, old in ipairs(redis.call('BITFIELD', seen, unpack(ops))) do
+    if old == 0 then new = true end
+  end
+  if not new then return 0 end
+  redis.call('INCR', KEYS[9])
+elseif ARGV[2] ~= '' and redis.call('SADD', seen, ARGV[3]) == 0 then
+  return 0
+end
 local id = redis.call('INCR', seq)
 redis.call('HSET', req, id, ARGV[6])
 local score = tonumber(ARGV[5]) + id
@@ -171,16 +190,20 @@ if not redis.call('ZSCORE', timed, ARGV[4])
 end
 return id
 """
-"""Store a request (with its fingerprint, if any, in the same step): its id,
-or 0 when the fingerprint was seen already. Declares every key it touches
-(:func:`push_keys`)."""
+"""Store a request (with its fingerprint, if any, in the same step: in a
+set, or in the Bloom filter's bits, :mod:`~scrapy_cdp_pool.cluster.bloom`):
+its id, or 0 when the fingerprint was seen already. Declares every key it
+touches (:func:`push_keys`)."""
 
 
-def push_keys(prefix: str, seen: str, gate: str) -> list[str]:
+def push_keys(prefix: str, seen: str, gate: str, bloom: tuple[str, str] | None = None) -> list[str]:
     """:data:`PUSH`'s keys: ``seen`` is the seen set's name after the prefix
-    (``''``: none)."""
-    names = ("seq", seen or "seq", "req", f"q:{gate}", "queued", "timed", "ready", "wake")
-    return [prefix + name for name in names]
+    (``''``: none); ``bloom``: the Bloom filter's bitmap and count keys instead."""
+    names = ("seq", seen or "seq", "req", f"q:{gate}", "queued", "timed", "ready", "wake", "seq")
+    keys = [prefix + name for name in names]
+    if bloom is not None:
+        keys[1], keys[8] = bloom
+    return keys
 
 
 TAKE = (
