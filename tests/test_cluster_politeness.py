@@ -140,9 +140,9 @@ def test_a_start_claim_waits_for_the_answer_the_interval_and_pauses(
     assert run(claim, "b.test", "w2:1", 60_000) == 0  # another host: its own
     waiting = run(claim, "a.test", "w2:2", 60_000)
     assert -60_000 <= waiting < 0  # no answer yet: look again
-    run(answer, "a.test", "w9:9", 500)  # not the last claim: nothing changes
+    run(answer, "a.test", "w9:9", 500, "a.test")  # not the last claim: nothing changes
     assert run(claim, "a.test", "w2:2", 60_000) < 0
-    run(answer, "a.test", "w1:1", 500)
+    run(answer, "a.test", "w1:1", 500, "a.test")
     left = run(claim, "a.test", "w2:2", 60_000)
     assert 0 < left <= 500  # answered: one interval from the answer
     client.delete(f"{prefix}navigated:a.test")  # the interval ran out

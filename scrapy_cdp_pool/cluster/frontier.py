@@ -370,8 +370,8 @@ class Frontier:
 
     def pause_host(self, host: str, seconds: float) -> float:
         """Pause ``host`` fleet-wide; the seconds its pause has left."""
-        pause_key = scripts.host_keys(self.prefix, host)[0]
-        left_ms = int(self.run_keyed(self._pause, [pause_key], max(1, round(seconds * 1000))))
+        keys = [scripts.host_keys(self.prefix, host)[0], f"{self.prefix}pauses"]
+        left_ms = int(self.run_keyed(self._pause, keys, max(1, round(seconds * 1000)), host))
         return max(0, left_ms) / 1000
 
     def pause_left(self, host: str) -> float:

@@ -537,14 +537,17 @@ return 1
 )
 
 PAUSE_HOST = r"""
--- KEYS: pause:<host>; ARGV: prefix (unused), ms: no request to the host
--- starts for ms from now (a longer pause in place is kept); returns the
--- pause's ms left
+-- KEYS: pause:<host>, pauses; ARGV: prefix, ms, host: no request to the host
+-- starts for ms from now (a longer pause in place is kept); a new end is
+-- indexed in pauses and published on <prefix>hosts ('<ms>|<host>', read by
+-- every worker's HostEvents); returns the pause's ms left
 local ms = tonumber(ARGV[2])
 if redis.call('PTTL', KEYS[1]) < ms then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('SET', KEYS[1], now + ms, 'PX', ms)
+  redis.call('ZADD', KEYS[2], now + ms, ARGV[3])
+  redis.call('PUBLISH', ARGV[1] .. 'hosts', ms .. '|' .. ARGV[3])
 end
 return redis.call('PTTL', KEYS[1])
 """
@@ -570,11 +573,15 @@ return 0
 """
 
 ANSWER_NAVIGATION = r"""
--- KEYS: navigated:<host>; ARGV: prefix (unused), token, interval ms: the
+-- KEYS: navigated:<host>; ARGV: prefix, token, interval ms, host: the
 -- navigation of the claim ``token`` has its answer (or ended): the next may
--- start one interval from now
+-- start one interval from now; starts waiting for it are told on
+-- <prefix>answered:<host> (HostEvents)
 local last = redis.call('GET', KEYS[1])
-if last == ARGV[2] or last == ARGV[2] .. '|a' then
+if last == ARGV[2] then
+  redis.call('SET', KEYS[1], ARGV[2] .. '|a', 'PX', tonumber(ARGV[3]))
+  redis.call('PUBLISH', ARGV[1] .. 'answered:' .. ARGV[4], '1')
+elseif last == ARGV[2] .. '|a' then
   redis.call('SET', KEYS[1], ARGV[2] .. '|a', 'PX', tonumber(ARGV[3]))
 end
 return 0
@@ -582,6 +589,7 @@ return 0
 
 
 def host_keys(prefix: str, host: str) -> tuple[str, str]:
-    """``(pause:<host>, navigated:<host>)``: the keys of :data:`PAUSE_HOST`,
-    :data:`CLAIM_NAVIGATION` and :data:`ANSWER_NAVIGATION`."""
+    """``(pause:<host>, navigated:<host>)``: the keys of
+    :data:`CLAIM_NAVIGATION` (both), :data:`ANSWER_NAVIGATION` (the second)
+    and :data:`PAUSE_HOST` (the first, then ``<prefix>pauses``)."""
     return f"{prefix}pause:{host}", f"{prefix}navigated:{host}"
