@@ -289,3 +289,47 @@ async def _recycled(redis_server: RedisServer) -> None:
         budget.detach(member)
         await member.drain()
         await budget.redis.aclose()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_that_ends_beside_a_spare_keeps_its_share_a_moment(
+    redis_server: RedisServer,
+) -> None:
+    await Deferred.fromFuture(asyncio.ensure_future(_kept(redis_server)))
+
+
+async def _kept(redis_server: RedisServer) -> None:
+    """A page that ends while its worker holds a spare share keeps its own
+    for KEEP_S: the next page to start takes the spare and this share becomes
+    the next spare, with no Redis call (before: a give-back, then a take for
+    the next spare); kept with no page starting, it is given back."""
+    import scrapy
+
+    client = redis_server.client()
+    woken = asyncio.Event()
+    budget = FleetBudget(Redis.from_url(redis_server.url), PREFIX, max=3, owner="w", lease_s=30)
+    member = budget.attach("spider", wake=woken.set)
+    pages = [scrapy.Request(f"https://example.com/{n}", meta={"cdp": True}) for n in range(3)]
+    try:
+        for page in pages[:2]:  # two pages start, each after a share is taken ahead
+            woken.clear()
+            assert not member.may_start()
+            await asyncio.wait_for(woken.wait(), DEADLINE_S)
+            member.on_dequeued(page, 0.0)
+        woken.clear()
+        assert not member.may_start()
+        await asyncio.wait_for(woken.wait(), DEADLINE_S)  # a third share: the spare
+        before = int(client.info("stats")["total_commands_processed"])
+        member.on_finished(pages[0])  # beside the spare: kept
+        member.on_dequeued(pages[2], 0.0)  # takes the spare; the kept share is the next
+        assert member.may_start()
+        await member.drain()
+        assert int(client.info("stats")["total_commands_processed"]) == before + 1  # INFO
+        assert client.zcard(LEASES) == 3  # two pages, one spare: the bound, never more
+        member.on_finished(pages[1])  # beside the spare again: kept, then given back
+        await eventually(lambda: client.zcard(LEASES) == 2, "the kept share given back")
+        assert member.may_start()  # the spare is still there
+    finally:
+        budget.detach(member)
+        await member.drain()
+        await budget.redis.aclose()
