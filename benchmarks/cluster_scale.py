@@ -26,6 +26,7 @@ from typing import Any
 from scrapy_cdp_pool.cluster.frontier import Frontier
 from scrapy_cdp_pool.cluster.keys import gate_of, key_prefix
 from scrapy_cdp_pool.cluster.redis_client import connect
+from scrapy_cdp_pool.cluster.scripts import push_keys
 
 SIZES = (10, 1_000, 100_000)
 IN_FLIGHT = 8
@@ -51,7 +52,7 @@ def fill(frontier: Frontier, start: int, count: int, identities: int, hosts: int
     with frontier.client.pipeline(transaction=False) as pipe:
         for n in range(start, start + count):
             frontier._push(  # the push script, pipelined: one round trip per 1,000
-                keys=[frontier.route_key],
+                keys=push_keys(frontier.prefix, "", gate(n, identities, hosts)),
                 args=[frontier.prefix, "", b"", gate(n, identities, hosts), 0, DATA],
                 client=pipe,
             )

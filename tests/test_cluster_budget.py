@@ -20,7 +20,7 @@ from redis.asyncio import Redis
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
 
-from scrapy_cdp_pool.cluster.budget import _TAKE, LEASES_LOST_STAT, FleetBudget
+from scrapy_cdp_pool.cluster.budget import _TAKE, LEASES_LOST_STAT, RECYCLE_PAGES, FleetBudget
 from scrapy_cdp_pool.cluster.budget_extension import FleetBudgetExtension
 from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S
 from tests.cluster_harness import WorkerProcesses
@@ -243,6 +243,92 @@ async def _idle_spare(redis_server: RedisServer) -> None:
         assert client.zcard(LEASES) == 1  # taken ahead; the crawler then had nothing to start
         await eventually(lambda: client.zcard(LEASES) == 0, "the unused share given back")
         assert member._spare is None
+    finally:
+        budget.detach(member)
+        await member.drain()
+        await budget.redis.aclose()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_busy_worker_keeps_its_share_for_the_next_pages(redis_server: RedisServer) -> None:
+    await Deferred.fromFuture(asyncio.ensure_future(_recycled(redis_server)))
+
+
+async def _recycled(redis_server: RedisServer) -> None:
+    """A page that ends with no spare share on its worker keeps its share
+    for the next page, with no Redis call (before: a give-back and a take per
+    page), for RECYCLE_PAGES pages; then it is given back for the others."""
+    import scrapy
+
+    client = redis_server.client()
+    woken = asyncio.Event()
+    budget = FleetBudget(Redis.from_url(redis_server.url), PREFIX, max=1, owner="w", lease_s=30)
+    member = budget.attach("spider", wake=woken.set)
+    try:
+        assert not member.may_start()
+        await asyncio.wait_for(woken.wait(), DEADLINE_S)
+        (share,) = client.zrange(LEASES, 0, -1)
+        before = int(client.info("stats")["total_commands_processed"])
+        for page in range(RECYCLE_PAGES - 1):
+            assert member.may_start()
+            request = scrapy.Request(f"https://example.com/{page}", meta={"cdp": True})
+            member.on_dequeued(request, 0.0)
+            member.on_finished(request)
+            await asyncio.sleep(0)  # a give-back would be under way now
+        await member.drain()
+        assert int(client.info("stats")["total_commands_processed"]) == before + 1  # INFO
+        assert client.zrange(LEASES, 0, -1) == [share]
+        assert member.pages == RECYCLE_PAGES - 1
+        request = scrapy.Request("https://example.com/last", meta={"cdp": True})
+        member.on_dequeued(request, 0.0)
+        member.on_finished(request)  # its RECYCLE_PAGES-th page: given back
+        await member.drain()
+        assert client.zcard(LEASES) == 0
+        assert not member.may_start()  # a new share taken ahead
+    finally:
+        budget.detach(member)
+        await member.drain()
+        await budget.redis.aclose()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_that_ends_beside_a_spare_keeps_its_share_a_moment(
+    redis_server: RedisServer,
+) -> None:
+    await Deferred.fromFuture(asyncio.ensure_future(_kept(redis_server)))
+
+
+async def _kept(redis_server: RedisServer) -> None:
+    """A page that ends while its worker holds a spare share keeps its own
+    for KEEP_S: the next page to start takes the spare and this share becomes
+    the next spare, with no Redis call (before: a give-back, then a take for
+    the next spare); kept with no page starting, it is given back."""
+    import scrapy
+
+    client = redis_server.client()
+    woken = asyncio.Event()
+    budget = FleetBudget(Redis.from_url(redis_server.url), PREFIX, max=3, owner="w", lease_s=30)
+    member = budget.attach("spider", wake=woken.set)
+    pages = [scrapy.Request(f"https://example.com/{n}", meta={"cdp": True}) for n in range(3)]
+    try:
+        for page in pages[:2]:  # two pages start, each after a share is taken ahead
+            woken.clear()
+            assert not member.may_start()
+            await asyncio.wait_for(woken.wait(), DEADLINE_S)
+            member.on_dequeued(page, 0.0)
+        woken.clear()
+        assert not member.may_start()
+        await asyncio.wait_for(woken.wait(), DEADLINE_S)  # a third share: the spare
+        before = int(client.info("stats")["total_commands_processed"])
+        member.on_finished(pages[0])  # beside the spare: kept
+        member.on_dequeued(pages[2], 0.0)  # takes the spare; the kept share is the next
+        assert member.may_start()
+        await member.drain()
+        assert int(client.info("stats")["total_commands_processed"]) == before + 1  # INFO
+        assert client.zcard(LEASES) == 3  # two pages, one spare: the bound, never more
+        member.on_finished(pages[1])  # beside the spare again: kept, then given back
+        await eventually(lambda: client.zcard(LEASES) == 2, "the kept share given back")
+        assert member.may_start()  # the spare is still there
     finally:
         budget.detach(member)
         await member.drain()

@@ -25,7 +25,6 @@ import pytest
 
 from scrapy_cdp_pool.cluster import scripts
 from scrapy_cdp_pool.cluster.keys import key_prefix
-from scrapy_cdp_pool.cluster.redis_client import route_key
 from tests.cluster_harness import WorkerProcesses
 from tests.fault_records import records
 from tests.redis_server import RedisServer
@@ -132,16 +131,18 @@ def test_a_start_claim_waits_for_the_answer_the_interval_and_pauses(
     claim = client.register_script(scripts.CLAIM_NAVIGATION)
     answer = client.register_script(scripts.ANSWER_NAVIGATION)
 
-    def run(script: Any, *args: object) -> int:
-        return int(script(keys=[route_key(prefix)], args=[prefix, *args]))
+    def run(script: Any, host: str, *args: object) -> int:
+        keys = list(scripts.host_keys(prefix, host))
+        keys = keys if script is claim else keys[1:]
+        return int(script(keys=keys, args=[prefix, *args]))
 
     assert run(claim, "a.test", "w1:1", 60_000) == 0
     assert run(claim, "b.test", "w2:1", 60_000) == 0  # another host: its own
     waiting = run(claim, "a.test", "w2:2", 60_000)
     assert -60_000 <= waiting < 0  # no answer yet: look again
-    run(answer, "a.test", "w9:9", 500)  # not the last claim: nothing changes
+    run(answer, "a.test", "w9:9", 500, "a.test")  # not the last claim: nothing changes
     assert run(claim, "a.test", "w2:2", 60_000) < 0
-    run(answer, "a.test", "w1:1", 500)
+    run(answer, "a.test", "w1:1", 500, "a.test")
     left = run(claim, "a.test", "w2:2", 60_000)
     assert 0 < left <= 500  # answered: one interval from the answer
     client.delete(f"{prefix}navigated:a.test")  # the interval ran out

@@ -36,13 +36,23 @@ key                      type    holds
 ``P last:<host>``        string  when the last request to ``host`` started
                                  (``CDP_POOL_HOST_RATE``); PEXPIRE: the interval
 ``P pause:<host>``       string  when ``host``'s pause ends; PEXPIRE: then
+``P pauses``             zset    paused hosts -> when their pause ends (read by a
+                                 worker when it subscribes to ``P hosts``, the
+                                 channel each new pause is published on:
+                                 :mod:`~scrapy_cdp_pool.cluster.host_events`)
 ``P navigated:<host>``   string  the last navigation to ``host`` a worker
                                  claimed (``CDP_POOL_HOST_RATE``): its token;
                                  PEXPIRE: a lease until its answer, then the
-                                 interval
+                                 interval; its answer is published on the
+                                 channel ``P answered:<host>``
 ``P seen``               set     fingerprints the dupefilter let through
 ``P start_seen``         set     fingerprints of ``dont_filter`` start requests
                                  (stored once per crawl)
+``P seen_bloom:<part>``  string  with ``CDP_POOL_CLUSTER_DUPEFILTER = "bloom"``:
+                                 the Bloom filter's bitmaps, instead of ``P seen``
+                                 (:mod:`~scrapy_cdp_pool.cluster.bloom`); ``P
+                                 seen_bloom_count``: fingerprints added; ``P
+                                 seen_bloom_params``: its size
 ``P workers``            zset    worker id -> last heartbeat (take or renewal)
 ``P stats``              hash    ``requeued``: expired leases put back;
                                  ``acked``: requests done

@@ -33,6 +33,13 @@ check says no, it takes one lease in the background and wakes its engine
 when it has it; the next rendered request uses it. So a worker holds at most
 one share it does not use yet, given back when still unused at two renewals in
 a row (a third to two thirds of a lease: its crawler had nothing to render).
+A page that ends while its worker has no spare keeps its share as the spare;
+one that ends while it has one keeps its share :data:`KEEP_S` longer, as the
+spare after the next page starts (else it is given back then); a share serves
+up to :data:`RECYCLE_PAGES` pages in a row, then it is given back. So a busy
+worker's page costs the budget no round trip most of the time (before: a take
+and a give-back each), and a worker holds at most two shares it does not use,
+the second for :data:`KEEP_S` at most.
 """
 
 from __future__ import annotations
@@ -57,6 +64,15 @@ logger = logging.getLogger(__name__)
 #: retrying a take Redis did not answer: first wait, longest wait (seconds)
 RETRY_FIRST_S = 0.5
 RETRY_MAX_S = 30.0
+RECYCLE_PAGES = 8
+"""Pages one share serves in a row: a page that ends keeps its share as the
+worker's spare (no give-back, no take: two round trips saved) when the worker
+has no spare, until the share served this many pages; then it is given back
+(published, so a worker waiting for a share gets its chance)."""
+KEEP_S = 0.25
+"""How long a page's share is kept when it ends while its worker already
+holds a spare, seconds: a page that starts meanwhile makes it the next spare
+(no take); else it is given back (published)."""
 TOKEN_META_KEY = "_cdp_fleet_budget_lease"  # noqa: S105 - a meta key, not a secret
 #: the stat counting leases that expired while their page ran (the worker
 #: could not renew them in time: the bound may have been passed meanwhile)
@@ -189,7 +205,10 @@ class FleetBudgetMember:
         self._wake = wake
         self._spare: str | None = None  # a share taken ahead, not used yet
         self._idle_spare: str | None = None  # the spare seen at the last renewal
+        self._kept: str | None = None  # an ended page's share, kept KEEP_S for the next
+        self._kept_timer: asyncio.TimerHandle | None = None
         self._held: dict[str, str] = {}  # request token -> lease member
+        self._uses: dict[str, int] = {}  # lease member -> pages it served
         self._next = itertools.count(1)
         self._taker: asyncio.Task[None] | None = None
         self._renewer: asyncio.Task[None] | None = None
@@ -201,7 +220,7 @@ class FleetBudgetMember:
         """Whether the crawler may take a request now: it has a share
         ready. When not, one is taken in the background, then the engine is
         woken."""
-        if not self.attached or self._spare is not None:
+        if not self.attached or self._spare is not None or self._use_kept():
             return True
         if not self.waiting:
             self.waiting = True
@@ -220,6 +239,9 @@ class FleetBudgetMember:
         if lease is None:  # the share was lost meanwhile (detached): count nothing
             return
         self._spare = None
+        self._idle_spare = None  # used: not idle
+        self._uses[lease] = self._uses.get(lease, 0) + 1
+        self._use_kept()  # the next spare, if an ended page's share is kept
         token = f"{id(self)}:{next(self._next)}"
         request.meta[TOKEN_META_KEY] = token
         self._held[token] = lease
@@ -238,8 +260,48 @@ class FleetBudgetMember:
         if lease is None:
             return False
         self.in_flight -= 1
+        if self.attached and self._uses.get(lease, 0) < RECYCLE_PAGES:
+            if self._spare is None:
+                self._spare = lease  # kept for the next page: no give-back, no take
+                self._wake()
+                return True
+            if self._kept is None and self._keep(lease):
+                return True
+        self._uses.pop(lease, None)
         self._spawn(self._give_back([lease]))
         return True
+
+    def _unused_and_held(self) -> list[str]:
+        return [*self._held.values(), *(lease for lease in (self._spare, self._kept) if lease)]
+
+    def _keep(self, lease: str) -> bool:
+        """Keep ``lease`` for :data:`KEEP_S`: the spare of the page after
+        the next one, if it starts meanwhile; else given back."""
+        try:
+            timer = asyncio.get_running_loop().call_later(KEEP_S, self._give_back_kept, lease)
+        except RuntimeError:  # no loop: the crawl is over
+            return False
+        self._kept, self._kept_timer = lease, timer
+        return True
+
+    def _use_kept(self) -> bool:
+        """The kept share becomes the spare (none was); whether there was one."""
+        lease = self._kept
+        if lease is None or self._spare is not None:
+            return False
+        self._kept = None
+        if self._kept_timer is not None:
+            self._kept_timer.cancel()
+            self._kept_timer = None
+        self._spare = lease
+        return True
+
+    def _give_back_kept(self, lease: str) -> None:
+        if self._kept != lease:
+            return
+        self._kept, self._kept_timer = None, None
+        self._uses.pop(lease, None)
+        self._spawn(self._give_back([lease]))
 
     def wake(self) -> None:
         self._wake()
@@ -325,9 +387,13 @@ class FleetBudgetMember:
             spare = self._spare
             if spare is not None and spare == self._idle_spare:
                 self._spare = None  # unused for a whole period: let others have it
+                self._uses.pop(spare, None)
                 self._spawn(self._give_back([spare]))
             self._idle_spare = self._spare
-            leases = [*self._held.values(), *([self._spare] if self._spare else [])]
+            leases = [
+                *self._held.values(),
+                *(lease for lease in (self._spare, self._kept) if lease),
+            ]
             if not leases:
                 continue
             try:
@@ -367,9 +433,12 @@ class FleetBudgetMember:
     def stop(self) -> None:
         """Detach: give back every share, stop renewing."""
         self.attached = False
-        leases = [*self._held.values(), *([self._spare] if self._spare else [])]
+        leases = self._unused_and_held()
+        if self._kept_timer is not None:
+            self._kept_timer.cancel()
         self._held.clear()
-        self._spare = None
+        self._uses.clear()
+        self._spare = self._kept = self._kept_timer = None
         self.in_flight = 0
         for task in (self._taker, self._renewer):
             if task is not None:

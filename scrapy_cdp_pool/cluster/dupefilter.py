@@ -8,7 +8,9 @@ duplicate is, as with Scrapy's ``RFPDupeFilter``. The
 fingerprint in the same Lua call that stores the request (both or neither);
 :meth:`request_seen` is for other callers. Memory: Redis keeps each
 fingerprint as a set member, ~70 bytes each for 20-byte fingerprints
-(``benchmarks/cluster.py`` measures it with ``MEMORY USAGE``).
+(``benchmarks/cluster.py`` measures it with ``MEMORY USAGE``); with
+``CDP_POOL_CLUSTER_DUPEFILTER = "bloom"`` they are bits of a Bloom filter
+instead (:mod:`~scrapy_cdp_pool.cluster.bloom`, ~1.8 bytes each at 0.1%).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from scrapy.dupefilters import RFPDupeFilter
 
+from scrapy_cdp_pool.cluster.bloom import BLOOM_COUNT, Bloom
 from scrapy_cdp_pool.cluster.frontier import SEEN
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
 
@@ -26,6 +29,8 @@ if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.utils.request import RequestFingerprinterProtocol
+
+    from scrapy_cdp_pool.cluster.frontier import Frontier
 
 
 class ClusterDupeFilter(RFPDupeFilter):
@@ -51,8 +56,28 @@ class ClusterDupeFilter(RFPDupeFilter):
         return self.fingerprinter.fingerprint(request)
 
     def request_seen(self, request: Request) -> bool:
-        """Add the request's fingerprint to the shared set; whether it was
-        there. :raises RedisUnavailable: Redis could not be reached."""
-        key = f"{self.link.frontier.prefix}{SEEN}"
+        """Add the request's fingerprint to the shared set (or Bloom filter);
+        whether it was there. :raises RedisUnavailable: Redis could not be reached."""
+        frontier = self.link.frontier
         fp = self.fingerprint(request)
+        bloom = frontier.bloom
+        if bloom is not None:
+            return self.link.call("seen", lambda: bloom_add(frontier, bloom, fp))
+        key = f"{frontier.prefix}{SEEN}"
         return not self.link.call("seen", lambda: self.link.client.sadd(key, fp))
+
+
+def bloom_add(frontier: Frontier, bloom: Bloom, fp: bytes) -> bool:
+    """Set ``fp``'s bits in the crawl's Bloom filter (one ``BITFIELD``, and
+    its count's ``INCR`` when it was new); whether they were all set (seen)."""
+    key, offsets = bloom.place(frontier.prefix, fp)
+    field = frontier.client.bitfield(key)
+    for offset in offsets:
+        field.set("u1", offset, 1)
+    frontier.calls += 1
+    old: list[int] = field.execute()  # type: ignore[assignment]
+    if all(old):
+        return True
+    frontier.calls += 1
+    frontier.client.incr(frontier.prefix + BLOOM_COUNT)
+    return False

@@ -14,7 +14,9 @@ round trip): refused while the host is paused fleet-wide or while the last
 claim has not run out. A claim holds until its request's answer arrives (its
 document's status and headers, or its end without one), at most
 ``CDP_POOL_CLUSTER_LEASE_SECONDS`` (a dead worker's; a worker waiting for
-that answer asks again every :data:`POLL_S`), and one interval after that
+that answer is woken by its message,
+:class:`~scrapy_cdp_pool.cluster.host_events.HostEvents`, and asks again
+every :data:`POLL_S` only while it has no live subscription), and one interval after that
 answer: the gap the site sees between two starts of a host, whichever
 workers sent them, is never below ``1 / CDP_POOL_HOST_RATE``.
 
@@ -24,6 +26,7 @@ still holds; the take hands out nothing meanwhile).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from typing import TYPE_CHECKING
 
@@ -31,12 +34,14 @@ from scrapy_cdp_pool.cluster import scripts
 from scrapy_cdp_pool.errors import RedisUnavailable
 
 if TYPE_CHECKING:
+    from scrapy_cdp_pool.cluster.host_events import HostEvents
     from scrapy_cdp_pool.cluster.link import ClusterLink
 
 
 POLL_S = 0.05
-"""How often a start waiting for another worker's answer asks again, seconds
-(one round trip each; one such waiter per host and worker)."""
+"""How often a start waiting for another worker's answer asks again, seconds,
+while the worker's :class:`~scrapy_cdp_pool.cluster.host_events.HostEvents`
+is not live (else the answer's message wakes it)."""
 
 
 class FleetSpacing:
@@ -51,6 +56,11 @@ class FleetSpacing:
         self._claim = frontier.client.register_script(scripts.CLAIM_NAVIGATION)
         self._answer = frontier.client.register_script(scripts.ANSWER_NAVIGATION)
         self._tokens = itertools.count(1)
+        #: the fleet's answers pushed to this worker (set by the host pause
+        #: middleware; ``None``: asked again every :data:`POLL_S`)
+        self.events: HostEvents | None = None
+        #: hosts whose last claim, as last seen, waits for its answer
+        self._for_answer: set[str] = set()
 
     def claim(self, host: str) -> tuple[float, str | None]:
         """Claim the next start of ``host``: ``(0.0, token)`` when claimed,
@@ -67,27 +77,43 @@ class FleetSpacing:
 
     def _ask(self, host: str, token: str, mode: str) -> float:
         frontier = self.link.frontier
+        keys = scripts.host_keys(frontier.prefix, host)
         try:
             left_ms = int(
                 self.link.call(
                     "navigation claim",
-                    lambda: frontier._run(self._claim, host, token, self.lease_ms, mode),
+                    lambda: frontier.run_keyed(self._claim, list(keys), token, self.lease_ms, mode),
                 )
             )
         except RedisUnavailable:
             return 0.0
-        if left_ms < 0:  # the last claim's answer may come any time: look again soon
-            return min(-left_ms / 1000, POLL_S)
+        if left_ms < 0:  # the last claim's answer may come any time
+            self._for_answer.add(host)
+            if self.events is not None and self.events.live:
+                return -left_ms / 1000  # woken by the answer (sleep)
+            return min(-left_ms / 1000, POLL_S)  # look again soon
+        self._for_answer.discard(host)
         return left_ms / 1000
+
+    async def sleep(self, host: str, left_s: float) -> None:
+        """Wait ``left_s`` as :meth:`claim` or :meth:`wait_s` said; while the
+        host's last claim waits for its answer, until that answer comes
+        (:meth:`HostEvents.wait_answer`) or the claim runs out."""
+        events = self.events
+        if host in self._for_answer and events is not None and events.live:
+            await events.wait_answer(host, left_s)
+        else:
+            await asyncio.sleep(left_s)
 
     def answered(self, host: str, token: str) -> None:
         """The start claimed with ``token`` has its answer (or ended): the
         next start of ``host`` may come one interval from now."""
         frontier = self.link.frontier
+        keys = scripts.host_keys(frontier.prefix, host)
         try:
             self.link.call(
                 "navigation answer",
-                lambda: frontier._run(self._answer, host, token, self.interval_ms),
+                lambda: frontier.run_keyed(self._answer, [keys[1]], token, self.interval_ms, host),
                 in_outage=True,
             )
         except RedisUnavailable:

@@ -27,7 +27,7 @@ from scrapy_cdp_pool.cluster.keys import glob_escaped
 #: health, the fleet budget, an operator's pause; the live workers' heartbeats)
 KEPT = ("profile:", "identity:", "profiles", "profile_health:", "budget:", "paused", "workers")
 
-FLUSH_IF_ALONE = r"""
+FLUSH_IF_ALONE = r"""--!df flags=allow-undeclared-keys
 local P = ARGV[1]
 local pattern = ARGV[2]
 local lease_ms = tonumber(ARGV[3])

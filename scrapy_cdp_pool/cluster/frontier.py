@@ -38,7 +38,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from scrapy_cdp_pool.cluster import scripts
-from scrapy_cdp_pool.cluster.keys import key_prefix
+from scrapy_cdp_pool.cluster.bloom import BLOOM_COUNT, Bloom
+from scrapy_cdp_pool.cluster.keys import key_prefix, profile_lock_key
 from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, route_key
 
 if TYPE_CHECKING:
@@ -191,8 +192,12 @@ class Frontier:
         host_rate: float | None = None,
         max_deliveries: int = 3,
         call_timeout_s: float | None = CALL_TIMEOUT_S,
+        bloom: Bloom | None = None,
     ) -> None:
         self.client = client
+        #: the crawl's fingerprints in a Bloom filter instead of the set
+        #: :data:`SEEN` (``CDP_POOL_CLUSTER_DUPEFILTER = "bloom"``)
+        self.bloom = bloom
         #: the client's timeout: a take Redis runs later than this after it
         #: was sent (by Redis's clock, :attr:`_clock_offset_ms`) leases
         #: nothing (its sender gave up on its answer)
@@ -236,20 +241,39 @@ class Frontier:
         self.calls += 1
         return script(keys=[self.route_key], args=[self.prefix, *args])
 
+    def run_keyed(self, script: Any, keys: list[str], *args: object) -> Any:
+        """Run a script that declares every key it touches (``keys``), with
+        the prefix as ``ARGV[1]`` and ``args`` after it: one round trip."""
+        self.calls += 1
+        return script(keys=keys, args=[self.prefix, *args])
+
     def push(self, data: bytes, gate: str, priority: int, seen: str = "", fp: bytes = b"") -> bool:
         """Store a request under ``gate``; ``False`` when ``fp`` was in the set
-        ``seen`` already (nothing stored). A fingerprint this worker already
+        ``seen`` already (nothing stored; :data:`SEEN` with :attr:`bloom`
+        set: in the Bloom filter). A fingerprint this worker already
         knows to be there (:data:`KNOWN_FINGERPRINTS`) is refused without a
         round trip. :raises ValueError: see :func:`score_base`."""
-        base = score_base(priority)
         if seen and (seen, fp) in self._known:
             return False
-        stored = bool(self._run(self._push, seen, fp, gate, base, data))
+        keys, args = self.push_call(data, gate, priority, seen, fp)
+        stored = bool(self.run_keyed(self._push, keys, *args))
         if seen:
             if len(self._known) >= KNOWN_FINGERPRINTS:
                 self._known.clear()
             self._known.add((seen, fp))
         return stored
+
+    def push_call(
+        self, data: bytes, gate: str, priority: int, seen: str = "", fp: bytes = b""
+    ) -> tuple[list[str], list[object]]:
+        """The keys and arguments (after the prefix) of :meth:`push`'s script
+        (pipelined by benchmarks and tests). :raises ValueError: see :func:`score_base`."""
+        base = score_base(priority)
+        if seen == SEEN and self.bloom is not None:
+            key, offsets = self.bloom.place(self.prefix, fp)
+            keys = scripts.push_keys(self.prefix, seen, gate, (key, self.prefix + BLOOM_COUNT))
+            return keys, ["b", fp, gate, base, data, *offsets]
+        return scripts.push_keys(self.prefix, seen, gate), [seen, fp, gate, base, data]
 
     def take(
         self,
@@ -337,7 +361,8 @@ class Frontier:
 
     def lock_profile(self, profile: str) -> int | None:
         """Lock ``identity`` outside the queue; its fencing token, ``None`` if busy."""
-        token = int(self._run(self._lock, self.worker, self.lease_ms, profile))
+        lock_keys = [profile_lock_key(self.prefix, profile), f"{self.prefix}fence"]
+        token = int(self.run_keyed(self._lock, lock_keys, self.worker, self.lease_ms))
         return token or None
 
     def unlock_profile(self, profile: str, token: int) -> bool:
@@ -345,7 +370,8 @@ class Frontier:
 
     def pause_host(self, host: str, seconds: float) -> float:
         """Pause ``host`` fleet-wide; the seconds its pause has left."""
-        left_ms = int(self._run(self._pause, host, max(1, round(seconds * 1000))))
+        keys = [scripts.host_keys(self.prefix, host)[0], f"{self.prefix}pauses"]
+        left_ms = int(self.run_keyed(self._pause, keys, max(1, round(seconds * 1000)), host))
         return max(0, left_ms) / 1000
 
     def pause_left(self, host: str) -> float:

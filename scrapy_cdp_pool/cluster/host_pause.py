@@ -8,8 +8,9 @@ expiring then), so that:
   worker saw the 429 (the gate is parked until the pause's end);
 - the download handler's checks of requests already past the queue
   (:meth:`remaining`, asked when a request gets its browser slot and right
-  before it navigates) see pauses announced by any worker: one ``PTTL`` round
-  trip each.
+  before it navigates) see pauses announced by any worker: pushed to each
+  worker as they are written (:mod:`~scrapy_cdp_pool.cluster.host_events`),
+  no round trip; one ``PTTL`` each while that subscription is not live.
 
 With ``CDP_POOL_HOST_RATE`` it also installs the fleet's spacing of each
 host's starts (:mod:`~scrapy_cdp_pool.cluster.fleet_spacing`), which refuses
@@ -26,7 +27,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from scrapy import signals
+
 from scrapy_cdp_pool.cluster.fleet_spacing import FleetSpacing
+from scrapy_cdp_pool.cluster.host_events import HostEvents
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
 from scrapy_cdp_pool.core.gates import RequestGates
 from scrapy_cdp_pool.core.runtime import runtime_of
@@ -38,7 +42,6 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
-
 logger = logging.getLogger(__name__)
 
 
@@ -48,8 +51,16 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
     ) -> None:
         super().__init__(crawler, gates, config)
         self.link = link
+        #: the fleet's pauses (and navigation answers) pushed to this worker
+        self.events = HostEvents(link.url, link.frontier.prefix)
         if config.host_rate:  # the host rate held fleet-wide at the site too
-            gates.fleet_spacing = FleetSpacing(link, 1.0 / config.host_rate, config.cluster_lease_s)
+            spacing = FleetSpacing(link, 1.0 / config.host_rate, config.cluster_lease_s)
+            spacing.events = self.events
+            gates.fleet_spacing = spacing
+        crawler.signals.connect(self._closed, signal=signals.spider_closed)
+
+    def _closed(self) -> None:
+        self.events.stop()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -72,7 +83,13 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
                 )  # fmt: skip
 
     def remaining(self, host: str) -> float:
+        """This worker's pause of ``host`` or the fleet's, whichever ends
+        later: the fleet's from memory while the subscription is live
+        (:mod:`~scrapy_cdp_pool.cluster.host_events`), else asked of Redis."""
         local = super().remaining(host)
+        pushed = self.events.pause_left(host)
+        if pushed is not None:
+            return max(local, pushed)
         try:
             shared = self.link.call("pause", lambda: self.link.frontier.pause_left(host))
         except RedisUnavailable:

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from redis.exceptions import RedisClusterException, RedisError
 
+from scrapy_cdp_pool.cluster.bloom import Bloom
 from scrapy_cdp_pool.cluster.feed import feed_key_for
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage, worker_id
 from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect, in_other_slot
@@ -96,6 +97,11 @@ class ClusterLink:
             host_concurrency=config.host_concurrency,
             host_rate=config.host_rate,
             max_deliveries=config.cluster_max_deliveries,
+            bloom=(
+                Bloom.sized(config.cluster_bloom_capacity, config.cluster_bloom_error_rate)
+                if config.cluster_dupefilter == "bloom"
+                else None
+            ),
         )
         #: on a Redis Cluster, the feed key is in another hash slot than the
         #: crawl's keys: the worker moves its items to the crawl's own

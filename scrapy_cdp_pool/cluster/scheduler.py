@@ -67,6 +67,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet.defer import Deferred
 
 from scrapy_cdp_pool import scrapy_internals
+from scrapy_cdp_pool.cluster.bloom import check_crawl
 from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
 from scrapy_cdp_pool.cluster.feed import adopt_redis_spider, requests_from_feed
 from scrapy_cdp_pool.cluster.flush import flush_if_alone, flushes_at_start
@@ -204,14 +205,21 @@ class ClusterScheduler(BaseScheduler):
                     if deleted < 0
                     else f"{setting}: crawl flushed at start ({deleted} keys deleted); "
                 )
-            seen = int(
-                self.link.call("resume", lambda: self.link.client.scard(frontier.prefix + SEEN))
+            added = self.link.call(
+                "resume", lambda: check_crawl(self.link.client, frontier.prefix, frontier.bloom)
             )
+            seen = added
+            if added is None:
+                seen = int(
+                    self.link.call("resume", lambda: self.link.client.scard(frontier.prefix + SEEN))
+                )
             queued, leased = self.link.call("resume", frontier.pending)
         except RedisUnavailable:
             return f"{said}Redis unreachable: the seen fingerprints could not be counted"
+        bloom = frontier.bloom
+        in_bloom = "" if bloom is None else f" (in a Bloom filter of {bloom.params})"
         return (
-            f"{said}resuming with {seen} seen fingerprints, {queued} requests queued, "
+            f"{said}resuming with {seen} seen fingerprints{in_bloom}, {queued} requests queued, "
             f"{leased} leased"
         )
 

@@ -1,10 +1,13 @@
 """The Lua scripts of the cluster frontier: each call is one atomic step in Redis.
 
-Every script takes the key prefix as ``ARGV[1]`` and builds its keys from it
-(all keys of a crawl share the prefix's hash tag, so they live in one Redis
-Cluster slot). Times are Redis's own clock (``TIME``, milliseconds), so the
-workers' clocks never have to agree. The key layout is in
-:mod:`scrapy_cdp_pool.cluster`.
+Every script takes the key prefix as ``ARGV[1]``. Those whose keys the caller
+knows declare every key they touch in ``KEYS`` (:data:`PUSH`,
+:data:`LOCK_PROFILE`, :data:`PAUSE_HOST`, :data:`CLAIM_NAVIGATION`,
+:data:`ANSWER_NAVIGATION`); the others build keys from the prefix and say so
+in their first line (:data:`UNDECLARED_KEYS`). All keys of a crawl share the
+prefix's hash tag, so they live in one Redis Cluster slot. Times are Redis's
+own clock (``TIME``, milliseconds), so the workers' clocks never have to
+agree. The key layout is in :mod:`scrapy_cdp_pool.cluster`.
 
 A gate is a sub-queue ``q:<gate>`` of the requests sharing a host, an identity
 and a not-before time. ``ready`` indexes the gates that may be able to start,
@@ -26,7 +29,17 @@ FEED_BATCH = 16
 FEED_GATE = "||"
 """The gate of feed entries (no host, no identity)."""
 
-_PRELUDE = r"""
+UNDECLARED_KEYS = "--!df flags=allow-undeclared-keys\n"
+"""First line of a script that builds key names from the prefix (``ARGV[1]``)
+instead of declaring them all in ``KEYS``: the frontier's scripts that reach
+a gate's queue, a lease's profile lock or host slot from what they read. A
+Lua comment to Redis; DragonflyDB reads it as the script's flag to allow it
+(it refuses undeclared keys otherwise). Every other script declares every
+key it touches (``tests/unit/test_cluster_script_keys.py`` checks both)."""
+
+_PRELUDE = (
+    UNDECLARED_KEYS
+    + r"""
 local P = ARGV[1]
 local FEED_MARK = '\0feed:'
 local FEED_GATE = '||'
@@ -135,21 +148,63 @@ local function settle_all(worker, first)
   return done
 end
 """
+)
 
-PUSH = (
-    _PRELUDE
-    + r"""
--- ARGV: prefix, seen set ('' for none), fingerprint, gate, base score, data
-if ARGV[2] ~= '' and redis.call('SADD', P .. ARGV[2], ARGV[3]) == 0 then return 0 end
-local id = redis.call('INCR', P .. 'seq')
-redis.call('HSET', P .. 'req', id, ARGV[6])
-queue(ARGV[4], tonumber(ARGV[5]) + id, id)
-publish_wake()
+PUSH = r"""
+-- KEYS: seq (the crawl's route key), the seen set or Bloom filter bitmap
+-- (seq again when none), req, q:<gate>, queued, timed, ready, wake, the
+-- Bloom filter's count (seq when none); ARGV: prefix (unused), '' for no
+-- fingerprint, 'b' for the Bloom filter, else the seen set's name,
+-- fingerprint, gate, base score, data, then the Bloom filter's bit offsets
+local seq, seen, req, q, queued, timed, ready, wake =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+if ARGV[2] == 'b' then
+  -- set the fingerprint's bits in one BITFIELD: seen when all were set
+  local ops = {}
+  for i = 7, #ARGV do
+    ops[#ops + 1] = 'SET'
+    ops[#ops + 1] = 'u1'
+    ops[#ops + 1] = ARGV[i]
+    ops[#ops + 1] = 1
+  end
+  local new = false
+  for _, old in ipairs(redis.call('BITFIELD', seen, unpack(ops))) do
+    if old == 0 then new = true end
+  end
+  if not new then return 0 end
+  redis.call('INCR', KEYS[9])
+elseif ARGV[2] ~= '' and redis.call('SADD', seen, ARGV[3]) == 0 then
+  return 0
+end
+local id = redis.call('INCR', seq)
+redis.call('HSET', req, id, ARGV[6])
+local score = tonumber(ARGV[5]) + id
+redis.call('ZADD', q, score, id)
+redis.call('INCR', queued)
+-- a gate that is not parked is in ready by its best request (ZADD LT keeps
+-- it); one that became ready wakes one waiting worker (as TAKE's publish_wake)
+if not redis.call('ZSCORE', timed, ARGV[4])
+    and redis.call('ZADD', ready, 'LT', score, ARGV[4]) == 1 then
+  redis.call('LPUSH', wake, '1')
+  redis.call('LTRIM', wake, 0, 7)
+end
 return id
 """
-)
-"""Store a request (with its fingerprint, if any, in the same step): its id,
-or 0 when the fingerprint was seen already."""
+"""Store a request (with its fingerprint, if any, in the same step: in a
+set, or in the Bloom filter's bits, :mod:`~scrapy_cdp_pool.cluster.bloom`):
+its id, or 0 when the fingerprint was seen already. Declares every key it
+touches (:func:`push_keys`)."""
+
+
+def push_keys(prefix: str, seen: str, gate: str, bloom: tuple[str, str] | None = None) -> list[str]:
+    """:data:`PUSH`'s keys: ``seen`` is the seen set's name after the prefix
+    (``''``: none); ``bloom``: the Bloom filter's bitmap and count keys instead."""
+    names = ("seq", seen or "seq", "req", f"q:{gate}", "queued", "timed", "ready", "wake", "seq")
+    keys = [prefix + name for name in names]
+    if bloom is not None:
+        keys[1], keys[8] = bloom
+    return keys
+
 
 TAKE = (
     _PRELUDE
@@ -457,19 +512,16 @@ when Redis refuses writes for lack of memory (``maxmemory``, ``noeviction``),
 since renewing a lease or acknowledging a request frees or keeps memory; so an
 out-of-memory Redis does not let the leases of running requests run out."""
 
-LOCK_PROFILE = (
-    _PRELUDE
-    + r"""
--- ARGV: prefix, worker, lease ms, identity: an identity lock taken outside the
--- queue (a request downloaded without the scheduler); its fencing token, or 0
-local ik = P .. 'identity:' .. ARGV[4]
-if redis.call('EXISTS', ik) == 1 then return 0 end
-local token = redis.call('INCR', P .. 'fence')
-redis.call('HSET', ik, 'owner', ARGV[2], 'token', token, 'lease', '')
-redis.call('PEXPIRE', ik, tonumber(ARGV[3]))
+LOCK_PROFILE = r"""
+-- KEYS: identity:<profile>, fence; ARGV: prefix (unused), worker, lease ms:
+-- a profile lock taken outside the queue (a request downloaded without the
+-- scheduler); its fencing token, or 0
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+local token = redis.call('INCR', KEYS[2])
+redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'token', token, 'lease', '')
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[3]))
 return token
 """
-)
 
 UNLOCK_PROFILE = (
     _PRELUDE
@@ -484,53 +536,60 @@ return 1
 """
 )
 
-PAUSE_HOST = (
-    _PRELUDE
-    + r"""
--- ARGV: prefix, host, ms: no request to host starts for ms from now (a longer
--- pause in place is kept); returns the pause's ms left
-local key = P .. 'pause:' .. ARGV[2]
-local ms = tonumber(ARGV[3])
-if redis.call('PTTL', key) < ms then
-  redis.call('SET', key, now_ms() + ms, 'PX', ms)
+PAUSE_HOST = r"""
+-- KEYS: pause:<host>, pauses; ARGV: prefix, ms, host: no request to the host
+-- starts for ms from now (a longer pause in place is kept); a new end is
+-- indexed in pauses and published on <prefix>hosts ('<ms>|<host>', read by
+-- every worker's HostEvents); returns the pause's ms left
+local ms = tonumber(ARGV[2])
+if redis.call('PTTL', KEYS[1]) < ms then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('SET', KEYS[1], now + ms, 'PX', ms)
+  redis.call('ZADD', KEYS[2], now + ms, ARGV[3])
+  redis.call('PUBLISH', ARGV[1] .. 'hosts', ms .. '|' .. ARGV[3])
 end
-return redis.call('PTTL', key)
+return redis.call('PTTL', KEYS[1])
 """
-)
 
 
-CLAIM_NAVIGATION = (
-    _PRELUDE
-    + r"""
--- ARGV: prefix, host, token, lease ms[, 'peek']: claim the next navigation to
--- host (CDP_POOL_HOST_RATE, fleet-wide) unless the host is paused or the last
--- claim has not run out (its answer, then one interval); returns 0 when
--- claimed (peek: when it could be, nothing claimed), else the ms to wait:
--- negative while the last claim waits for its answer (it may come any time)
-local pause = redis.call('PTTL', P .. 'pause:' .. ARGV[2])
+CLAIM_NAVIGATION = r"""
+-- KEYS: pause:<host>, navigated:<host>; ARGV: prefix (unused), token, lease
+-- ms[, 'peek']: claim the next navigation to the host (CDP_POOL_HOST_RATE,
+-- fleet-wide) unless it is paused or the last claim has not run out (its
+-- answer, then one interval); returns 0 when claimed (peek: when it could
+-- be, nothing claimed), else the ms to wait: negative while the last claim
+-- waits for its answer (it may come any time)
+local pause = redis.call('PTTL', KEYS[1])
 if pause > 0 then return pause end
-local key = P .. 'navigated:' .. ARGV[2]
-local left = redis.call('PTTL', key)
+local left = redis.call('PTTL', KEYS[2])
 if left > 0 then
-  local last = redis.call('GET', key)
+  local last = redis.call('GET', KEYS[2])
   if last and string.sub(last, -2) == '|a' then return left end
   return -left
 end
-if ARGV[5] ~= 'peek' then redis.call('SET', key, ARGV[3], 'PX', tonumber(ARGV[4])) end
+if ARGV[4] ~= 'peek' then redis.call('SET', KEYS[2], ARGV[2], 'PX', tonumber(ARGV[3])) end
 return 0
 """
-)
 
-ANSWER_NAVIGATION = (
-    _PRELUDE
-    + r"""
--- ARGV: prefix, host, token, interval ms: the navigation of the claim
--- ``token`` has its answer (or ended): the next may start one interval from now
-local key = P .. 'navigated:' .. ARGV[2]
-local last = redis.call('GET', key)
-if last == ARGV[3] or last == ARGV[3] .. '|a' then
-  redis.call('SET', key, ARGV[3] .. '|a', 'PX', tonumber(ARGV[4]))
+ANSWER_NAVIGATION = r"""
+-- KEYS: navigated:<host>; ARGV: prefix, token, interval ms, host: the
+-- navigation of the claim ``token`` has its answer (or ended): the next may
+-- start one interval from now; starts waiting for it are told on
+-- <prefix>answered:<host> (HostEvents)
+local last = redis.call('GET', KEYS[1])
+if last == ARGV[2] then
+  redis.call('SET', KEYS[1], ARGV[2] .. '|a', 'PX', tonumber(ARGV[3]))
+  redis.call('PUBLISH', ARGV[1] .. 'answered:' .. ARGV[4], '1')
+elseif last == ARGV[2] .. '|a' then
+  redis.call('SET', KEYS[1], ARGV[2] .. '|a', 'PX', tonumber(ARGV[3]))
 end
 return 0
 """
-)
+
+
+def host_keys(prefix: str, host: str) -> tuple[str, str]:
+    """``(pause:<host>, navigated:<host>)``: the keys of
+    :data:`CLAIM_NAVIGATION` (both), :data:`ANSWER_NAVIGATION` (the second)
+    and :data:`PAUSE_HOST` (the first, then ``<prefix>pauses``)."""
+    return f"{prefix}pause:{host}", f"{prefix}navigated:{host}"

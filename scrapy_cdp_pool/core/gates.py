@@ -187,6 +187,10 @@ class FleetSpacing(Protocol):
     def answered(self, host: str, token: str) -> None:
         """The start claimed with ``token`` has its answer (or ended)."""
 
+    async def sleep(self, host: str, left_s: float) -> None:
+        """Wait ``left_s`` as :meth:`claim` or :meth:`wait_s` said (or less:
+        until what it waits for changes)."""
+
 
 class RequestGates:
     """The crawler's gates; one per crawler, held by its

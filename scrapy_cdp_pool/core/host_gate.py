@@ -17,7 +17,6 @@ four.
 
 from __future__ import annotations
 
-import asyncio
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING
 
@@ -88,10 +87,11 @@ class HostGate:
         if turn is not None and fleet is not None:
             try:
                 while True:
-                    left = fleet.wait_s(host_of(request))
+                    host = host_of(request)
+                    left = fleet.wait_s(host)
                     if left <= 0:
                         break
-                    await asyncio.sleep(left)
+                    await fleet.sleep(host, left)
             except BaseException:
                 self.end(turn)
                 raise
@@ -144,7 +144,7 @@ class HostGate:
                 return
             if left <= 0:
                 return  # not claimable now (Redis): this process's spacing holds
-            await asyncio.sleep(left)
+            await fleet.sleep(host, left)
 
     def _answered(self, turn: Turn | None, *, last: bool = True) -> None:
         """``turn``'s fleet claim has its answer (called again, a redirect

@@ -131,6 +131,11 @@ class PoolConfig:
     cluster_feed_key: str | None = None
     #: leases of one request that may run out before it fails as poisoned
     cluster_max_deliveries: int = 3
+    #: the crawl's fingerprints: "set" (a Redis set) or "bloom" (a Bloom
+    #: filter sized for a capacity, requests, at an error rate)
+    cluster_dupefilter: str = "set"
+    cluster_bloom_capacity: int = 100_000_000
+    cluster_bloom_error_rate: float = 0.001
     #: pages in flight across all workers of the cluster (None: no bound), and
     #: a worker's share's lease, seconds
     cluster_budget_max: int | None = None
@@ -221,6 +226,11 @@ class PoolConfig:
             raise ValueError(
                 f"CDP_POOL_CLUSTER_BUDGET_MAX = {values['cluster_budget_max']!r} needs "
                 "CDP_POOL_CLUSTER_REDIS_URL (a bound across workers lives in the cluster's Redis)"
+            )
+        if values["cluster_bloom_error_rate"] == 0:
+            raise ValueError(
+                "CDP_POOL_CLUSTER_BLOOM_ERROR_RATE: 0 is not a number > 0 and < 1 (a Bloom "
+                'filter has false positives; CDP_POOL_CLUSTER_DUPEFILTER = "set" has none)'
             )
         return cls(
             **values,

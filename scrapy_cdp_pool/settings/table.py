@@ -40,6 +40,9 @@ RESOURCE_TYPES = (
     "fetch", "prefetch", "eventsource", "websocket", "manifest", "signedexchange",
     "ping", "cspviolationreport", "preflight", "other",
 )  # fmt: skip
+#: ``CDP_POOL_CLUSTER_DUPEFILTER``: the crawl's fingerprints in a Redis set, or
+#: a Bloom filter (docs/cluster.md)
+DUPEFILTERS = ("set", "bloom")
 #: ``CDP_POOL_RENDER``: "browser" (a rendered request goes to the browser),
 #: "auto" (plain HTTP first, then up the render ladder)
 RENDER_MODES = ("browser", "auto")
@@ -165,6 +168,9 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_CLUSTER_KEEP_OPEN",              "cluster_keep_open",       k.BOOL,               False,              "cluster"),
     S("CDP_POOL_CLUSTER_MAX_DELIVERIES",         "cluster_max_deliveries",  k.integer(1),         3,                  "cluster"),
     S("CDP_POOL_CLUSTER_FEED_KEY",               "cluster_feed_key",        k.NAME,               None,               "cluster", doc_default='`"<spider name>:start_urls"`'),
+    S("CDP_POOL_CLUSTER_DUPEFILTER",             "cluster_dupefilter",      k.choice(DUPEFILTERS), "set",             "cluster"),
+    S("CDP_POOL_CLUSTER_BLOOM_CAPACITY",         "cluster_bloom_capacity",  k.integer(1),         100_000_000,        "cluster"),
+    S("CDP_POOL_CLUSTER_BLOOM_ERROR_RATE",       "cluster_bloom_error_rate", k.ratio(below_one=True), 0.001,       "cluster"),
     S("CDP_POOL_CLUSTER_BUDGET_MAX",             "cluster_budget_max",      k.optional_limit(integer=True), None, "cluster"),
     S("CDP_POOL_CLUSTER_BUDGET_LEASE_SECONDS",   "cluster_budget_lease_s",  k.SECONDS,            30.0,               "cluster"),
     S("CDP_POOL_METRICS_PORT",                   "metrics_port",            k.OPTIONAL_PORT,      None,               "telemetry"),

@@ -1,0 +1,89 @@
+"""HostEvents on a real ``redis-server``: the fleet's host pauses reach a
+worker as they are written (pub/sub), so its download handler's checks cost
+no round trip, pauses written before it subscribed included; a start waiting
+for another worker's navigation answer is woken by that answer instead of
+asking again every 50 ms."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import pytest_twisted
+from twisted.internet.defer import Deferred
+
+from scrapy_cdp_pool.cluster import scripts
+from scrapy_cdp_pool.cluster.frontier import Frontier
+from scrapy_cdp_pool.cluster.host_events import HostEvents
+from scrapy_cdp_pool.cluster.redis_client import connect
+from tests.cluster_harness import RedisServer
+from tests.profiles import token
+
+DEADLINE_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer()
+    yield server
+    server.stop()
+
+
+def _commands(client: Any) -> int:
+    return int(client.info("stats")["total_commands_processed"])
+
+
+def test_pauses_reach_the_worker_without_a_round_trip(redis_server: RedisServer) -> None:
+    other = Frontier(connect(redis_server.url, 5), token(), "w2", lease_s=30)
+    other.pause_host("before.test", 60)  # written before this worker listens
+    events = HostEvents(redis_server.url, other.prefix)
+    try:
+        assert 0 < events.pause_left("before.test") <= 60  # type: ignore[operator]
+        assert events.live
+        assert events.pause_left("a.test") == 0.0
+        # written by another worker: seen by the next check, no wait, no round trip
+        other.pause_host("a.test", 30)
+        assert 0 < events.pause_left("a.test") <= 30  # type: ignore[operator]
+        other.pause_host("a.test", 5)  # a shorter pause keeps the longer one
+        other.pause_host("b.test", 10)
+        watcher = redis_server.client()
+        before = _commands(watcher)
+        assert 0 < events.pause_left("b.test") <= 10  # type: ignore[operator]
+        assert _commands(watcher) == before + 1  # the first INFO: the check made no call
+        assert events.pause_left("a.test") > 5  # type: ignore[operator]
+        assert events.pause_left("c.test") == 0.0
+    finally:
+        events.stop()
+    assert events.pause_left("a.test") is None
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_start_waiting_for_an_answer_is_woken_by_it(redis_server: RedisServer) -> None:
+    await Deferred.fromFuture(asyncio.ensure_future(_answers(redis_server)))
+
+
+async def _answers(redis_server: RedisServer) -> None:
+    client = connect(redis_server.url, 5)
+    frontier = Frontier(client, token(), "w1", lease_s=30)
+    claim = client.register_script(scripts.CLAIM_NAVIGATION)
+    answer = client.register_script(scripts.ANSWER_NAVIGATION)
+    keys = list(scripts.host_keys(frontier.prefix, "a.test"))
+    assert frontier.run_keyed(claim, keys, "w1:1", 60_000, "") == 0
+    events = HostEvents(redis_server.url, frontier.prefix)
+    try:
+        await events.wait_answer("a.test", 60)  # first time: subscribes, returns
+        assert frontier.run_keyed(claim, keys, "w2:1", 60_000, "") < 0  # waits for w1:1
+        loop = asyncio.get_running_loop()
+        waiting = loop.create_task(events.wait_answer("a.test", DEADLINE_S))
+        await asyncio.sleep(0)  # the waiter is waiting
+        assert not waiting.done()
+        frontier.run_keyed(answer, keys[1:], "w9:9", 500, "a.test")  # not the last claim
+        frontier.run_keyed(answer, keys[1:], "w1:1", 500, "a.test")
+        started = loop.time()
+        await asyncio.wait_for(waiting, DEADLINE_S)
+        assert loop.time() - started < DEADLINE_S / 2  # woken, not timed out
+        assert 0 < frontier.run_keyed(claim, keys, "w2:1", 60_000, "") <= 500
+    finally:
+        events.stop()
