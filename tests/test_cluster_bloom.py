@@ -7,7 +7,6 @@ a crawl whose fingerprints are in the other form, are refused by name."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 
 import pytest
 from scrapy import Request
@@ -20,19 +19,12 @@ from scrapy_cdp_pool.cluster.frontier import SEEN, Frontier
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.settings.config import PoolConfig
-from tests.cluster_harness import RedisServer
 from tests.profiles import token
+from tests.redis_server import RedisServer
 
 
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
-
-
-def _frontier(redis_server: RedisServer, bloom: Bloom | None) -> Frontier:
-    client = connect(redis_server.url, 5)
+def _frontier(module_redis_server: RedisServer, bloom: Bloom | None) -> Frontier:
+    client = connect(module_redis_server.url, 5)
     return Frontier(client, token(), "w1", lease_s=30, bloom=bloom)
 
 
@@ -56,8 +48,8 @@ def _push_all(frontier: Frontier, fps: list[bytes]) -> list[bool]:
     return stored
 
 
-def test_the_bloom_filter_says_seen_and_not_seen(redis_server: RedisServer) -> None:
-    frontier = _frontier(redis_server, Bloom.sized(1000, 0.001))
+def test_the_bloom_filter_says_seen_and_not_seen(module_redis_server: RedisServer) -> None:
+    frontier = _frontier(module_redis_server, Bloom.sized(1000, 0.001))
     gate = gate_of("h.test", "")
     assert frontier.push(b"a", gate, 0, SEEN, _fp(1))
     assert frontier.push(b"b", gate, 0, SEEN, _fp(2))
@@ -74,14 +66,14 @@ def test_the_bloom_filter_says_seen_and_not_seen(redis_server: RedisServer) -> N
 
 
 def test_the_measured_false_positive_rate_stays_within_its_bound(
-    redis_server: RedisServer,
+    module_redis_server: RedisServer,
 ) -> None:
     """2,000 requests stored into a filter sized for 2,000 at 1%, then 10,000
     others looked up (their bits read, nothing set): about 1% of those are
     taken for seen (deterministic fingerprints)."""
     bloom = Bloom.sized(2_000, 0.01)
     assert (bloom.hashes, bloom.parts) == (7, 1)
-    frontier = _frontier(redis_server, bloom)
+    frontier = _frontier(module_redis_server, bloom)
     first = _push_all(frontier, [_fp(n) for n in range(2_000)])
     assert first.count(False) <= 10  # while filling, fewer than at capacity
     with frontier.client.pipeline(transaction=False) as pipe:
@@ -98,9 +90,9 @@ def test_the_measured_false_positive_rate_stays_within_its_bound(
     assert frontier.client.strlen(f"{frontier.prefix}{BLOOM}:0") <= bloom.memory_bytes
 
 
-def test_a_flush_at_start_empties_the_filter(redis_server: RedisServer) -> None:
+def test_a_flush_at_start_empties_the_filter(module_redis_server: RedisServer) -> None:
     bloom = Bloom.sized(1000, 0.001)
-    frontier = _frontier(redis_server, bloom)
+    frontier = _frontier(module_redis_server, bloom)
     assert check_crawl(frontier.client, frontier.prefix, bloom) == 0
     assert frontier.push(b"a", gate_of("h.test", ""), 0, SEEN, _fp(1))
     assert flush_if_alone(frontier.client, frontier.route_key, frontier.prefix, "w1", 30_000) > 0
@@ -110,15 +102,15 @@ def test_a_flush_at_start_empties_the_filter(redis_server: RedisServer) -> None:
     assert again.push(b"a", gate_of("h.test", ""), 0, SEEN, _fp(1))
 
 
-def test_workers_that_disagree_are_refused_by_name(redis_server: RedisServer) -> None:
+def test_workers_that_disagree_are_refused_by_name(module_redis_server: RedisServer) -> None:
     bloom = Bloom.sized(1000, 0.001)
-    frontier = _frontier(redis_server, bloom)
+    frontier = _frontier(module_redis_server, bloom)
     check_crawl(frontier.client, frontier.prefix, bloom)
     with pytest.raises(ValueError, match=r"CDP_POOL_CLUSTER_BLOOM_CAPACITY.*1000:0\.001"):
         check_crawl(frontier.client, frontier.prefix, Bloom.sized(2000, 0.001))
     with pytest.raises(ValueError, match=r'DUPEFILTER = "set".*Bloom filter'):
         check_crawl(frontier.client, frontier.prefix, None)
-    as_set = _frontier(redis_server, None)
+    as_set = _frontier(module_redis_server, None)
     assert as_set.push(b"a", gate_of("h.test", ""), 0, SEEN, _fp(1))
     with pytest.raises(ValueError, match=r'DUPEFILTER = "bloom".*1 fingerprints are in the set'):
         check_crawl(as_set.client, as_set.prefix, bloom)

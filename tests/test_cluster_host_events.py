@@ -7,10 +7,8 @@ asking again every 50 ms."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 import pytest_twisted
 from twisted.internet.defer import Deferred
 
@@ -18,27 +16,20 @@ from scrapy_cdp_pool.cluster import scripts
 from scrapy_cdp_pool.cluster.frontier import Frontier
 from scrapy_cdp_pool.cluster.host_events import HostEvents
 from scrapy_cdp_pool.cluster.redis_client import connect
-from tests.cluster_harness import RedisServer
 from tests.profiles import token
+from tests.redis_server import RedisServer
 
 DEADLINE_S = 60.0
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    yield server
-    server.stop()
 
 
 def _commands(client: Any) -> int:
     return int(client.info("stats")["total_commands_processed"])
 
 
-def test_pauses_reach_the_worker_without_a_round_trip(redis_server: RedisServer) -> None:
-    other = Frontier(connect(redis_server.url, 5), token(), "w2", lease_s=30)
+def test_pauses_reach_the_worker_without_a_round_trip(module_redis_server: RedisServer) -> None:
+    other = Frontier(connect(module_redis_server.url, 5), token(), "w2", lease_s=30)
     other.pause_host("before.test", 60)  # written before this worker listens
-    events = HostEvents(redis_server.url, other.prefix)
+    events = HostEvents(module_redis_server.url, other.prefix)
     try:
         assert 0 < events.pause_left("before.test") <= 60  # type: ignore[operator]
         assert events.live
@@ -48,7 +39,7 @@ def test_pauses_reach_the_worker_without_a_round_trip(redis_server: RedisServer)
         assert 0 < events.pause_left("a.test") <= 30  # type: ignore[operator]
         other.pause_host("a.test", 5)  # a shorter pause keeps the longer one
         other.pause_host("b.test", 10)
-        watcher = redis_server.client()
+        watcher = module_redis_server.client()
         before = _commands(watcher)
         assert 0 < events.pause_left("b.test") <= 10  # type: ignore[operator]
         assert _commands(watcher) == before + 1  # the first INFO: the check made no call
@@ -60,18 +51,20 @@ def test_pauses_reach_the_worker_without_a_round_trip(redis_server: RedisServer)
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_start_waiting_for_an_answer_is_woken_by_it(redis_server: RedisServer) -> None:
-    await Deferred.fromFuture(asyncio.ensure_future(_answers(redis_server)))
+async def test_a_start_waiting_for_an_answer_is_woken_by_it(
+    module_redis_server: RedisServer,
+) -> None:
+    await Deferred.fromFuture(asyncio.ensure_future(_answers(module_redis_server)))
 
 
-async def _answers(redis_server: RedisServer) -> None:
-    client = connect(redis_server.url, 5)
+async def _answers(module_redis_server: RedisServer) -> None:
+    client = connect(module_redis_server.url, 5)
     frontier = Frontier(client, token(), "w1", lease_s=30)
     claim = client.register_script(scripts.CLAIM_NAVIGATION)
     answer = client.register_script(scripts.ANSWER_NAVIGATION)
     keys = list(scripts.host_keys(frontier.prefix, "a.test"))
     assert frontier.run_keyed(claim, keys, "w1:1", 60_000, "") == 0
-    events = HostEvents(redis_server.url, frontier.prefix)
+    events = HostEvents(module_redis_server.url, frontier.prefix)
     try:
         await events.wait_answer("a.test", 60)  # first time: subscribes, returns
         assert frontier.run_keyed(claim, keys, "w2:1", 60_000, "") < 0  # waits for w1:1
