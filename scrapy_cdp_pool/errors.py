@@ -64,6 +64,7 @@ also is; ``tests/unit/test_errors_tree.py`` checks it against the classes)::
             PoolUnavailable
                 CapabilityUnavailable
             PrivateNavigationRefused
+            ProxyAuthenticationRejected
             ProxyUnsupported
                 ProxyConflict
             RequestTooLarge
@@ -377,6 +378,14 @@ class ServerMisconfigured(ServerStartError):
 class ProxyUnsupported(RenderError):
     """A request's ``meta["proxy"]`` cannot be honoured by the pool (the
     message says why); the request is not sent. Not retried."""
+
+
+class ProxyAuthenticationRejected(RenderError):
+    """The request's proxy answered ``407 Proxy Authentication Required`` to
+    the page's ``CONNECT``: its credentials are missing or wrong. Lightpanda
+    reports that only as ``CouldntConnect``; the plugin then asks the proxy
+    itself (:mod:`scrapy_cdp_pool.core.proxy_probe`). Not retried: the same
+    credentials get the same answer."""
 
 
 class ProxyConflict(ProxyUnsupported):

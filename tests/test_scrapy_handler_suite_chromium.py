@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from tests.scrapy_suite.suite import (  # noqa: F401 - fixtures
     FILTERWARNINGS,
+    _mitm_proxies,
+    chromium_embedded_settings,
     chromium_settings,
     mockserver,
     proxy_server,

@@ -11,7 +11,6 @@ design is marked from :data:`tests.scrapy_suite.allowed.ALLOWED`.
 
 from __future__ import annotations
 
-import shutil
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -31,6 +30,7 @@ with warnings.catch_warnings():
     # as Scrapy's pyproject.toml: twisted.web.static warns on import
     warnings.filterwarnings("ignore", category=DeprecationWarning, module="twisted.web.static")
     import tests.mockserver.http as mock_http  # the vendored one, once installed
+    import tests.mockserver.mitm_proxy as mock_mitm_proxy
     import tests.mockserver.proxy_echo as mock_proxy_echo
     import tests.mockserver.simple_https as mock_simple_https
     import tests.utils.bases.download_handlers_http as bases
@@ -89,13 +89,40 @@ def mockserver() -> Iterator[Any]:
         yield server
 
 
-@pytest.fixture
-def proxy_server(request: pytest.FixtureRequest) -> str:
-    """Scrapy's mitmproxy fixture: its tests are skipped without ``mitmdump``,
-    as in Scrapy's own run (``requires_mitmproxy``)."""
-    if shutil.which("mitmdump") is None:
+@pytest.fixture(scope="session")
+def _mitm_proxies() -> Iterator[dict[str, tuple[Any, str]]]:
+    """Scrapy's conftest's mitmdump processes, one a proxy kind, for the session."""
+    proxies: dict[str, tuple[Any, str]] = {}
+    try:
+        yield proxies
+    finally:
+        for proxy, _url in proxies.values():
+            proxy.stop()
+
+
+@pytest.fixture  # function scope: it sets the proxy variables of the environment
+def proxy_server(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    _mitm_proxies: dict[str, tuple[Any, str]],
+) -> str:
+    """Scrapy's conftest's mitmproxy fixture: a mitmdump (found as Scrapy finds
+    it: ``MITMDUMP``, ``mitmdump`` on ``PATH``, or ``uvx``) for the kind of proxy
+    the test names, in ``http_proxy``/``https_proxy``. Skipped without
+    ``mitmdump``, as Scrapy's ``requires_mitmproxy`` does (mitmproxy is not in
+    the test extra: see docs/install.md, "What CI checks")."""
+    if mock_mitm_proxy.mitmdump_cmd() is None:
         pytest.skip("mitmdump is not available")
-    pytest.skip("the mitmproxy tests are not run here")  # pragma: no cover
+    kind: str = request.param
+    if kind not in _mitm_proxies:
+        proxy = mock_mitm_proxy.MitmProxy(mode="socks5" if kind == "socks5" else None)
+        _mitm_proxies[kind] = (proxy, proxy.start())
+    _, url = _mitm_proxies[kind]
+    if kind == "https":
+        url = url.replace("http://", "https://")
+    monkeypatch.setenv("http_proxy", url)
+    monkeypatch.setenv("https_proxy", url)
+    return kind
 
 
 @pytest.fixture(scope="session")
@@ -110,6 +137,21 @@ def chromium_settings() -> Iterator[dict[str, Any]]:
     server = ChromiumProcess()
     yield {"CDP_POOL_ENDPOINTS": [server.endpoint]}
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def chromium_embedded_settings() -> dict[str, Any]:
+    """The embedded Chromium (``CDP_POOL_BROWSER = "chromium"``): one
+    Chromium a crawler, so only for the classes of :data:`EMBEDDED_CHROMIUM`
+    (a start a test; the rest run on the session's remote endpoint)."""
+    return {"CDP_POOL_BROWSER": "chromium"}
+
+
+#: the classes run on the embedded Chromium rather than on the remote
+#: endpoint: the proxies' (an HTTPS proxy's own certificate is accepted by
+#: the embedded server's --ignore-certificate-errors; a remote endpoint's
+#: Security.setIgnoreCertificateErrors does not cover a proxy's)
+EMBEDDED_CHROMIUM = ("TestMitmProxy",)
 
 
 def _mixin(backend: str, server_fixture: str) -> type:
@@ -130,7 +172,8 @@ def _mixin(backend: str, server_fixture: str) -> type:
         ) -> None:
             """Every crawler the base classes make (``get_crawler``) gets the
             add-on, every request rendered, on this backend's server."""
-            backend_settings = request.getfixturevalue(server_fixture)
+            fixture = getattr(self, "server_fixture", None) or server_fixture
+            backend_settings = request.getfixturevalue(fixture)
 
             def get_crawler(
                 spidercls: Any = None, settings_dict: dict[str, Any] | None = None, *args: Any
@@ -178,11 +221,18 @@ def suite_classes(backend: str, server_fixture: str, **flags: Any) -> dict[str, 
     fixture giving that backend's settings; ``flags``: the backend's own
     capability flags (beside :data:`FLAGS`)."""
     mixin = _mixin(backend, server_fixture)
+    embedded = EMBEDDED_CHROMIUM if backend == "chromium" else ()
     return {
         name: type(
             name,
             (mixin, base),
-            {"__module__": f"tests.scrapy_suite.{backend}", **FLAGS, **flags, **attrs},
+            {
+                "__module__": f"tests.scrapy_suite.{backend}",
+                **FLAGS,
+                **flags,
+                **attrs,
+                **({"server_fixture": "chromium_embedded_settings"} if name in embedded else {}),
+            },
         )
         for name, base, attrs in _CLASSES
     }
