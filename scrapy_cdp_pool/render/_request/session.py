@@ -32,6 +32,7 @@ from scrapy_cdp_pool.render._page.body_size import check_within_cap
 from scrapy_cdp_pool.render._page.document import DocumentResponse
 from scrapy_cdp_pool.render._page.page import Page
 from scrapy_cdp_pool.render._page.page_setup import open_page, take_over_page
+from scrapy_cdp_pool.render._request.certificate import server_certificate
 from scrapy_cdp_pool.render._request.cookies import browser_cookies
 from scrapy_cdp_pool.render._request.redirects import is_handed_back
 from scrapy_cdp_pool.render._request.script_stall import DEADLINE_ERRORS, stalled_script
@@ -86,6 +87,9 @@ class RenderResult:
     #: server's IP address, the protocol as Chromium names it
     remote_ip: str | None = None
     protocol: str | None = None
+    #: the server's certificate of an HTTPS document (DER), when the browser
+    #: hands it over (Chromium: render/_request/certificate.py)
+    certificate: bytes | None = None
     #: console messages and page errors (``meta["cdp_console"]``, see render/_page/console.py)
     console: list[dict[str, Any]] | None = None
     #: the document's body was cut short and the request let it through
@@ -321,6 +325,7 @@ async def _render_page(
     network = None
     if page.capture is not None:
         network = await page.capture.collect(finish_s)
+    certificate = await server_certificate(page, lease.info.backend, document.url, finish_s)
     cookies = await _read_cookies_and_finish(lease, page, collect_cookies, finish_s)
     headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
     headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
@@ -334,6 +339,7 @@ async def _render_page(
     result = RenderResult(
         remote_ip=document.remote_ip,
         protocol=document.protocol,
+        certificate=certificate,
         url=tracker.page_url or document.url,
         status=document.status,
         headers=headers,
