@@ -142,7 +142,7 @@ class Renderer:
         async with self.gate.slot_place(request):  # CONCURRENT_REQUESTS_PER_DOMAIN
             result, live_page = await self._in_slot(request, pool, inputs, timeout_s, attempts)
         seconds = time.monotonic() - attempts.slot_at  # the render, not its wait for a slot
-        if result.cookies and inputs.jar is not None:
+        if result.cookies is not None and inputs.jar is not None:  # [] too: all deleted
             merged = merge_into_jar(inputs.jar, request, result.cookies, inputs.spec.cookies)
             if merged.dropped:
                 self.stats.cookies_dropped(request, merged)
