@@ -30,6 +30,7 @@ also is; ``tests/unit/test_errors_tree.py`` checks it against the classes)::
             CDPProtocolError
             CDPTimeoutError
         ExpectationNotMet
+        FirstByteTimeout (TimeoutError)
         InvalidRequestMeta (ValueError)
         JobdirError (RuntimeError)
             JobdirCorrupt
@@ -239,6 +240,13 @@ class ActionTimeout(CDPPoolError, TimeoutError):
     what it waited for. A ``TimeoutError``, so the request fails as a download
     timeout as before; the render ladder climbs on it (a fuller browser may
     render what was waited for)."""
+
+
+class FirstByteTimeout(CDPPoolError, TimeoutError):
+    """No main document within a ``download_timeout`` the user set longer
+    than the navigation timeout (``RenderSpec.first_byte_timeout_s``); the
+    message names that ``download_timeout``. A ``TimeoutError``: the request
+    fails as a download timeout."""
 
 
 class NavigationForbidden(RenderError, IgnoreRequest):
