@@ -6,7 +6,8 @@ Names and arguments follow Playwright's ``Page`` methods where they overlap.
 ``timeout`` is seconds; times inside an action (``wait_for_timeout``,
 ``delay``, ``polling``, ``stable_ms``, ``max_ms``) are milliseconds, as
 Playwright's. The actions run in render/_actions/input_steps.py (elements, trusted
-input), render/_actions/wait_steps.py (waits, ``goto``, scrolling),
+input), render/_actions/wait_steps.py (waits, ``goto``),
+render/_actions/wheel_scroll.py (scrolling),
 render/_actions/screenshots.py and here; argument values are checked in
 render/_actions/action_args.py.
 """
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_cdp_pool.browser.backends import Backend, Capability
 from scrapy_cdp_pool.errors import ActionUnsupported
 from scrapy_cdp_pool.render._actions import action_args as args
-from scrapy_cdp_pool.render._actions import input_steps, screenshots, wait_steps
+from scrapy_cdp_pool.render._actions import input_steps, screenshots, wait_steps, wheel_scroll
 from scrapy_cdp_pool.render._actions.action_args import MAX_WAIT_S
 from scrapy_cdp_pool.render._actions.elements import report_grace_s, wait_for_selector
 
@@ -143,7 +144,7 @@ ACTIONS: dict[str, _Signature] = {
     "scroll_until_stable": _Signature(
         (),
         {**_T, "stable_ms": _NUMBER, "max_scrolls": int, "max_ms": _NUMBER},
-        wait_steps.scroll_until_stable,
+        wheel_scroll.scroll_until_stable,
         optional=(str,),
         check=args.scroll_until_stable,
     ),
