@@ -125,7 +125,8 @@ def _first_byte_timeout_s(
     """How long the page's first byte may take: the navigation timeout, or a
     longer ``download_timeout`` the user set (``meta["download_timeout"]``
     other than ``DOWNLOAD_TIMEOUT``, a spider's ``download_timeout``, or
-    ``DOWNLOAD_TIMEOUT`` set above Scrapy's default), as plain Scrapy waits
+    ``DOWNLOAD_TIMEOUT`` set above Scrapy's default while
+    ``CDP_POOL_NAVIGATION_TIMEOUT_SECONDS`` is not), as plain Scrapy waits
     for it; a request's own ``meta["cdp_navigation_timeout"]`` decides alone.
     Before, a first byte after 35 s under ``download_timeout = 60`` failed
     at the navigation timeout of 30 s where plain Scrapy waited."""

@@ -279,15 +279,23 @@ def check_supported(actions: tuple[Action, ...], backend: Backend) -> None:
             )
 
 
+def action_timeout_s(action: Action, default_timeout_s: float) -> float:
+    """An action's deadline, seconds: its ``timeout`` kwarg, else
+    ``default_timeout_s`` (``CDP_POOL_ACTION_TIMEOUT_SECONDS``);
+    ``wait_for_timeout`` at least what it waits, as Playwright's."""
+    timeout_s = float(action.kwargs.get("timeout", default_timeout_s))
+    if action.name == "wait_for_timeout":
+        timeout_s = max(timeout_s, float(action.args[0]) / 1000)
+    return timeout_s
+
+
 async def run_action(page: Page, action: Action, default_timeout_s: float) -> Any:
     """Run one action with its deadline (``timeout`` kwarg, seconds, else the
     default) and return its result (``None``, a JSON value, or bytes).
 
     :raises TimeoutError: the action did not finish in time.
     """
-    timeout_s = float(action.kwargs.get("timeout", default_timeout_s))
-    if action.name == "wait_for_timeout":  # it waits what it is told, as Playwright's
-        timeout_s = max(timeout_s, float(action.args[0]) / 1000)
+    timeout_s = action_timeout_s(action, default_timeout_s)
     if page.responses is not None:
         page.responses.mark()
     page.tracker.count_navigations_from_here()  # an action's navigation is no loop

@@ -26,7 +26,12 @@ from scrapy_cdp_pool.errors import (
     PageScriptStalled,
     ResponseTooLarge,
 )
-from scrapy_cdp_pool.render._actions.actions import Action, check_supported, run_action
+from scrapy_cdp_pool.render._actions.actions import (
+    Action,
+    action_timeout_s,
+    check_supported,
+    run_action,
+)
 from scrapy_cdp_pool.render._actions.elements import deep
 from scrapy_cdp_pool.render._page.body_size import check_within_cap
 from scrapy_cdp_pool.render._page.document import DocumentResponse
@@ -278,8 +283,11 @@ async def _run_actions(page: Page, spec: RenderSpec) -> list[Any]:
             raise ActionError(f"{spec.url}: action #{index} {action.describe()}: {e}") from e
         except TimeoutError as e:
             why = f": {e}" if str(e) else ""  # what the action waited for, when it says
+            seconds = action_timeout_s(action, spec.action_timeout_s)
             raise ActionTimeout(
-                f"{spec.url}: action #{index} {action.describe()} timed out{why}"
+                f"{spec.url}: action #{index} {action.describe()} timed out{why} (after "
+                f"{seconds:g} s, the action's timeout: its timeout argument, else "
+                "CDP_POOL_ACTION_TIMEOUT_SECONDS)"
             ) from e
     return results
 
