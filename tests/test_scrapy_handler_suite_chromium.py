@@ -1,5 +1,6 @@
 """Scrapy's own download-handler tests, every request rendered on Chromium
-(one server for the session, as a remote endpoint; see tests/scrapy_suite/)."""
+(one server for the session, as a remote endpoint, and the embedded Chromium for
+the mitmproxy class; see tests/scrapy_suite/)."""
 
 from __future__ import annotations
 
