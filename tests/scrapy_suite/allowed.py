@@ -35,7 +35,7 @@ RESOLVER = (
 TLS = (
     "The browser makes its own TLS handshakes: Scrapy's TLS settings "
     "(DOWNLOAD_TLS_MIN_VERSION, DOWNLOAD_TLS_MAX_VERSION, DOWNLOADER_CLIENT_TLS_CIPHERS, "
-    "DOWNLOADER_CLIENTCONTEXTFACTORY, DOWNLOADER_CLIENT_TLS_VERBOSE_LOGGING, SSLKEYLOGFILE) do "
+    "DOWNLOADER_CLIENTCONTEXTFACTORY, DOWNLOADER_CLIENT_TLS_VERBOSE_LOGGING) do "
     "not apply to rendered requests, and certificates are checked as "
     "CDP_POOL_IGNORE_HTTPS_ERRORS says, not DOWNLOAD_VERIFY_CERTIFICATES (a WARNING names both "
     "when they disagree)"
@@ -129,9 +129,8 @@ ALLOWED: dict[str, str] = {
         f"TestMitmProxy::test_proxy_dont_leak_auth_header[{case}]": HTML_DOM
         for case in ("HTTP dest-http", "HTTPS dest-http", "HTTP dest-https")
     },
-    # Chromium only (Lightpanda's libcurl writes SSLKEYLOGFILE; Lightpanda
-    # refuses the bad header line, its capability flag "fail")
-    "chromium/TestHttps::test_keylog": TLS,
+    # Chromium only (Lightpanda refuses the bad header line, its capability
+    # flag "fail")
     "chromium/TestHttp::test_download_bad_header": HTML_DOM,
     "chromium/TestHttps::test_download_bad_header": HTML_DOM,
     "chromium/TestHttp::test_download_has_correct_http_status_code[status=407]": CHROMIUM_407,
