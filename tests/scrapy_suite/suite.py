@@ -133,9 +133,10 @@ def lightpanda_settings() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def chromium_settings() -> dict[str, Any]:
     """The embedded Chromium (``CDP_POOL_BROWSER = "chromium"``), one a
-    crawler. Measured on the Chromium module at ``-n 2``: 2 min 14 s, against
-    4 min 37 s with one Chromium for the session as a remote endpoint (41 status
-    tests: 18 s against 36 s); and an HTTPS proxy's own certificate is
+    crawler. Measured on the Chromium module at ``-n 2`` on a shared 2-core
+    machine (load average 12 to 25), one run after the other: 1 min 37 s,
+    against 4 min 18 s with one Chromium for the session as a remote endpoint
+    (41 status tests alone: 18 s against 36 s); and an HTTPS proxy's own certificate is
     accepted by the embedded server's ``--ignore-certificate-errors``, not by a
     remote endpoint's ``Security.setIgnoreCertificateErrors``. Remote endpoints
     have their own tests (``tests/test_contract_remote.py`` and others)."""
