@@ -30,6 +30,7 @@ also is; ``tests/unit/test_errors_tree.py`` checks it against the classes)::
             CDPProtocolError
             CDPTimeoutError
         ExpectationNotMet
+        FirstByteTimeout (TimeoutError)
         InvalidRequestMeta (ValueError)
         JobdirError (RuntimeError)
             JobdirCorrupt
@@ -64,6 +65,7 @@ also is; ``tests/unit/test_errors_tree.py`` checks it against the classes)::
             PoolUnavailable
                 CapabilityUnavailable
             PrivateNavigationRefused
+            ProxyAuthenticationRejected
             ProxyUnsupported
                 ProxyConflict
             RequestTooLarge
@@ -240,6 +242,13 @@ class ActionTimeout(CDPPoolError, TimeoutError):
     render what was waited for)."""
 
 
+class FirstByteTimeout(CDPPoolError, TimeoutError):
+    """No main document within a ``download_timeout`` the user set longer
+    than the navigation timeout (``RenderSpec.first_byte_timeout_s``); the
+    message names that ``download_timeout``. A ``TimeoutError``: the request
+    fails as a download timeout."""
+
+
 class NavigationForbidden(RenderError, IgnoreRequest):
     """A navigation the page started itself (a script, a meta refresh, an
     action's click) into a path its host's robots.txt disallows, with
@@ -377,6 +386,14 @@ class ServerMisconfigured(ServerStartError):
 class ProxyUnsupported(RenderError):
     """A request's ``meta["proxy"]`` cannot be honoured by the pool (the
     message says why); the request is not sent. Not retried."""
+
+
+class ProxyAuthenticationRejected(RenderError):
+    """The request's proxy answered ``407 Proxy Authentication Required`` to
+    the page's ``CONNECT``: its credentials are missing or wrong. Lightpanda
+    reports that only as ``CouldntConnect``; the plugin then asks the proxy
+    itself (:mod:`scrapy_cdp_pool.core.proxy_probe`). Not retried: the same
+    credentials get the same answer."""
 
 
 class ProxyConflict(ProxyUnsupported):

@@ -153,6 +153,20 @@ async def test_scroll_until_stable_gets_every_card_of_an_infinite_feed_on_chromi
 
 
 @pytest_twisted.ensureDeferred
+async def test_scroll_until_stable_swaps_every_lazy_image_on_chromium(site: SiteServer) -> None:
+    """Issue 35, item 6(c): it jumped from the top to the bottom, so 40 of 60
+    lazy images in between never came into view; Playwright's wheel scrolling
+    swaps all 60. It scrolls with mouse-wheel input a screen at a time."""
+    response, _ = await run(
+        site, "chromium", "/act/lazy-images", [["scroll_until_stable", {"stable_ms": 300}]]
+    )
+    [result] = response.meta["cdp_results"]
+    assert result["stopped"] == "stable"
+    assert len(response.css("img.lazy")) == 60
+    assert len(response.css("img.lazy[src]")) == 60
+
+
+@pytest_twisted.ensureDeferred
 async def test_scroll_until_stable_stops_at_max_scrolls(site: SiteServer) -> None:
     response, key = await run(
         site, "chromium", "/act/feed", [["scroll_until_stable", ".card", {"max_scrolls": 2}]]

@@ -141,3 +141,25 @@ async def test_a_body_cut_short_is_kept_under_download_fail_on_dataloss_false(
     assert (rendered.status, rendered.flags) == (200, ["dataloss"])
     # the same text arrived: the page's paragraph, cut where the server stopped
     assert rendered.css("p::text").get() == plain.css("p::text").get()
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_short_body_cut_short_without_a_charset_keeps_what_arrived_on_chromium(
+    site: SiteServer,
+) -> None:
+    """Issue 35, item 5(f): 7 of 20 bytes of bare text labelled text/html
+    only (Scrapy's mock ``/broken``) came back from Chromium as an empty
+    body flagged ``dataloss``; plain Scrapy keeps the 7 bytes. Compared field
+    by field: the page's text is what arrived."""
+    url = site.url("/truncated?length=20&sent=7&charset=none&bare=1")
+    requests = [
+        scrapy.Request(url, meta={"cdp": cdp, "download_fail_on_dataloss": False}, dont_filter=True)
+        for cdp in (False, True)
+    ]
+    spider, _ = await crawl(requests, {"CDP_POOL_BROWSER": "chromium"})
+    assert not spider.failures, [repr(f.value) for f in spider.failures]
+    responses = {bool(r.meta.get("cdp")): r for r in spider.responses}
+    plain, rendered = responses[False], responses[True]
+    assert (plain.status, plain.flags, plain.body) == (200, ["dataloss"], b"x" * 7)
+    assert (rendered.url, rendered.status, rendered.flags) == (plain.url, 200, ["dataloss"])
+    assert rendered.css("body::text").get() == plain.text

@@ -216,6 +216,28 @@ async def test_the_rungs_share_the_requests_download_timeout(site: SiteServer) -
 
 
 @pytest_twisted.ensureDeferred
+async def test_a_wait_that_times_out_on_every_rung_names_the_actions_timeout(
+    site: SiteServer,
+) -> None:
+    """Issue 35, item 6(d): the error blamed download_timeout ("... ran out on
+    chromium (177 s left ...)") and hid the action's own timeout."""
+    request = rendered(
+        site,
+        "/echo-html",
+        cdp_expect="pre#echo",
+        cdp_actions=[["wait_for_selector", "#never", {"timeout": 1}]],
+    )
+    spider, _ = await crawl([request], {"CDP_POOL_FALLBACK": "chromium"})
+    [failure] = spider.failures
+    assert isinstance(failure.value, DownloadTimeoutError), failure
+    message = str(failure.value)
+    assert "wait_for_selector" in message, message
+    assert "timed out: no element matches #never (after 1 s, the action's timeout" in message
+    assert "ran out on" not in message, message  # download_timeout was not the limit
+    assert [e["rung"] for e in failure.request.meta["cdp_ladder"]] == ["lightpanda", "chromium"]
+
+
+@pytest_twisted.ensureDeferred
 async def test_an_unsupported_action_falls_back_to_chromium_with_cookies_and_actions(
     site: SiteServer,
 ) -> None:

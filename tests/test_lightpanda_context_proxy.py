@@ -123,3 +123,36 @@ async def test_a_remote_lightpanda_takes_a_requests_proxy(
     assert not spider.failures, [str(f.value) for f in spider.failures]
     assert spider.by_url("external-script").css("#from-script::text").get() == "loaded"
     assert f"FORWARDED {url}" in server.log
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_proxys_407_to_connect_is_named_and_not_retried(
+    tls_site: SiteServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 35, item 5: Lightpanda reports a proxy's 407 to ``CONNECT`` (wrong
+    credentials, an HTTPS site) only as ``CouldntConnect``, which was raised
+    as ``DownloadConnectionRefusedError`` and retried twice, the 407 never
+    named. The plugin asks the proxy and names it, once (retries on)."""
+    from scrapy_cdp_pool.errors import ProxyAuthenticationRejected
+
+    server = ProxyServer("auth407", auth=f"u:{PASSWORD}")
+    try:
+        netloc = urlsplit(server.url).netloc
+        url = proxied(tls_site, "/echo-html?wrong")
+        spider, crawler = await crawl(
+            [scrapy.Request(url, meta={"cdp": True, "proxy": f"http://u:wrong-pw@{netloc}"})],
+            {"CDP_POOL_IGNORE_HTTPS_ERRORS": True, "RETRY_ENABLED": True, "RETRY_TIMES": 2},
+        )
+    finally:
+        server.stop()
+    assert len(spider.failures) == 1
+    error = spider.failures[0].value
+    assert isinstance(error, ProxyAuthenticationRejected), repr(error)
+    assert "407 Proxy Authentication Required" in str(error)
+    assert "wrong-pw" not in str(error)
+    assert "wrong-pw" not in caplog.text
+    stats = crawler.stats
+    assert stats is not None
+    assert not stats.get_value("retry/count")  # the same credentials, the same answer
+    tunnels = [line for line in server.log if "proxied.test" in line]
+    assert len(tunnels) == 2, server.log  # the page's CONNECT and the plugin's question

@@ -1,10 +1,11 @@
 """Scrapy's own download-handler tests, every request rendered on Chromium
-(one server for the session, as a remote endpoint; see tests/scrapy_suite/)."""
+(the embedded server; see tests/scrapy_suite/)."""
 
 from __future__ import annotations
 
 from tests.scrapy_suite.suite import (  # noqa: F401 - fixtures
     FILTERWARNINGS,
+    _mitm_proxies,
     chromium_settings,
     mockserver,
     proxy_server,

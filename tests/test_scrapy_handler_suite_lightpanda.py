@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from tests.scrapy_suite.suite import (  # noqa: F401 - fixtures
     FILTERWARNINGS,
+    _mitm_proxies,
     lightpanda_settings,
     mockserver,
     proxy_server,

@@ -38,14 +38,15 @@ async def test_a_page_slower_than_lightpandas_own_transfer_timeout_loads(
 @pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
 @pytest_twisted.ensureDeferred
 async def test_a_navigation_timeout_names_its_setting(site: SiteServer, browser: str) -> None:
+    # the request's own navigation timeout decides alone (a longer
+    # DOWNLOAD_TIMEOUT set by the user would otherwise decide the first byte)
     spider, _ = await crawl(
-        [scrapy.Request(site.url("/slow?ms=8000"), meta={"cdp": True})],
-        {
-            "CDP_POOL_BROWSER": browser,
-            "DOWNLOAD_TIMEOUT": 60,
-            "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS": 1,
-            "CDP_POOL_CONNECTIONS": 1,
-        },
+        [
+            scrapy.Request(
+                site.url("/slow?ms=8000"), meta={"cdp": True, "cdp_navigation_timeout": 1}
+            )
+        ],
+        {"CDP_POOL_BROWSER": browser, "DOWNLOAD_TIMEOUT": 60, "CDP_POOL_CONNECTIONS": 1},
     )
     assert not spider.responses
     message = str(spider.failures[0].value)
@@ -74,3 +75,28 @@ async def test_a_site_slower_than_the_command_timeout_loads_within_the_navigatio
     )
     assert not spider.failures, [str(f.value) for f in spider.failures]
     assert spider.responses[0].css("#slow::text").get() == "done"
+
+
+@pytest.mark.parametrize("browser", ["lightpanda", "chromium"])
+@pytest_twisted.ensureDeferred
+async def test_a_first_byte_past_the_navigation_timeout_waits_for_a_longer_download_timeout(
+    site: SiteServer, browser: str
+) -> None:
+    """Issue 35, item 6(b): a first byte after 4 s under a download_timeout of
+    8 s set on the request, and a navigation timeout of 2 s: plain Scrapy
+    waits for it, so does the rendered request (it failed at the navigation
+    timeout). DOWNLOAD_TIMEOUT set in the settings does the same unless
+    CDP_POOL_NAVIGATION_TIMEOUT_SECONDS is set too (tests/unit/test_first_byte_timeout.py)."""
+    settings = {"CDP_POOL_BROWSER": browser, "CDP_POOL_NAVIGATION_TIMEOUT_SECONDS": 2}
+    url = site.url(f"/slow?ms=4000&{browser}")
+    spider, _ = await crawl(
+        [
+            scrapy.Request(url, meta={"cdp": cdp, "download_timeout": 8}, dont_filter=True)
+            for cdp in (False, True)
+        ],
+        settings,
+    )
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    by_cdp = {bool(r.meta.get("cdp")): r for r in spider.responses}
+    assert by_cdp[False].css("#slow::text").get() == "done"
+    assert by_cdp[True].css("#slow::text").get() == "done"

@@ -123,6 +123,10 @@ class Backend:
     #: ``document.activeElement``), so the key actions dispatch it on the
     #: element by script there (:mod:`~scrapy_cdp_pool.render._actions.shadow_keys`)
     keys_reach_shadow_roots: bool = True
+    #: ``Network.getCertificate`` hands over the server's certificate chain
+    #: (DER, base64) for an origin the page loaded; Lightpanda 1.0.2 has no
+    #: such command (``response.certificate`` stays ``None`` there)
+    hands_over_certificates: bool = True
 
     def can(self, capability: Capability | str) -> bool:
         """Whether it honours ``capability``."""
@@ -175,6 +179,7 @@ LIGHTPANDA = Backend(
     sniffs_byte_order_mark=False,
     pauses_before_body=False,
     keys_reach_shadow_roots=False,
+    hands_over_certificates=False,
     heap_limit_flag="--v8-max-heap-mb",
     heap_limit_args_format=("--v8-max-heap-mb", "{mb}"),
     ignore_https_errors_by_command=False,

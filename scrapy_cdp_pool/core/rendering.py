@@ -21,9 +21,15 @@ from scrapy_cdp_pool.core.boundary import scrapy_errors
 from scrapy_cdp_pool.core.download_signals import send_download_signals
 from scrapy_cdp_pool.core.gates import host_of
 from scrapy_cdp_pool.core.host_gate import HostGate, HostPaused
+from scrapy_cdp_pool.core.proxy_probe import proxy_refusal
 from scrapy_cdp_pool.core.request_meta import read_render_meta
 from scrapy_cdp_pool.core.robots import RobotsGate
-from scrapy_cdp_pool.errors import ActionError, CapabilityUnavailable, ProxyUnsupported
+from scrapy_cdp_pool.errors import (
+    ActionError,
+    CapabilityUnavailable,
+    NavigationFailed,
+    ProxyUnsupported,
+)
 from scrapy_cdp_pool.render import (
     CONSOLE_MESSAGES_META_KEY,
     LIVE_PAGE_META_KEY,
@@ -137,7 +143,7 @@ class Renderer:
         async with self.gate.slot_place(request):  # CONCURRENT_REQUESTS_PER_DOMAIN
             result, live_page = await self._in_slot(request, pool, inputs, timeout_s, attempts)
         seconds = time.monotonic() - attempts.slot_at  # the render, not its wait for a slot
-        if result.cookies and inputs.jar is not None:
+        if result.cookies is not None and inputs.jar is not None:  # [] too: all deleted
             merged = merge_into_jar(inputs.jar, request, result.cookies, inputs.spec.cookies)
             if merged.dropped:
                 self.stats.cookies_dropped(request, merged)
@@ -230,29 +236,48 @@ class Renderer:
         attempts: _Attempts,
     ) -> tuple[RenderResult, Any]:
         """One lease of a slot; download_timeout bounds the page, not a wait
-        for a slot or a dedicated server's turn (see ConnectionPool.lease)."""
+        for a slot or a dedicated server's turn (see ConnectionPool.lease).
+        A page that could not connect through its proxy is named
+        :class:`~scrapy_cdp_pool.errors.ProxyAuthenticationRejected` when the
+        proxy answers 407 (:mod:`~scrapy_cdp_pool.core.proxy_probe`)."""
+        with scrapy_errors(inputs.where, timeout_s, self._failed, _PASSTHROUGH):
+            try:
+                return await self._leased(request, pool, inputs, timeout_s, attempts)
+            except NavigationFailed as e:  # Lightpanda's CouldntConnect for a proxy's 407
+                named = await proxy_refusal(e, request.url, inputs.context, inputs.where)
+                if named is None:
+                    raise
+                raise named from e
+
+    async def _leased(
+        self,
+        request: Request,
+        pool: ConnectionPool,
+        inputs: _Inputs,
+        timeout_s: float,
+        attempts: _Attempts,
+    ) -> tuple[RenderResult, Any]:
         spec = inputs.spec
         requires = inputs.context.requirements() if inputs.context is not None else frozenset()
         options = inputs.context.server_options() if inputs.context is not None else None
         in_lease = self._in_lease(request, pool, inputs, attempts)
-        with scrapy_errors(inputs.where, timeout_s, self._failed, _PASSTHROUGH):
-            lease_cm = pool.lease(requires, options, timeout_s - attempts.spent_s)
-            if spec.include_page:  # the lease outlives this call (render/_live/live_page.py)
-                save = None
-                if inputs.context is not None and inputs.context.save_state:
-                    # saved when the page is closed, before its profile is released
-                    save = partial(self.profiles.save_state, request)
-                return await self.live_pages.render(
-                    lease_cm,
-                    in_lease,
-                    request,
-                    timeout_s,
-                    self.config.max_message_bytes,
-                    inputs.context,
-                    save,
-                )
-            async with lease_cm as lease:
-                return await in_lease(lease), None
+        lease_cm = pool.lease(requires, options, timeout_s - attempts.spent_s)
+        if spec.include_page:  # the lease outlives this call (render/_live/live_page.py)
+            save = None
+            if inputs.context is not None and inputs.context.save_state:
+                # saved when the page is closed, before its profile is released
+                save = partial(self.profiles.save_state, request)
+            return await self.live_pages.render(
+                lease_cm,
+                in_lease,
+                request,
+                timeout_s,
+                self.config.max_message_bytes,
+                inputs.context,
+                save,
+            )
+        async with lease_cm as lease:
+            return await in_lease(lease), None
 
     def _in_lease(
         self, request: Request, pool: ConnectionPool, inputs: _Inputs, attempts: _Attempts

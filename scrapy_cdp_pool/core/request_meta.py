@@ -80,6 +80,9 @@ class RenderMeta:
     shadow_roots: str
     dialogs: str
     navigation_timeout_s: float
+    #: how long the page's first byte may take, seconds (see
+    #: :func:`_first_byte_timeout_s`)
+    first_byte_timeout_s: float
     actions: tuple[Action, ...]
     capture: CaptureRule | None
     console: bool
@@ -114,6 +117,27 @@ def _seconds(request: Request, key: str, default: float) -> float:
     ):
         raise _refuse(request, key, value, "expected a finite number of seconds > 0", "; ")
     return float(value)
+
+
+def _first_byte_timeout_s(
+    request: Request, config: PoolConfig, navigation_timeout_s: float
+) -> float:
+    """How long the page's first byte may take: the navigation timeout, or a
+    longer ``download_timeout`` the user set (``meta["download_timeout"]``
+    other than ``DOWNLOAD_TIMEOUT``, a spider's ``download_timeout``, or
+    ``DOWNLOAD_TIMEOUT`` set above Scrapy's default while
+    ``CDP_POOL_NAVIGATION_TIMEOUT_SECONDS`` is not), as plain Scrapy waits
+    for it; a request's own ``meta["cdp_navigation_timeout"]`` decides alone.
+    Before, a first byte after 35 s under ``download_timeout = 60`` failed
+    at the navigation timeout of 30 s where plain Scrapy waited."""
+    if "cdp_navigation_timeout" in request.meta:
+        return navigation_timeout_s
+    timeout = request.meta.get("download_timeout")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        return navigation_timeout_s
+    if not config.download_timeout_set and timeout == config.download_timeout_s:
+        return navigation_timeout_s  # Scrapy's default, not the user's
+    return max(navigation_timeout_s, float(timeout))
 
 
 def _size(request: Request, key: str, default: int) -> int:
@@ -162,13 +186,13 @@ def read_render_meta(request: Request, config: PoolConfig) -> RenderMeta:
     include_page = meta.get("cdp_include_page", False)
     if not isinstance(include_page, bool):
         raise _refuse(request, "cdp_include_page", include_page, "expected True or False", "; ")
+    navigation_timeout_s = _seconds(request, "cdp_navigation_timeout", config.navigation_timeout_s)
     return RenderMeta(
         wait_until=_choice(request, "cdp_wait_until", config.wait_until, WAIT_UNTIL),
         shadow_roots=_choice(request, "cdp_shadow_roots", config.shadow_roots, SHADOW_ROOTS),
         dialogs=_choice(request, "cdp_dialogs", config.dialogs, DIALOG_ANSWERS),
-        navigation_timeout_s=_seconds(
-            request, "cdp_navigation_timeout", config.navigation_timeout_s
-        ),
+        navigation_timeout_s=navigation_timeout_s,
+        first_byte_timeout_s=_first_byte_timeout_s(request, config, navigation_timeout_s),
         actions=tuple(
             _parsed(request, "cdp_actions", parse_actions, meta.get("cdp_actions") or ())
         ),

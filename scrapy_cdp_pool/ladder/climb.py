@@ -229,6 +229,10 @@ class Ladder:
                 results.append(RungResult(rung, outcome, seconds))
                 if cause is None or index == len(self.rungs) - 1:
                     self._record(meta, results)
+                    if isinstance(e, DownloadTimeoutError) and isinstance(cause, ActionTimeout):
+                        # the action's own timeout on every rung, not download_timeout
+                        tried = ", ".join(r.rung for r in results)
+                        raise type(e)(f"{e} (on every rung of the render ladder: {tried})") from e
                     if isinstance(e, DownloadTimeoutError) and len(results) > 1:
                         tried = ", ".join(r.rung for r in results[:-1])
                         # the same class (a SlotWaitTimeout stays one), the whole deadline stated

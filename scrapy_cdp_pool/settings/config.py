@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from scrapy_cdp_pool.settings.expectation import Expectation
 from scrapy_cdp_pool.settings.parse import (
@@ -88,6 +88,12 @@ class PoolConfig:
     #: page-started requests to non-public addresses allowed (``CDP_POOL_ALLOW_PRIVATE_NETWORKS``)
     allow_private_networks: bool = False
     download_timeout_s: float = 180.0
+    #: ``DOWNLOAD_TIMEOUT`` was set above Scrapy's default priority (by the
+    #: project, the spider, the command line) and
+    #: ``CDP_POOL_NAVIGATION_TIMEOUT_SECONDS`` was not: a longer
+    #: ``DOWNLOAD_TIMEOUT`` decides how long a page's first byte may take
+    #: (``RenderSpec.first_byte_timeout_s``)
+    download_timeout_set: bool = False
     #: ``REDIRECT_MAX_TIMES``: also the most documents a page may navigate
     #: itself to during one render (:class:`~scrapy_cdp_pool.errors.NavigationLoop`)
     redirect_max_times: int = 20
@@ -235,6 +241,9 @@ class PoolConfig:
         return cls(
             **values,
             download_timeout_s=SECONDS.parse(settings, "DOWNLOAD_TIMEOUT", 180.0),
+            download_timeout_set=(settings.getpriority("DOWNLOAD_TIMEOUT") or 0)
+            > SETTINGS_PRIORITIES["default"]
+            and settings.getpriority("CDP_POOL_NAVIGATION_TIMEOUT_SECONDS") is None,
             download_maxsize=integer(0).parse(settings, "DOWNLOAD_MAXSIZE", 1 << 30),
             download_warnsize=integer(0).parse(settings, "DOWNLOAD_WARNSIZE", 32 * 1024 * 1024),
             redirect_max_times=integer(0).parse(settings, "REDIRECT_MAX_TIMES", 20),

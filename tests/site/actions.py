@@ -179,6 +179,31 @@ async def feed_page(request: web.Request) -> web.Response:
     return web.json_response(items)
 
 
+LAZY_IMAGES = """<div id="images">%s</div>
+<script>
+var lazy = new IntersectionObserver(function (entries) {
+  for (const e of entries) {
+    if (e.isIntersecting) { e.target.src = e.target.dataset.src; lazy.unobserve(e.target); }
+  }
+});
+document.querySelectorAll("img.lazy").forEach(img => lazy.observe(img));
+</script>"""
+
+
+@routes.get("/act/lazy-images")
+async def lazy_images(request: web.Request) -> web.Response:
+    """``n`` images (default 60), 400 px tall, whose ``src`` an
+    ``IntersectionObserver`` sets from ``data-src`` once each comes into view
+    (a lazy loader): ``img.lazy[src]`` counts those swapped."""
+    n = int_query(request, "n", 60, 1, 500)
+    images = "".join(
+        f'<img class="lazy" data-src="/image.png?i={i}" alt="{i}" '
+        'style="display:block;width:100px;height:400px">'
+        for i in range(n)
+    )
+    return html_response("Lazy images", LAZY_IMAGES % images)
+
+
 @routes.get("/act/form")
 async def form(request: web.Request) -> web.Response:
     key = escape(request.query.get("key", ""))

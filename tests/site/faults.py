@@ -155,10 +155,15 @@ async def truncated(request: web.Request) -> web.StreamResponse:
     """A body cut short of its ``Content-Length``: the connection closes."""
     length = int_query(request, "length", 4096, 1, 1 << 20)
     sent = int_query(request, "sent", 100, 0, length - 1)
-    response = web.StreamResponse(headers={"Content-Type": "text/html; charset=utf-8"})
+    # ?charset=none: labelled text/html only (Chromium then waits for 1024
+    # bytes to look for a charset before it parses)
+    charset = "" if request.query.get("charset") == "none" else "; charset=utf-8"
+    response = web.StreamResponse(headers={"Content-Type": f"text/html{charset}"})
     response.content_length = length
     await response.prepare(request)
-    body = (b"<html><body><p>" + b"x" * length)[:sent]
+    # ?bare=1: text without a tag (Scrapy's mock /broken sends "partial")
+    start = b"" if request.query.get("bare") == "1" else b"<html><body><p>"
+    body = (start + b"x" * length)[:sent]
     await response.write(body)
     transport = request.transport
     if transport is not None:

@@ -39,6 +39,30 @@ async def hashed(request: web.Request) -> web.Response:
     return html_response("Hash", body)
 
 
+#: the minimal page for Lightpanda's stale ``window.location`` after a
+#: fragment navigation (docs/backends.md, "What Lightpanda does not do")
+HELD_LOCATION = """<!doctype html>
+<p id="out">waiting</p>
+<script>
+  var held = window.location;
+  window.addEventListener("hashchange", function () {
+    document.getElementById("out").textContent = JSON.stringify({
+      same: held === window.location, held: held.hash, live: window.location.hash
+    });
+  });
+  location.hash = "#completed";
+</script>"""
+
+
+@routes.get("/hist/held-location")
+async def held_location(request: web.Request) -> web.Response:
+    """A script holds ``window.location``, sets ``location.hash``, and on
+    ``hashchange`` writes into ``#out`` whether the held object is still
+    ``window.location`` and the hash each reads (a browser: the same object,
+    both ``#completed``)."""
+    return web.Response(text=HELD_LOCATION, content_type="text/html")
+
+
 @routes.get("/hist/catalog/list/item-{n}")
 async def item(request: web.Request) -> web.Response:
     return html_response("Item", f'<p id="item">{request.match_info["n"]}</p>')

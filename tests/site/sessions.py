@@ -18,6 +18,9 @@ purpose: a profile file can carry a valid or an expired session).
 - ``/whoami``: the User-Agent, Accept-Language, ``X-*`` headers and cookies the
   server received, and what the page's JavaScript sees (``navigator.userAgent``,
   ``navigator.language``, the time zone, the viewport width).
+- ``/sign-out?how=fetch|cookie``: the page's script signs out, by ``fetch()`` of
+  ``/sign-out-api`` (``Set-Cookie: session=; Max-Age=0``) or by
+  ``document.cookie``, then shows ``signed out`` in ``#state``.
 - ``/local-storage``: the page's JavaScript writes localStorage (as JSON) into
   ``#storage``; ``?set=NAME:VALUE`` sets an item first.
 """
@@ -137,3 +140,31 @@ async def local_storage(request: web.Request) -> web.Response:
     name, sep, value = request.query.get("set", "").partition(":")
     item = [name, value] if sep and name else None
     return html_response("Local storage", STORAGE_SCRIPT % script_json(item))
+
+
+SIGN_OUT_SCRIPT = """<p id="state">signed in</p>
+<script>
+(async function () {
+  if (%s) {
+    await fetch("/sign-out-api");  // answered Set-Cookie: session=; Max-Age=0
+  } else {
+    document.cookie = "session=; Max-Age=0; Path=/";
+  }
+  document.getElementById("state").textContent = "signed out";
+})();
+</script>"""
+
+
+@routes.get("/sign-out")
+async def sign_out(request: web.Request) -> web.Response:
+    """A page that signs out by script: ``?how=fetch`` (its API answers
+    ``Max-Age=0``) or ``?how=cookie`` (``document.cookie``)."""
+    by_fetch = "true" if request.query.get("how") == "fetch" else "false"
+    return html_response("Sign out", SIGN_OUT_SCRIPT % by_fetch)
+
+
+@routes.get("/sign-out-api")
+async def sign_out_api(request: web.Request) -> web.Response:
+    response = web.json_response({"signed_out": True})
+    response.set_cookie(COOKIE, "", path="/", max_age=0)
+    return response

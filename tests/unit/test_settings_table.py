@@ -23,6 +23,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 #: PoolConfig attributes read from Scrapy's own settings, not from the table
 SCRAPY_FIELDS = {
     "download_timeout_s",
+    "download_timeout_set",
     "download_maxsize",
     "download_warnsize",
     "redirect_max_times",

@@ -6,7 +6,8 @@ Names and arguments follow Playwright's ``Page`` methods where they overlap.
 ``timeout`` is seconds; times inside an action (``wait_for_timeout``,
 ``delay``, ``polling``, ``stable_ms``, ``max_ms``) are milliseconds, as
 Playwright's. The actions run in render/_actions/input_steps.py (elements, trusted
-input), render/_actions/wait_steps.py (waits, ``goto``, scrolling),
+input), render/_actions/wait_steps.py (waits, ``goto``),
+render/_actions/wheel_scroll.py (scrolling),
 render/_actions/screenshots.py and here; argument values are checked in
 render/_actions/action_args.py.
 """
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_cdp_pool.browser.backends import Backend, Capability
 from scrapy_cdp_pool.errors import ActionUnsupported
 from scrapy_cdp_pool.render._actions import action_args as args
-from scrapy_cdp_pool.render._actions import input_steps, screenshots, wait_steps
+from scrapy_cdp_pool.render._actions import input_steps, screenshots, wait_steps, wheel_scroll
 from scrapy_cdp_pool.render._actions.action_args import MAX_WAIT_S
 from scrapy_cdp_pool.render._actions.elements import report_grace_s, wait_for_selector
 
@@ -143,7 +144,7 @@ ACTIONS: dict[str, _Signature] = {
     "scroll_until_stable": _Signature(
         (),
         {**_T, "stable_ms": _NUMBER, "max_scrolls": int, "max_ms": _NUMBER},
-        wait_steps.scroll_until_stable,
+        wheel_scroll.scroll_until_stable,
         optional=(str,),
         check=args.scroll_until_stable,
     ),
@@ -283,15 +284,23 @@ def check_supported(actions: tuple[Action, ...], backend: Backend) -> None:
             )
 
 
+def action_timeout_s(action: Action, default_timeout_s: float) -> float:
+    """An action's deadline, seconds: its ``timeout`` kwarg, else
+    ``default_timeout_s`` (``CDP_POOL_ACTION_TIMEOUT_SECONDS``);
+    ``wait_for_timeout`` at least what it waits, as Playwright's."""
+    timeout_s = float(action.kwargs.get("timeout", default_timeout_s))
+    if action.name == "wait_for_timeout":
+        timeout_s = max(timeout_s, float(action.args[0]) / 1000)
+    return timeout_s
+
+
 async def run_action(page: Page, action: Action, default_timeout_s: float) -> Any:
     """Run one action with its deadline (``timeout`` kwarg, seconds, else the
     default) and return its result (``None``, a JSON value, or bytes).
 
     :raises TimeoutError: the action did not finish in time.
     """
-    timeout_s = float(action.kwargs.get("timeout", default_timeout_s))
-    if action.name == "wait_for_timeout":  # it waits what it is told, as Playwright's
-        timeout_s = max(timeout_s, float(action.args[0]) / 1000)
+    timeout_s = action_timeout_s(action, default_timeout_s)
     if page.responses is not None:
         page.responses.mark()
     page.tracker.count_navigations_from_here()  # an action's navigation is no loop

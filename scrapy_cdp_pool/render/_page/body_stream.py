@@ -8,7 +8,7 @@ import asyncio
 import base64
 from typing import TYPE_CHECKING, Any
 
-from scrapy_cdp_pool.errors import ResponseTooLarge
+from scrapy_cdp_pool.errors import CDPError, ResponseTooLarge
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render._page.page import Page
@@ -42,13 +42,38 @@ async def read_body_stream(page: Page, request_id: str, url: str, maxsize: int) 
     return body
 
 
-async def _read_stream(page: Page, request_id: str, limit: int) -> tuple[bytes, int, bool]:
+async def read_body_keeping_loss(
+    page: Page, request_id: str, url: str, maxsize: int, expected: int | None
+) -> tuple[bytes, bool]:
+    """A paused response's body as :func:`read_body_stream` reads it, and
+    whether it was cut short: the transfer failed while it was read (what
+    arrived until then is kept, as Scrapy's HTTP handler keeps it under
+    ``DOWNLOAD_FAIL_ON_DATALOSS = False``), or it ended short of its
+    ``Content-Length`` ``expected``. ``maxsize`` 0: no bound.
+
+    :raises ResponseTooLarge: past ``maxsize``.
+    """
+    chunks: list[bytes] = []
+    try:
+        _, read, complete = await _read_stream(page, request_id, maxsize or 1 << 62, chunks)
+    except CDPError:  # the connection broke mid-body: what came is kept
+        return b"".join(chunks), True
+    if not complete:
+        raise ResponseTooLarge(url, read, maxsize, expected=False)
+    body = b"".join(chunks)
+    return body, expected is not None and len(body) < expected
+
+
+async def _read_stream(
+    page: Page, request_id: str, limit: int, chunks: list[bytes] | None = None
+) -> tuple[bytes, int, bool]:
     """The body as a stream, read until its end or until more than ``limit``
     bytes came: ``(at most limit bytes, bytes read, whether it ended)``; the
-    stream is closed either way."""
+    stream is closed either way. ``chunks``: where the chunks read go (the
+    caller's list keeps them when a read fails)."""
     taken = await page.command("Fetch.takeResponseBodyAsStream", {"requestId": request_id})
     handle = taken["stream"]
-    chunks: list[bytes] = []
+    chunks = [] if chunks is None else chunks
     size = 0
     try:
         while True:

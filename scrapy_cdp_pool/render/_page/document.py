@@ -142,6 +142,20 @@ class DocumentTracker:
         self.dataloss, self.body_lost = self.body_lost, None
         self._loaded_if_cut_short()
 
+    def cut_short(self, received: int, expected: int | None) -> None:
+        """The document's body, read before the page got it, was cut short
+        after ``received`` bytes (of ``expected``, its ``Content-Length``, or
+        of a chunked body that failed): :attr:`body_lost` in the words
+        Chromium uses for it, for the same handling (see :func:`is_data_loss
+        <scrapy_cdp_pool.errors.is_data_loss>`)."""
+        text = (
+            "net::ERR_CONTENT_LENGTH_MISMATCH"
+            if expected is not None
+            else ("net::ERR_INCOMPLETE_CHUNKED_ENCODING")
+        )
+        of = f" of {expected}" if expected is not None else ""
+        self.body_lost = f"{text} (the body was cut short after {received}{of} bytes)"
+
     def _loaded_if_cut_short(self) -> None:
         if self.dataloss and self.stopped_loading and self.committed:
             self.loaded = self.dom_content_loaded = True

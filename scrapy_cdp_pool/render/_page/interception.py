@@ -26,7 +26,11 @@ from scrapy_cdp_pool.errors import (
     PrivateNavigationRefused,
     ResponseTooLarge,
 )
-from scrapy_cdp_pool.render._page.body_stream import read_body_prefix, read_body_stream
+from scrapy_cdp_pool.render._page.body_stream import (
+    read_body_keeping_loss,
+    read_body_prefix,
+    read_body_stream,
+)
 from scrapy_cdp_pool.render._page.document import DocumentResponse
 from scrapy_cdp_pool.render._page.document_kind import (
     NO_BODY_STATUSES,
@@ -426,6 +430,16 @@ class FetchInterceptor:
             self.page.body_size.watch(document.network_id)
             await self._fulfill(request_id, status, params, body, charset=bom_charset(body))
             return
+        elif self._keeps_cut_short_body(has_body, status, headers, expected):
+            body, cut_short = await read_body_keeping_loss(
+                self.page, request_id, self.page.spec.url, maxsize, expected
+            )
+            self.page.tracker.on_document(document)
+            self.page.body_size.watch(document.network_id)
+            if cut_short:
+                self.page.tracker.cut_short(len(body), expected)
+            await self._fulfill(request_id, status, params, body)
+            return
         elif not is_raw_document(status, headers):
             self.page.tracker.on_document(document)
             self.page.body_size.watch(document.network_id)
@@ -442,6 +456,28 @@ class FetchInterceptor:
             return
         self.page.tracker.on_document(document)
         await self._abort(request_id)  # taken as bytes: neither render nor download it
+
+    def _keeps_cut_short_body(
+        self, has_body: bool, status: int, headers: list[tuple[str, str]], expected: int | None
+    ) -> bool:
+        """Whether an HTML document is read here before the page gets it,
+        so that what arrived of a body cut short is kept: under
+        ``DOWNLOAD_FAIL_ON_DATALOSS = False`` on a backend that streams
+        paused bodies (Chromium). Chromium itself lost it: a short HTML
+        body without a charset (waiting for 1024 bytes to look for one)
+        became an empty page when the transfer failed (measured on Scrapy's
+        ``/broken``: 7 of 20 bytes, an empty body where plain Scrapy kept
+        ``partial``). Only with a ``Content-Length``, which tells a body cut
+        short from a whole one (Chromium's stream of a chunked body missing
+        its last chunk just ends; Chromium keeps such a page itself, flagged
+        by its ``ERR_INCOMPLETE_CHUNKED_ENCODING``)."""
+        return (
+            expected is not None
+            and has_body
+            and not self.page.spec.fail_on_dataloss
+            and self.page.backend.streams_response_bodies
+            and not is_raw_document(status, headers)
+        )
 
     async def _read_body(
         self, request_id: str, headers: list[tuple[str, str]], expected: int | None, maxsize: int

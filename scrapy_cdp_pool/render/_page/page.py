@@ -30,6 +30,7 @@ from scrapy_cdp_pool.browser.cdp import (
     CDPProtocolError,
 )
 from scrapy_cdp_pool.errors import (
+    FirstByteTimeout,
     NavigationFailed,
     NavigationLoop,
     NavigationToOtherScheme,
@@ -190,7 +191,9 @@ class Page:
         did not within ``timeout_s`` seconds is taken as it is.
 
         :raises NavigationFailed: the browser could not load the URL.
-        :raises TimeoutError: no main document within ``timeout_s`` seconds.
+        :raises TimeoutError: no main document within ``timeout_s`` seconds,
+            or within the spec's ``first_byte_timeout_s`` when longer (a
+            ``download_timeout`` the user set, :class:`FirstByteTimeout`).
         """
         self.tracker.navigation_pending = True
         # Chromium answers Page.navigate once the response has come: a slow
@@ -198,16 +201,26 @@ class Page:
         # later, so that the named TimeoutError below wins), not by
         # CDP_POOL_COMMAND_TIMEOUT_SECONDS (before: a site answering after
         # 30 s failed whatever the navigation timeout said).
+        first_byte_s = max(timeout_s, self.spec.first_byte_timeout_s or 0.0)
         navigate = asyncio.ensure_future(
-            self.command("Page.navigate", {"url": self.spec.url}, timeout_s + 1.0)
+            self.command("Page.navigate", {"url": self.spec.url}, first_byte_s + 1.0)
         )
         navigate.add_done_callback(self._on_navigate_answer)
         try:
             if self.pending_setup is not None:
                 setup, self.pending_setup = self.pending_setup, None
                 await setup
-            await self.wait_settled(self.spec.wait_until, timeout_s)
+            try:
+                await self.wait_settled(self.spec.wait_until, timeout_s)
+            except TimeoutError:
+                if self.tracker.document is not None or first_byte_s <= timeout_s:
+                    raise
+                # a longer download_timeout the user set: the first byte may take it
+                await self._first_byte(first_byte_s - timeout_s, first_byte_s)
+                await self.wait_settled(self.spec.wait_until, timeout_s)
         except TimeoutError as e:
+            if isinstance(e, FirstByteTimeout):
+                raise
             if self.tracker.document is None:
                 # Named: the handler would otherwise blame download_timeout.
                 raise TimeoutError(
@@ -221,6 +234,25 @@ class Page:
         finally:
             if not navigate.done():
                 navigate.cancel()
+
+    async def _first_byte(self, more_s: float, first_byte_s: float) -> None:
+        """Wait ``more_s`` seconds more for the main document's response (or a
+        failure, a crash), past the navigation timeout.
+
+        :raises TimeoutError: none came, named by the ``download_timeout`` of
+            ``first_byte_s`` seconds that decided the wait.
+        """
+        tracker = self.tracker
+        try:
+            async with asyncio.timeout(more_s):
+                while tracker.document is None and not tracker.failure and not tracker.crashed:
+                    tracker.changed.clear()
+                    await tracker.changed.wait()
+        except TimeoutError:
+            raise FirstByteTimeout(
+                f"{self.spec.url}: no response within download_timeout = {first_byte_s:g} s "
+                "(longer than the navigation timeout, so it decided the wait for the first byte)"
+            ) from None
 
     def _on_navigate_answer(self, future: asyncio.Future[dict[str, Any]]) -> None:
         if future.cancelled():

@@ -13,6 +13,13 @@ header is parsed against the response's URL, so a host-only cookie of another
 host (an XHR's, a redirect hop's) would be refused, and the response's headers
 would no longer be the server's.
 
+What the page deleted leaves the jar too: a cookie the request sent into the
+context (``sent``) that the context no longer holds for the request's host at
+the end (a ``fetch()`` answered ``Max-Age=0``, ``document.cookie`` with a past
+expiry) is cleared from the jar, for the request's host and path, as the
+browser's own jar dropped it (before, the jar kept sending it: signed out in
+the browser, signed in for the next request).
+
 Capped as a browser caps its store (Chromium's ``kMaxCookiesPerDomain`` and
 RFC 6265bis's size limit): at most :data:`MAX_COOKIES_PER_DOMAIN` cookies per
 cookie domain in the jar, the ones it holds first (a server's session cookie
@@ -30,6 +37,7 @@ import logging
 from dataclasses import dataclass, field
 from http.cookiejar import Cookie
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy.downloadermiddlewares.cookies import CookiesMiddleware
 
@@ -130,6 +138,8 @@ class Merged:
     ``too_large``: past :data:`MAX_COOKIE_BYTES`)."""
 
     count: int = 0
+    #: cookies cleared from the jar: the page deleted them
+    deleted: int = 0
     too_many: dict[str, int] = field(default_factory=dict)
     too_large: dict[str, int] = field(default_factory=dict)
 
@@ -182,4 +192,38 @@ def merge_into_jar(
         jar.set_cookie(cookie)
         domain_held.add(slot)
         merged.count += 1
+    merged.deleted = _forget_deleted(jar, request, cookies, sent)
     return merged
+
+
+def _forget_deleted(
+    jar: Any, request: Request, cookies: list[dict[str, Any]], sent: tuple[tuple[str, str], ...]
+) -> int:
+    """Clear from ``jar`` the cookies the request sent (``sent``) that the
+    browser's context no longer holds for the request's host (``cookies``):
+    the page deleted them. Only the jar's cookies the request could have
+    sent (its host's domain, a path the request's path is under)."""
+    parts = urlsplit(request.url)
+    host = (parts.hostname or "").lower()
+    path = parts.path or "/"
+    held = {str(c.get("name")) for c in cookies if _domain_matches(host, str(c.get("domain", "")))}
+    gone = {name for name, _ in sent} - held
+    if not gone:
+        return 0
+    doomed = [
+        cookie
+        for cookie in jar
+        if cookie.name in gone
+        and _domain_matches(host, cookie.domain)
+        and (path == cookie.path or path.startswith(cookie.path.rstrip("/") + "/"))
+    ]
+    for cookie in doomed:
+        jar.clear(cookie.domain, cookie.path, cookie.name)
+    return len(doomed)
+
+
+def _domain_matches(host: str, domain: str) -> bool:
+    """Whether a cookie of ``domain`` (a leading dot for a domain cookie) is
+    sent to ``host`` (RFC 6265 5.1.3)."""
+    domain = _domain_key(domain)
+    return host == domain or host.endswith("." + domain)

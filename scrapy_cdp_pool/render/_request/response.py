@@ -6,9 +6,12 @@ from ipaddress import IPv4Address, IPv6Address, ip_address
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from OpenSSL.crypto import FILETYPE_ASN1
+from OpenSSL.crypto import Error as OpenSSLError
 from scrapy import Request
 from scrapy.http import Headers, HtmlResponse, Response
 from scrapy.responsetypes import responsetypes
+from twisted.internet.ssl import Certificate
 
 from scrapy_cdp_pool.render._page.console import CONSOLE_MESSAGES_META_KEY
 from scrapy_cdp_pool.render._request.redirects import record_browser_hops
@@ -113,10 +116,10 @@ _PROTOCOLS = {"http/1.1": "HTTP/1.1", "http/1.0": "HTTP/1.0", "http/0.9": "HTTP/
 
 
 def _connection(result: RenderResult) -> dict[str, Any]:
-    """``ip_address`` and ``protocol`` for the response, as Scrapy's HTTP
-    handler fills them, from what the browser said (Chromium); ``None`` where
-    it did not (Lightpanda), and ``certificate`` always (no browser here hands
-    over the server's certificate: docs/response.md)."""
+    """``ip_address``, ``protocol`` and ``certificate`` for the response, as
+    Scrapy's HTTP handler fills them, from what the browser said (Chromium);
+    ``None`` where it did not (Lightpanda: docs/response.md). The certificate
+    is a ``twisted.internet.ssl.Certificate``, as Scrapy's."""
     ip: IPv4Address | IPv6Address | None = None
     if result.remote_ip:
         try:
@@ -124,4 +127,10 @@ def _connection(result: RenderResult) -> dict[str, Any]:
         except ValueError:
             ip = None
     protocol = _PROTOCOLS.get(result.protocol, result.protocol) if result.protocol else None
-    return {"ip_address": ip, "protocol": protocol}
+    certificate = None
+    if result.certificate is not None:
+        try:
+            certificate = Certificate.load(result.certificate, FILETYPE_ASN1)
+        except OpenSSLError:  # not a certificate: none, as for a plain http:// page
+            certificate = None
+    return {"ip_address": ip, "protocol": protocol, "certificate": certificate}

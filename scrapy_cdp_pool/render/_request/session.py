@@ -26,12 +26,18 @@ from scrapy_cdp_pool.errors import (
     PageScriptStalled,
     ResponseTooLarge,
 )
-from scrapy_cdp_pool.render._actions.actions import Action, check_supported, run_action
+from scrapy_cdp_pool.render._actions.actions import (
+    Action,
+    action_timeout_s,
+    check_supported,
+    run_action,
+)
 from scrapy_cdp_pool.render._actions.elements import deep
 from scrapy_cdp_pool.render._page.body_size import check_within_cap
 from scrapy_cdp_pool.render._page.document import DocumentResponse
 from scrapy_cdp_pool.render._page.page import Page
 from scrapy_cdp_pool.render._page.page_setup import open_page, take_over_page
+from scrapy_cdp_pool.render._request.certificate import server_certificate
 from scrapy_cdp_pool.render._request.cookies import browser_cookies
 from scrapy_cdp_pool.render._request.redirects import is_handed_back
 from scrapy_cdp_pool.render._request.script_stall import (
@@ -90,6 +96,9 @@ class RenderResult:
     #: server's IP address, the protocol as Chromium names it
     remote_ip: str | None = None
     protocol: str | None = None
+    #: the server's certificate of an HTTPS document (DER), when the browser
+    #: hands it over (Chromium: render/_request/certificate.py)
+    certificate: bytes | None = None
     #: console messages and page errors (``meta["cdp_console"]``, see render/_page/console.py)
     console: list[dict[str, Any]] | None = None
     #: the document's body was cut short and the request let it through
@@ -289,8 +298,11 @@ async def _run_actions(page: Page, spec: RenderSpec) -> list[Any]:
             raise ActionError(f"{spec.url}: action #{index} {action.describe()}: {e}") from e
         except TimeoutError as e:
             why = f": {e}" if str(e) else ""  # what the action waited for, when it says
+            seconds = action_timeout_s(action, spec.action_timeout_s)
             raise ActionTimeout(
-                f"{spec.url}: action #{index} {action.describe()} timed out{why}"
+                f"{spec.url}: action #{index} {action.describe()} timed out{why} (after "
+                f"{seconds:g} s, the action's timeout: its timeout argument, else "
+                "CDP_POOL_ACTION_TIMEOUT_SECONDS)"
             ) from e
     return results
 
@@ -336,6 +348,7 @@ async def _render_page(
     network = None
     if page.capture is not None:
         network = await page.capture.collect(finish_s)
+    certificate = await server_certificate(page, lease.info.backend, document.url, finish_s)
     cookies = await _read_cookies_and_finish(lease, page, collect_cookies, finish_s)
     headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
     headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
@@ -349,6 +362,7 @@ async def _render_page(
     result = RenderResult(
         remote_ip=document.remote_ip,
         protocol=document.protocol,
+        certificate=certificate,
         url=tracker.page_url or document.url,
         status=document.status,
         headers=headers,

@@ -50,6 +50,8 @@ class RenderValues(Protocol):
     @property
     def navigation_timeout_s(self) -> float: ...
     @property
+    def first_byte_timeout_s(self) -> float: ...
+    @property
     def actions(self) -> tuple[Action, ...]: ...
     @property
     def capture(self) -> CaptureRule | None: ...
@@ -89,6 +91,10 @@ class RenderSpec:
     #: into the HTML as ``<template shadowrootmode="open">``, ``"none"`` none
     shadow_roots: str = "open"
     navigation_timeout_s: float = 30.0
+    #: how long the page's first byte may take when longer than
+    #: ``navigation_timeout_s`` (a longer ``download_timeout`` the user set);
+    #: ``None``: the navigation timeout
+    first_byte_timeout_s: float | None = None
     action_timeout_s: float = 10.0
     block_resources: frozenset[str] = field(default_factory=frozenset)
     block_urls: tuple[str, ...] = ()
@@ -217,6 +223,7 @@ def build_spec(
         wait_until=values.wait_until,
         shadow_roots=values.shadow_roots,
         navigation_timeout_s=values.navigation_timeout_s,
+        first_byte_timeout_s=values.first_byte_timeout_s,
         action_timeout_s=config.action_timeout_s,
         block_resources=config.block_resources,
         block_urls=config.block_urls,
