@@ -374,13 +374,7 @@ class FetchInterceptor:
             and "responseErrorReason" not in params
         )
         if not is_main:
-            if self._past_maxsize(params):
-                await self._block(request_id, TOO_LARGE)
-                return
-            if self.page.guard_cache and not shareable(params.get("responseHeaders", [])):
-                await self._fulfill_unstored(params)
-                return
-            await self.page.command("Fetch.continueRequest", {"requestId": request_id})
+            await self._on_subresource_response(request_id, params)
             return
         status = int(params["responseStatusCode"])
         headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
@@ -393,6 +387,29 @@ class FetchInterceptor:
             self.page.tracker.on_redirect(url, status)
             await self.page.command("Fetch.continueRequest", {"requestId": request_id})
             return
+        await self._on_document(request_id, url, status, headers, params)
+
+    async def _on_subresource_response(self, request_id: str, params: dict[str, Any]) -> None:
+        """A response of the page's own requests (not its main document):
+        failed past ``DOWNLOAD_MAXSIZE`` (announced), kept out of a shared
+        cache when it must not be shared, else let through."""
+        if self._past_maxsize(params):
+            await self._block(request_id, TOO_LARGE)
+        elif self.page.guard_cache and not shareable(params.get("responseHeaders", [])):
+            await self._fulfill_unstored(params)
+        else:
+            await self.page.command("Fetch.continueRequest", {"requestId": request_id})
+
+    async def _on_document(
+        self,
+        request_id: str,
+        url: str,
+        status: int,
+        headers: list[tuple[str, str]],
+        params: dict[str, Any],
+    ) -> None:
+        """The main document's response (not a redirect): rendered by the
+        page, or taken as bytes (see :func:`is_raw_document`)."""
         maxsize = self.page.spec.maxsize
         expected = content_length(headers)
         if maxsize and expected is not None and expected > maxsize:
