@@ -6,6 +6,7 @@ document came from; Lightpanda 1.0.2 does not, and they stay ``None`` there;
 from __future__ import annotations
 
 from ipaddress import ip_address
+from typing import Any
 
 import pytest_twisted
 import scrapy
@@ -30,9 +31,13 @@ async def test_chromium_fills_them_as_plain_scrapy_does(
         response = next(r for r in rendered.responses if r.request.url == url)
         assert response.ip_address == expected.ip_address == ip_address("127.0.0.1")
         assert response.protocol == expected.protocol == "HTTP/1.1"
-        # Chromium 156's Network.getCertificate answers no certificate for a
-        # page driven over CDP: certificate stays None (docs/response.md)
-        assert response.certificate is None
+        # the server's certificate over HTTPS (Network.getCertificate), none over HTTP
+        assert _pem(response.certificate) == _pem(expected.certificate)
+        assert (response.certificate is None) == url.startswith("http:")
+
+
+def _pem(certificate: Any) -> bytes | None:
+    return None if certificate is None else certificate.dumpPEM()
 
 
 @pytest_twisted.ensureDeferred

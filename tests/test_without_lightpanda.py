@@ -64,7 +64,7 @@ def test_the_default_backend_is_refused_at_start_without_the_lightpanda_package(
     assert run.returncode == 1, run.log  # as for any refused setting
     assert len(run.error_records()) == 1, run.log
     assert (
-        "ValueError: CDP_POOL_BROWSER = 'lightpanda' (the default) cannot start: the "
+        "CDP_POOL_BROWSER = 'lightpanda' (the default) cannot start: the "
         "lightpanda package is not installed. Install it with pip install "
         "'scrapy-cdp-pool[lightpanda]'"
     ) in run.log
