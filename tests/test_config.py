@@ -104,6 +104,20 @@ def test_bad_values_are_refused_by_name(name: str, value: Any, message: str) -> 
     assert any(repr(v) in str(error.value) for v in shown)
 
 
+def test_init_scripts_given_as_a_json_list_on_the_command_line_are_read_as_a_list(
+    tmp_path: Any,
+) -> None:
+    """``-s 'CDP_POOL_INIT_SCRIPTS=["init.js"]'``: before, the whole string was
+    one script (a valid array literal: nothing ran, the file was never read)."""
+    script = tmp_path / "init.js"
+    script.write_text("window.ran = 1;", encoding="utf-8")
+    assert config(CDP_POOL_INIT_SCRIPTS=f'["{script}"]').init_scripts == ("window.ran = 1;",)
+    kept = "[1, 2].forEach(n => window.n = n);"  # JavaScript starting with "[": one source
+    assert config(CDP_POOL_INIT_SCRIPTS=kept).init_scripts == (kept,)
+    with pytest.raises(ValueError, match="cannot be read"):
+        config(CDP_POOL_INIT_SCRIPTS='["/no/such/dir/init.js"]')
+
+
 def test_addon_refuses_a_bad_setting_at_start_up() -> None:
     settings = Settings({"CDP_POOL_CONNECTIONS": 0})
     with pytest.raises(ValueError, match="CDP_POOL_CONNECTIONS"):

@@ -507,7 +507,19 @@ def _budget(settings: BaseSettings, name: str, default: Any) -> SharedBudget | N
 
 
 def _init_scripts(settings: BaseSettings, name: str, default: Any) -> tuple[str, ...]:
-    return load_scripts(settings.get(name, default), name)
+    """Sources and ``.js`` paths; a string that is a JSON list of strings is
+    that list (``-s 'NAME=["init.js"]'``, as :func:`str_list` reads the other
+    list settings), not one script: run as JavaScript, such an array literal
+    did nothing and the files were never read."""
+    raw = settings.get(name, default)
+    if isinstance(raw, str) and raw.lstrip().startswith("["):
+        try:
+            listed = json.loads(raw)
+        except ValueError:
+            listed = None  # JavaScript that starts with "[", kept as source
+        if isinstance(listed, list) and all(isinstance(item, str) for item in listed):
+            raw = listed
+    return load_scripts(raw, name)
 
 
 def _set_by_addon(settings: BaseSettings, name: str, default: Any) -> Any:
