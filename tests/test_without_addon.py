@@ -141,7 +141,7 @@ def test_a_script_that_imports_the_package_warns_once_per_crawler(tmp_path: Path
 @pytest.mark.parametrize(
     ("settings", "status", "expected"),
     [
-        ("", 0, ["add-on: not enabled; add to the project's settings: " + ADDON_LINE,
+        ("", 1, ["add-on: not enabled; add to the project's settings: " + ADDON_LINE,
                  "settings: valid (CDP_POOL_BROWSER, CDP_POOL_CONNECTIONS)"]),
         (f"{ADDON_LINE}\nCDP_POOL_CONECTIONS = 2\n", 1,
          ["add-on: enabled (ADDONS)", ("settings: refused: CDP_POOL_CONECTIONS is not a "

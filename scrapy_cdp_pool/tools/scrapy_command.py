@@ -1,5 +1,7 @@
 """``scrapy cdp-pool``: the plugin's version, whether the project enables its
-add-on, and its ``CDP_POOL_*`` settings checked as a crawl would check them.
+add-on, and its ``CDP_POOL_*`` settings' values parsed and checked as a crawl
+parses them (paths, browser binaries and the reactor are checked when a crawl
+starts, not here: checking them makes directories and starts nothing).
 
 Registered as a ``scrapy.commands`` entry point (pyproject.toml), which Scrapy's
 command line imports on every ``scrapy`` command: importing this module is
@@ -8,7 +10,9 @@ add-on (:mod:`scrapy_cdp_pool.settings.without_addon`) for ``scrapy crawl``
 and ``scrapy runspider``. So it imports little: the checks run in
 :meth:`Command.run`.
 
-Exit status: 0, or 1 when a setting is refused (the line names it).
+Exit status: 0, or 1 when a setting is refused (the line names it) or when
+``CDP_POOL_*`` settings are set but the add-on is not enabled (they would do
+nothing).
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ class Command(ScrapyCommand):
             raise RuntimeError("scrapy cdp-pool runs from Scrapy's command line")
         print(f"{DISTRIBUTION} {_version()}")
         addons = settings.getdict("ADDONS")
-        if any(_names_addon(key) for key in addons):
+        enabled = any(_names_addon(key) for key in addons)
+        if enabled:
             print("add-on: enabled (ADDONS)")
         else:
             print(f"add-on: not enabled; add to the project's settings: {without_addon.ADDON_LINE}")
@@ -60,6 +65,8 @@ class Command(ScrapyCommand):
             self.exitcode = 1
             return
         print(f"settings: valid ({', '.join(named) or 'no CDP_POOL_* setting set'})")
+        if named and not enabled:
+            self.exitcode = 1  # set, but nothing would read them
 
 
 def _names_addon(key: Any) -> bool:
