@@ -7,15 +7,15 @@ worker (Redis pub/sub) instead of asked for before each request.
   clock). The worker subscribes, then reads that index (so no pause falls
   between the two), and from then on answers :meth:`HostEvents.pause_left`
   from memory after reading, without waiting, every message already on its
-  subscription's socket: the download handler's checks (up to three per
-  request) cost no round trip (before: one ``PTTL`` each). Redis writes a
-  pause's message to every subscriber's socket in the step that writes the
-  pause, before it answers the worker that wrote it, so on one machine a
-  check that begins after that write was answered sees it, as a ``PTTL``
-  sent then would; across machines, once the message has crossed the
-  network. While the subscription is not live (starting, lost, Redis
-  unreachable) :meth:`~HostEvents.pause_left` says ``None`` and the caller
-  asks Redis (tried again after :data:`RETRY_S`).
+  subscription's socket: a check of a host already known paused costs no
+  round trip. A host not known paused is still asked of Redis (``PTTL``,
+  ``ClusterHostPauseMiddleware.remaining`` in
+  :mod:`~scrapy_cdp_pool.cluster.host_pause`): Redis
+  may write a pause's message to the subscribers after it answered the
+  worker that wrote it, so a check begun after that answer could miss it.
+  While the subscription is not live (starting, lost, Redis unreachable)
+  :meth:`~HostEvents.pause_left` says ``None`` and the caller asks Redis
+  (tried again after :data:`RETRY_S`).
 - **Navigation answers** (``CDP_POOL_HOST_RATE``):
   :data:`~scrapy_cdp_pool.cluster.scripts.ANSWER_NAVIGATION` publishes on
   ``<prefix>answered:<host>``; a start waiting for another worker's answer
