@@ -295,18 +295,27 @@ async def test_a_worker_stalled_past_its_lease_does_not_start_the_request(
     and again once the other's lease ran out). Now it is dropped right before
     it leaves for the browser (stat ``cdp_pool/cluster/lease_lost_not_started``,
     no errback), and fetched once, by whoever holds it when it is due."""
+    await _crawl_one_stalled_request(site, durable_redis_server, "stall", "StallMiddleware")
+
+
+async def _crawl_one_stalled_request(
+    site: SiteServer, server: RedisServer, mark: str, middleware: str, **settings: Any
+) -> None:
+    """Crawl one page with ``middleware`` stalling the worker once (its
+    ``StallingSpider.stall``); the request is fetched once, not twice, and
+    counted in ``cdp_pool/cluster/lease_lost_not_started``."""
     name = token()
-    StallingSpider.client = durable_redis_server.client()
+    StallingSpider.client = server.client()
     StallingSpider.stalled = []
-    url = site.url(f"/js?n=1&k={name}&stall")
+    url = site.url(f"/js?n=1&k={name}&{mark}")
     try:
         spider, crawler = await crawl(
             [scrapy.Request(url)],
             cluster(
                 # 5 s: the lease this worker takes the request on again (its
                 # third delivery) must outlive a loaded machine's reactor hiccups
-                durable_redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=5.0,
-                DOWNLOADER_MIDDLEWARES={f"{__name__}.StallMiddleware": 1},
+                server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=5.0,
+                DOWNLOADER_MIDDLEWARES={f"{__name__}.{middleware}": 1}, **settings,
             ),
             spider_cls=StallingSpider,
         )  # fmt: skip
@@ -354,28 +363,10 @@ async def test_a_worker_stalled_while_its_request_waits_in_the_browser_does_not_
     counted in ``cdp_pool/cluster/lease_lost_not_started``, fetched once.
     ``private-allowed``: the document request is paused for this check alone
     (otherwise every request is paused for the private-network rule)."""
-    name = token()
-    StallingSpider.client = durable_redis_server.client()
-    StallingSpider.stalled = []
-    url = site.url(f"/js?n=1&k={name}&leaving")
-    try:
-        spider, crawler = await crawl(
-            [scrapy.Request(url)],
-            cluster(
-                durable_redis_server.url, name, CDP_POOL_CLUSTER_LEASE_SECONDS=5.0,
-                CDP_POOL_ALLOW_PRIVATE_NETWORKS=private_networks,
-                DOWNLOADER_MIDDLEWARES={f"{__name__}.LeavingStallMiddleware": 1},
-            ),
-            spider_cls=StallingSpider,
-        )  # fmt: skip
-    finally:
-        StallingSpider.client.close()
-    stats = crawler.stats.get_stats()
-    assert StallingSpider.stalled  # the fault happened
-    assert [response.url for response in spider.responses] == [url]  # once, not twice
-    assert spider.failures == []
-    assert stats["cdp_pool/cluster/lease_lost_not_started"] == 1
-    assert stats["finish_reason"] == "finished"
+    await _crawl_one_stalled_request(
+        site, durable_redis_server, "leaving", "LeavingStallMiddleware",
+        CDP_POOL_ALLOW_PRIVATE_NETWORKS=private_networks,
+    )  # fmt: skip
 
 
 def run_worker(
