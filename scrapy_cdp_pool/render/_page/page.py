@@ -283,31 +283,7 @@ class Page:
         state = "load" if wait_until == "networkidle" else wait_until
         async with asyncio.timeout(timeout_s):
             while True:
-                if self.too_large is not None:
-                    raise self.too_large
-                if tracker.documents > self.spec.max_self_navigations + 1:
-                    raise NavigationLoop(
-                        f"{self.spec.url}: the page navigated itself {tracker.documents - 1} "
-                        f"times in a row, more than REDIRECT_MAX_TIMES = "
-                        f"{self.spec.max_self_navigations} (a navigation loop); not retried"
-                    )
-                if tracker.crashed:
-                    # A connection closed for what its server sent fails by that name.
-                    raise self.cdp.close_error() or PageCrashed(
-                        f"{self.spec.url}: {tracker.crashed}"
-                    )
-                if self.schemes.left_for is not None:
-                    raise NavigationToOtherScheme(self.spec.url, self.schemes.left_for)
-                too_large = navigation_too_large(self.spec.url, tracker.failure, self.spec.maxsize)
-                if too_large is not None:
-                    raise too_large
-                if tracker.failure and tracker.document is None:
-                    raise NavigationFailed(self.spec.url, tracker.failure)
-                if tracker.body_lost:  # Scrapy's data loss (see boundary)
-                    if self.spec.fail_on_dataloss or not is_data_loss(tracker.body_lost):
-                        raise NavigationFailed(self.spec.url, tracker.body_lost)
-                    # DOWNLOAD_FAIL_ON_DATALOSS = False: what arrived is the page
-                    tracker.accept_data_loss()
+                self._raise_if_ended()
                 tracker.changed.clear()
                 if tracker.settled(state):
                     if state == wait_until or await self._network_idle_or_change():
@@ -316,6 +292,35 @@ class Page:
                         return
                     continue
                 await tracker.changed.wait()
+
+    def _raise_if_ended(self) -> None:
+        """Raise why the render ends now, if it does (see :meth:`wait_settled`);
+        a body cut short under ``DOWNLOAD_FAIL_ON_DATALOSS = False`` is
+        accepted as the page."""
+        tracker = self.tracker
+        if self.too_large is not None:
+            raise self.too_large
+        if tracker.documents > self.spec.max_self_navigations + 1:
+            raise NavigationLoop(
+                f"{self.spec.url}: the page navigated itself {tracker.documents - 1} "
+                f"times in a row, more than REDIRECT_MAX_TIMES = "
+                f"{self.spec.max_self_navigations} (a navigation loop); not retried"
+            )
+        if tracker.crashed:
+            # A connection closed for what its server sent fails by that name.
+            raise self.cdp.close_error() or PageCrashed(f"{self.spec.url}: {tracker.crashed}")
+        if self.schemes.left_for is not None:
+            raise NavigationToOtherScheme(self.spec.url, self.schemes.left_for)
+        too_large = navigation_too_large(self.spec.url, tracker.failure, self.spec.maxsize)
+        if too_large is not None:
+            raise too_large
+        if tracker.failure and tracker.document is None:
+            raise NavigationFailed(self.spec.url, tracker.failure)
+        if tracker.body_lost:  # Scrapy's data loss (see boundary)
+            if self.spec.fail_on_dataloss or not is_data_loss(tracker.body_lost):
+                raise NavigationFailed(self.spec.url, tracker.body_lost)
+            # DOWNLOAD_FAIL_ON_DATALOSS = False: what arrived is the page
+            tracker.accept_data_loss()
 
     async def _parser_caught_up(self, timeout_s: float) -> None:
         """Let the HTML parser insert what arrived of a document cut short:

@@ -26,8 +26,8 @@ from scrapy_cdp_pool.errors import (
     PageScriptStalled,
     ResponseTooLarge,
 )
+from scrapy_cdp_pool.render._actions.action import Action
 from scrapy_cdp_pool.render._actions.actions import (
-    Action,
     action_timeout_s,
     check_supported,
     run_action,
