@@ -417,7 +417,7 @@ class CDPConnection:
     def _unreadable(self, method: str, error: Exception) -> Malformed:
         """A handler reading a field of the wrong type: named once, not an
         asyncio "Fatal error" traceback from data_received."""
-        logger.debug("%s: handling %s failed", self.url, method, exc_info=True)
+        logger.debug("%s: handling %s failed", self.url, method, exc_info=error)
         return Malformed(f"an event {method} whose params could not be read ({error!r})")
 
     def _malformed(self, what: str) -> None:
