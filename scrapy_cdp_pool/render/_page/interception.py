@@ -402,7 +402,22 @@ class FetchInterceptor:
         elif self.page.guard_cache and not shareable(params.get("responseHeaders", [])):
             await self._fulfill_unstored(params)
         else:
+            self._watch_unbounded(params)
             await self.page.command("Fetch.continueRequest", {"requestId": request_id})
+
+    def _watch_unbounded(self, params: dict[str, Any]) -> None:
+        """A response of the page's own let through whose size no
+        ``Content-Length`` bounds (chunked; or compressed, which bounds only
+        the bytes on the wire) is counted as it arrives
+        (:meth:`BodySizeGuard.watch_unbounded`): past the request's maxsize,
+        the page stops loading, which fails it (``Page._on_data``)."""
+        network_id = params.get("networkId")
+        if not self.page.spec.maxsize or not network_id or "responseErrorReason" in params:
+            return
+        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
+        encoded = any(k.lower() == "content-encoding" and v.strip() for k, v in headers)
+        if encoded or content_length(headers) is None:
+            self.page.body_size.watch_unbounded(str(network_id))
 
     async def _fulfill_unstored(self, params: dict[str, Any]) -> None:
         """Answer a subresource that must not be shared (:func:`shareable`)

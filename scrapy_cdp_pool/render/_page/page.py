@@ -45,7 +45,7 @@ from scrapy_cdp_pool.render._page.console import ConsoleLog
 from scrapy_cdp_pool.render._page.dialogs import DialogAnswerer
 from scrapy_cdp_pool.render._page.document import DocumentTracker, is_context_gone
 from scrapy_cdp_pool.render._page.events import EventHandler, EventRouter
-from scrapy_cdp_pool.render._page.interception import FetchInterceptor
+from scrapy_cdp_pool.render._page.interception import TOO_LARGE, FetchInterceptor
 from scrapy_cdp_pool.render._page.navigation_schemes import NAVIGATION_EVENTS, SchemeFilter
 from scrapy_cdp_pool.render._page.network_idle import NetworkActivity
 from scrapy_cdp_pool.render._page.response_log import ResponseLog
@@ -529,9 +529,30 @@ class Page:
         transfer)."""
         too_large = self.body_size.on_data(params)
         if too_large is None:
+            if self.body_size.unbounded and self.body_size.unbounded_past_limit(params):
+                self._cut_unbounded(params)
             return
         logger.debug("%s: %s; stopping the page", self.spec.url, too_large)
         self.fail(too_large)
+        task = asyncio.get_running_loop().create_task(self._stop_loading())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _cut_unbounded(self, params: dict[str, Any]) -> None:
+        """One of the page's own responses with no ``Content-Length`` (a
+        ``fetch()``, an XHR) passed the request's maxsize while it arrives:
+        the page stops loading (``Page.stopLoading``, as ``window.stop()``),
+        which cancels it in Chromium (the script's read of its body fails);
+        the render goes on, the response counted in
+        ``cdp_pool/resources_blocked/too_large`` as one whose
+        ``Content-Length`` announced it."""
+        blocked = self.tracker.blocked
+        blocked[TOO_LARGE] = blocked.get(TOO_LARGE, 0) + 1
+        logger.debug(
+            "%s: the page's own response %s passed download_maxsize (%d bytes) while it arrived; "
+            "stopping the page's loads",
+            self.spec.url, params.get("requestId"), self.spec.maxsize,
+        )  # fmt: skip
         task = asyncio.get_running_loop().create_task(self._stop_loading())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
