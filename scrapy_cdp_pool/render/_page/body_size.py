@@ -121,7 +121,7 @@ class BodySizeGuard:
         """Feed one ``Network.dataReceived`` of a watched response (see
         :meth:`watch_unbounded`): True, once, when its body has passed the
         limit (decoded bytes or bytes on the wire, as for the document)."""
-        counted = self.unbounded.get(params.get("requestId"))
+        counted = self.unbounded.get(str(params.get("requestId")))
         if counted is None:
             return False
         counted[0] += int(params.get("dataLength") or 0)
