@@ -48,57 +48,16 @@ from scrapy_cdp_pool.render._page.events import EventHandler, EventRouter
 from scrapy_cdp_pool.render._page.interception import TOO_LARGE, FetchInterceptor
 from scrapy_cdp_pool.render._page.navigation_schemes import NAVIGATION_EVENTS, SchemeFilter
 from scrapy_cdp_pool.render._page.network_idle import NetworkActivity
+from scrapy_cdp_pool.render._page.page_scripts import (
+    PARSER_CAUGHT_UP,
+    READ_HTML,
+    READ_HTML_WITH_SHADOW_ROOTS,
+)
 from scrapy_cdp_pool.render._page.response_log import ResponseLog
 from scrapy_cdp_pool.render._request.spec import RenderSpec
 
 # the name it logged under before render/ went private (log lines, LOG filters)
 logger = logging.getLogger("scrapy_cdp_pool.render.page")
-
-# After one turn of the page's event loop: a navigation the page scheduled
-# (Lightpanda runs a form submitted from onload on its next turn) has started.
-# A document without a root element (a body cut short before it, a script
-# that removed it) reads as its doctype alone.
-_READ_HTML = (
-    "new Promise(r => setTimeout(r, 0)).then(() =>"
-    " (document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '')"
-    " + (document.documentElement ? document.documentElement.outerHTML : ''))"
-)
-#: :data:`_READ_HTML` with every open shadow root (declarative or attached by a
-#: script, nested ones too) serialized in place as ``<template
-#: shadowrootmode="open">``, as a server writes declarative shadow DOM
-#: (``Element.getHTML``'s ``shadowRoots``); the same string as
-#: :data:`_READ_HTML` when the page has none. Closed roots cannot be reached.
-_READ_HTML_WITH_SHADOW_ROOTS = """new Promise(r => setTimeout(r, 0)).then(() => {
-  const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '';
-  const html = document.documentElement;
-  if (!html) return doctype;  // no root element (a body cut short, a script removed it)
-  const roots = [];
-  const walk = (node) => {
-    const walker = document.createTreeWalker(node, NodeFilter.SHOW_ELEMENT);
-    for (let e = walker.nextNode(); e; e = walker.nextNode()) {
-      if (e.shadowRoot) { roots.push(e.shadowRoot); walk(e.shadowRoot); }
-    }
-  };
-  walk(html);
-  if (!roots.length || typeof html.getHTML !== 'function') return doctype + html.outerHTML;
-  const quoted = (v) => v.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
-  const attributes = Array.from(html.attributes, a => ` ${a.name}="${quoted(a.value)}"`).join('');
-  return `${doctype}<html${attributes}>${html.getHTML({shadowRoots: roots})}</html>`;
-})"""
-
-
-#: resolves once the document's serialized size held still over three checks
-#: 10 ms apart, or after 100 checks (see :meth:`Page._parser_caught_up`)
-_PARSER_CAUGHT_UP = """new Promise(r => {
-  let last = -1, same = 0, checks = 0;
-  const check = () => {
-    const size = document.documentElement ? document.documentElement.outerHTML.length : 0;
-    same = size === last ? same + 1 : 0;
-    last = size;
-    if (same >= 3 || ++checks >= 100) r(); else setTimeout(check, 10);
-  };
-  setTimeout(check, 0);
-})"""
 
 
 class Page:
@@ -331,7 +290,7 @@ class Page:
         checks 10 ms apart (at most 100 checks): two turns of its task queue
         were not always enough on a loaded machine (the paragraph missing
         once in a fresh-clone suite run)."""
-        await self.evaluate(_PARSER_CAUGHT_UP, min(timeout_s, 5.0))
+        await self.evaluate(PARSER_CAUGHT_UP, min(timeout_s, 5.0))
 
     async def _network_idle_or_change(self) -> bool:
         """Wait until the network is idle (True) or the tracker changed
@@ -409,7 +368,7 @@ class Page:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         read_deadline = deadline if read_until is None else max(deadline, read_until)
-        script = _READ_HTML_WITH_SHADOW_ROOTS if self.spec.shadow_roots == "open" else _READ_HTML
+        script = READ_HTML_WITH_SHADOW_ROOTS if self.spec.shadow_roots == "open" else READ_HTML
         last_chance = False
         while True:
             if tracker.document is not None and tracker.document.body is not None:
