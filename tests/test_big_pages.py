@@ -85,9 +85,10 @@ def _sent(site: SiteServer, key: str) -> dict[str, Any]:
     return record
 
 
+@pytest.mark.parametrize("private", [False, True], ids=["shareable", "private"])
 @pytest_twisted.ensureDeferred
 async def test_a_pages_own_fetch_of_a_chunked_body_past_download_maxsize_is_cut_on_chromium(
-    site: SiteServer,
+    site: SiteServer, private: bool
 ) -> None:
     """Issue 39 item 7, the rest: a page ``fetch()``-es 256 MiB sent chunked
     (no ``Content-Length``: nothing to refuse at its headers) with
@@ -95,12 +96,17 @@ async def test_a_pages_own_fetch_of_a_chunked_body_past_download_maxsize_is_cut_
     sent every byte, the script saw 268,435,456 of them). Now its bytes are
     counted as they arrive (``Network.dataReceived``); past the limit the
     page stops loading, which cancels the fetch: the script's read fails, the
-    page itself is answered, the site stopped sending long before the end."""
+    page itself is answered, the site stopped sending long before the end.
+    ``private``: a response no other cookie jar may be served from the kept
+    page's cache, so read here and fulfilled ``no-store``: before, it was read
+    whole (``Fetch.getResponseBody``), the browser stopped answering and was
+    restarted (``BrowserUnresponsive``); now read as a stream up to the limit
+    and failed there."""
     key = uuid.uuid4().hex
     spider, crawler = await crawl(
         [
             scrapy.Request(
-                site.url(f"/big/fetch?mb=256&stream={key}"),
+                site.url(f"/big/fetch?mb=256&stream={key}&private={int(private)}"),
                 meta={"cdp": True, "cdp_actions": [["wait_for_selector", "#got:not(:empty)"]]},
             )
         ],

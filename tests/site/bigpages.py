@@ -9,7 +9,8 @@
   and reads it whole; ``#got`` then shows its length in bytes, or
   ``failed`` when the fetch was refused or cut. With ``stream=K``, it fetches
   ``/oversize/stream?key=K`` instead (``N`` MiB of text, chunked: no
-  ``Content-Length``; ``/oversize/sent?key=K`` tells how much was sent).
+  ``Content-Length``; ``/oversize/sent?key=K`` tells how much was sent),
+  with ``private=1`` marked ``Cache-Control: private``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ async def big_fetch(request: web.Request) -> web.Response:
     source = f"/big/blob?mb={mb}"
     if key is not None:
         source = f"/oversize/stream?type=text&key={quote(key)}&bytes={mb << 20}"
+        if request.query.get("private") == "1":
+            source += "&private=1"
     script = (
         f"fetch('{source}').then(r => r.arrayBuffer())"
         ".then(b => { got.textContent = String(b.byteLength); },"

@@ -25,6 +25,7 @@ from scrapy_cdp_pool.errors import (
     PrivateNavigationRefused,
     ResponseTooLarge,
 )
+from scrapy_cdp_pool.render._page.body_stream import read_body_prefix
 from scrapy_cdp_pool.render._page.document_kind import (
     content_length,
     joined,
@@ -345,12 +346,17 @@ class FetchInterceptor:
         (:meth:`BodySizeGuard.watch_unbounded`): past the request's maxsize,
         the page stops loading, which fails it (``Page._on_data``)."""
         network_id = params.get("networkId")
-        if not self.page.spec.maxsize or not network_id or "responseErrorReason" in params:
-            return
+        if network_id and self._unbounded(params):
+            self.page.body_size.watch_unbounded(str(network_id))
+
+    def _unbounded(self, params: dict[str, Any]) -> bool:
+        """Whether the request has a maxsize that no ``Content-Length`` of
+        this response bounds (none, or a compressed body's)."""
+        if not self.page.spec.maxsize or "responseErrorReason" in params:
+            return False
         headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
         encoded = any(k.lower() == "content-encoding" and v.strip() for k, v in headers)
-        if encoded or content_length(headers) is None:
-            self.page.body_size.watch_unbounded(str(network_id))
+        return encoded or content_length(headers) is None
 
     async def _fulfill_unstored(self, params: dict[str, Any]) -> None:
         """Answer a subresource that must not be shared (:func:`shareable`)
@@ -363,12 +369,24 @@ class FetchInterceptor:
         jar's ``Vary: Cookie``, ``Set-Cookie`` and ``private`` responses to
         the others). Measured on both, a fulfilled response is not stored.
         Its body is already decoded, so ``Content-Encoding`` and
-        ``Content-Length`` are dropped."""
+        ``Content-Length`` are dropped. A body that no ``Content-Length``
+        bounds is read as a stream, on a backend that can (Chromium), and the
+        response failed past the request's maxsize, counted as :data:`TOO_LARGE`
+        (``Fetch.getResponseBody`` read a 256 MiB chunked one whole: the
+        browser stopped answering and was restarted)."""
         request_id = params["requestId"]
-        result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
-        body = result.get("body", "")
-        if not result.get("base64Encoded"):
-            body = base64.b64encode(body.encode()).decode("ascii")
+        if self.page.backend.streams_response_bodies and self._unbounded(params):
+            maxsize = self.page.spec.maxsize
+            read, complete = await read_body_prefix(self.page, request_id, maxsize)
+            if not complete:
+                await self._block(request_id, TOO_LARGE)
+                return
+            body = base64.b64encode(read).decode("ascii")
+        else:
+            result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
+            body = result.get("body", "")
+            if not result.get("base64Encoded"):
+                body = base64.b64encode(body.encode()).decode("ascii")
         headers = [
             h
             for h in params.get("responseHeaders", [])
