@@ -77,7 +77,7 @@ def test_one_request_in_flight_per_identity_and_host_limits_gate_by_host() -> No
     # no CDP_POOL_HOST_CONCURRENCY: the add-on would install its own HostLimits
     crawler = get_crawler(settings_dict={"ADDONS": {Addon: 0}})
     gates = runtime_of(crawler).gates
-    limits = HostLimits(crawler, gates, concurrency=1, rate=None)
+    limits = HostLimits(crawler, gates, concurrency=1)
     a1 = scrapy.Request("http://a.test/1", meta={"cdp_profile": "alice"})
     a2 = scrapy.Request("http://b.test/2", meta={"cdp_profile": "alice"})
     b1 = scrapy.Request("http://a.test/3")
@@ -95,17 +95,20 @@ def test_one_request_in_flight_per_identity_and_host_limits_gate_by_host() -> No
 def test_a_host_rate_spaces_starts_and_wakes_the_engine_when_due(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    crawler = get_crawler(settings_dict={"ADDONS": {Addon: 0}})
-    gates = runtime_of(crawler).gates
+    # one start per 1000 s: the host pacing holds the rate in the queue
+    crawler = get_crawler(settings_dict={"CDP_POOL_HOST_RATE": 0.001, "ADDONS": {Addon: 0}})
+    runtime = runtime_of(crawler)
+    gates = runtime.gates
     woken: list[float] = []
     # no timer left behind: record the wakes instead
     monkeypatch.setattr(gates, "wake", lambda delay_s=0.0: woken.append(delay_s))
-    limits = HostLimits(crawler, gates, concurrency=None, rate=0.001)  # one start per 1000 s
+    rate = runtime.pacing.rate
+    assert rate is not None
     first, second = scrapy.Request("http://a.test/1"), scrapy.Request("http://a.test/2")
     assert gates.on_dequeued(first)
     gates.on_finished(first)
-    assert not limits.is_open("a.test")
-    assert limits.is_open("b.test")
+    assert not rate.is_open("a.test")
+    assert rate.is_open("b.test")
     assert gates.is_open(gate_key(scrapy.Request("http://b.test/")))
     assert not gates.is_open(gate_key(second))
     delayed = [delay_s for delay_s in woken if delay_s > 0]
