@@ -60,8 +60,8 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
         self.link = link
         #: the fleet's pauses (and navigation answers) pushed to this worker
         self.events = HostEvents(link.url, link.frontier.prefix)
-        if config.host_rate:  # the host rate held fleet-wide at the site too
-            spacing = FleetSpacing(link, 1.0 / config.host_rate, config.cluster_lease_s)
+        if config.resilience.host_rate:  # the host rate held fleet-wide at the site too
+            spacing = FleetSpacing(link, 1.0 / config.resilience.host_rate, config.cluster.lease_s)
             spacing.events = self.events
             pacing.plug(FLEET_SPACING, spacing)
         crawler.signals.connect(self._closed, signal=signals.spider_closed)

@@ -105,14 +105,14 @@ class CrawlerRuntime:
     @cached_property
     def gates(self) -> RequestGates:
         """The crawler's request gates (profile busy, host paused/limited)."""
-        return RequestGates(self.crawler, max_wait_s=self.config.retry_backoff_max_s)
+        return RequestGates(self.crawler, max_wait_s=self.config.resilience.retry_backoff_max_s)
 
     @cached_property
     def pacing(self) -> HostPacing:
         """The crawler's host pacing (delays, host rate, host pauses): made
         by the download handler, or by a feature plugging a part in, whichever
         comes first; it holds the queue through :attr:`gates`."""
-        return HostPacing(self.crawler, self.gates, self.config.host_rate)
+        return HostPacing(self.crawler, self.gates, self.config.resilience.host_rate)
 
     @cached_property
     def live_pages(self) -> LivePages:

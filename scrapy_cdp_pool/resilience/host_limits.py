@@ -57,9 +57,9 @@ class HostLimits:
     def from_crawler(cls, crawler: Crawler) -> Self:
         runtime = runtime_of(crawler)
         config = runtime.config
-        if config.host_concurrency is None and config.host_rate is None:
+        if config.resilience.host_concurrency is None and config.resilience.host_rate is None:
             raise NotConfigured  # no per-host limit: nothing to install
-        return cls(crawler, runtime.gates, config.host_concurrency)
+        return cls(crawler, runtime.gates, config.resilience.host_concurrency)
 
     def is_open(self, host: str) -> bool:
         """Host gate: room under the concurrency limit (reopened by

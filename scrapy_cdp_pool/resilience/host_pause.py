@@ -64,8 +64,8 @@ class HostPauseMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.gates = gates
-        self.base_s = config.retry_backoff_base_s
-        self.max_s = config.retry_backoff_max_s
+        self.base_s = config.resilience.retry_backoff_base_s
+        self.max_s = config.resilience.retry_backoff_max_s
         self._until: dict[str, float] = {}  # host -> time.monotonic() the pause ends
         self._strikes: dict[str, int] = {}  # host -> 429s in a row without Retry-After
         pacing.plug(HOST_PAUSES, self)

@@ -18,6 +18,8 @@ from scrapy_cdp_pool.core.gates import (
     not_before_suffix,
     split_key,
 )
+from scrapy_cdp_pool.core.pacing import HOST_PAUSES, HostPaused
+from scrapy_cdp_pool.core.parts import PartKey
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.resilience.host_limits import HostLimits
 
@@ -114,3 +116,37 @@ def test_a_host_rate_spaces_starts_and_wakes_the_engine_when_due(
     delayed = [delay_s for delay_s in woken if delay_s > 0]
     assert delayed
     assert all(delay_s <= 1000 for delay_s in delayed)  # when the next start is due
+
+
+class StandInPauses:
+    """Host pauses of one paused host (the resilience middleware's shape)."""
+
+    def __init__(self, paused: str) -> None:
+        self.paused = paused
+
+    def observe(self, request: object, url: str, status: int, retry_after: bytes | None) -> None:
+        pass
+
+    def remaining(self, host: str) -> float:
+        return 5.0 if host == self.paused else 0.0
+
+    def is_open(self, host: str) -> bool:
+        return host != self.paused
+
+    async def wait_open(self, host: str) -> float:
+        return 0.0
+
+
+def test_host_pauses_plug_into_the_pacing_which_holds_the_queue_and_the_handler() -> None:
+    crawler = get_crawler(settings_dict={"ADDONS": {Addon: 0}})
+    runtime = runtime_of(crawler)
+    pacing = runtime.pacing
+    assert runtime.gates.is_open("|a.test")
+    pacing.plug(HOST_PAUSES, StandInPauses("a.test"))
+    assert not runtime.gates.is_open("|a.test")  # the queue holds it
+    assert runtime.gates.is_open("|b.test")
+    with pytest.raises(HostPaused):  # so does the handler, right before a start
+        pacing.check("a.test")
+    pacing.check("b.test")
+    with pytest.raises(KeyError, match="no place for"):
+        pacing.plug(PartKey[object]("something else"), object())
