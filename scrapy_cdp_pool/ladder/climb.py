@@ -111,9 +111,9 @@ def is_handed_back(response: Response) -> bool:
 def rung_names(config: PoolConfig) -> tuple[str, ...]:
     """The ladder's rungs, cheapest first (``CDP_POOL_BROWSER`` names the
     pool's own rung; ``"endpoints"`` with ``CDP_POOL_ENDPOINTS``)."""
-    rungs = [HTTP] if config.render == "auto" else []
+    rungs = [HTTP] if config.ladder.mode == "auto" else []
     rungs.append("endpoints" if config.endpoints else config.browser)
-    if config.fallback == CHROMIUM_RUNG:
+    if config.ladder.fallback == CHROMIUM_RUNG:
         rungs.append(CHROMIUM_RUNG)
     return tuple(rungs)
 
@@ -144,15 +144,15 @@ class Ladder:
         self.chromium = chromium
         self._holders = 0
         learned = store.load() if store is not None else {}
-        self.learner = Learner(rungs, config.recheck_fraction, learned, self._on_change)
+        self.learner = Learner(rungs, config.ladder.recheck_fraction, learned, self._on_change)
         for kind, state in self.learner.kinds.items():
             self.stats.set_value(f"cdp_pool/ladder/learned/{kind}", state.start)
-        if len(rungs) > 1 or config.expect is not None:
+        if len(rungs) > 1 or config.ladder.expect is not None:
             logger.info(
                 "Render ladder: rungs %s, for rendered requests with an expectation (%s)",
                 ", ".join(rungs),
-                f"CDP_POOL_EXPECT = {config.expect.describe()}, or meta['cdp_expect']"
-                if config.expect is not None
+                f"CDP_POOL_EXPECT = {config.ladder.expect.describe()}, or meta['cdp_expect']"
+                if config.ladder.expect is not None
                 else "CDP_POOL_EXPECT is unset: only those with meta['cdp_expect']",
                 extra={"crawler": crawler},
             )
@@ -171,7 +171,7 @@ class Ladder:
         :raises ValueError: naming the request and the meta key.
         """
         if "cdp_expect" not in request.meta:
-            return self.config.expect
+            return self.config.ladder.expect
         value = request.meta["cdp_expect"]
         if value is None:
             return None
@@ -311,7 +311,7 @@ class Ladder:
 
         rungs: dict[str, Fetch] = {name: primary for name in self.rungs}
         rungs[HTTP] = plain
-        if self.config.fallback == CHROMIUM_RUNG:
+        if self.config.ladder.fallback == CHROMIUM_RUNG:
             rungs[CHROMIUM_RUNG] = chromium
         return await self.climb(request, expectation, rungs, timeout_s)
 
