@@ -142,6 +142,9 @@ class PoolConfig:
     cluster_dupefilter: str = "set"
     cluster_bloom_capacity: int = 100_000_000
     cluster_bloom_error_rate: float = 0.001
+    #: buckets the crawl's state is split into, each its own hash tag (0: one
+    #: on one Redis, two per primary on a Redis Cluster; docs/cluster.md)
+    cluster_shards: int = 0
     #: pages in flight across all workers of the cluster (None: no bound), and
     #: a worker's share's lease, seconds
     cluster_budget_max: int | None = None
