@@ -112,12 +112,17 @@ class WakeListener:
 
     async def _finished(self, task: asyncio.Task[None]) -> None:
         """Wait for the listener to end: a pop under way is cut short by
-        closing its connection (redis-py does not let a cancel cut a command
-        short: it shields it)."""
+        closing its connection (redis-py's client of one Redis shields a
+        command from a cancel), else by a cancel (its Redis Cluster client
+        leaves a pop running on a closed connection until its timeout: 30 s
+        with 6 buckets, measured)."""
         done, _ = await asyncio.wait({task}, timeout=0.05)
         if not done and self._client is not None:
             with contextlib.suppress(Exception):
                 await _disconnect(self._client)
+            done, _ = await asyncio.wait({task}, timeout=0.05)
+        if not done and self._client is not None:
+            task.cancel()
         done, _ = await asyncio.wait({task}, timeout=self.fallback_s + 5.0)
         if not done:  # cannot happen: the pop times out by then
             task.cancel()
