@@ -28,7 +28,7 @@ import hashlib
 import json
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.cluster.keys import key_prefix
@@ -103,7 +103,9 @@ def resolve_layout(client: Any, name: str, requested: int, owner: Any = None) ->
         else:
             primaries = len(set(owner_all(owner)))
             tags = choose_tags(name, requested or PER_PRIMARY * primaries, owner)
-        client.set(key, json.dumps(tags), nx=True)
+        if client.set(key, json.dumps(tags), nx=True) and client.exists(base + "paused"):
+            for tag in tags[1:]:  # an operator's pause set before the first worker
+                client.set(bucket_prefix(name, tag) + "paused", client.get(base + "paused"))
         stored = client.get(key)
     tags = [str(tag) for tag in json.loads(stored)]
     if requested and requested != len(tags):
@@ -120,6 +122,16 @@ def owner_all(owner: Any) -> Iterable[Any]:
     return list(getattr(owner, "primaries", ()))
 
 
+def stored_prefixes(client: Any, name: str) -> list[str]:
+    """The prefixes of crawl ``name``'s buckets as stored (bucket 0's alone
+    when no layout is stored), for the operator's commands.
+
+    :raises redis.exceptions.RedisError: Redis did not answer."""
+    stored = client.get(key_prefix(name) + LAYOUT_KEY)
+    tags = [str(tag) for tag in json.loads(stored)] if stored else [name]
+    return [bucket_prefix(name, tag) for tag in tags]
+
+
 class SlotOwner:
     """``owner(prefix)`` for :func:`choose_tags` from redis-py's cluster
     client: the name of the primary serving the prefix's slot."""
@@ -130,6 +142,13 @@ class SlotOwner:
 
     def __call__(self, prefix: str) -> str:
         return str(self.client.get_node_from_key(prefix + "seq").name)
+
+
+def _hash_index(key: str, count: int) -> int:
+    if count == 1:
+        return 0
+    digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count
 
 
 class Buckets:
@@ -151,11 +170,7 @@ class Buckets:
 
     def index(self, host: str, profile: str = "") -> int:
         """The bucket of a request: its profile's when it has one, else its host's."""
-        if self.count == 1:
-            return 0
-        key = f"p:{profile}" if profile else f"h:{host}"
-        digest = hashlib.blake2b(key.encode(), digest_size=8).digest()
-        return int.from_bytes(digest, "big") % self.count
+        return _hash_index(f"p:{profile}" if profile else f"h:{host}", self.count)
 
     def of(self, host: str, profile: str = "") -> Frontier:
         return self.frontiers[self.index(host, profile)]
@@ -177,6 +192,24 @@ class Buckets:
         """``(bucket, lease id in it)`` of a name from :meth:`lease`."""
         bucket, sep, lease_id = lease.partition("/")
         return (int(bucket), lease_id) if sep else (0, lease)
+
+    @classmethod
+    def group_ids(cls, leases: Iterable[str]) -> dict[int, list[str]]:
+        """Lease (or request) names by bucket, as ids in their bucket."""
+        grouped: dict[int, list[str]] = defaultdict(list)
+        for lease in leases:
+            bucket, lease_id = cls.split(lease)
+            grouped[bucket].append(lease_id)
+        return grouped
+
+    @staticmethod
+    def profile_prefixes(prefixes: list[str]) -> Callable[[str], str]:
+        """``prefix_of(profile)`` for the buckets ``prefixes`` (as :meth:`index`)."""
+
+        def prefix_of(profile: str) -> str:
+            return prefixes[_hash_index(f"p:{profile}", len(prefixes))]
+
+        return prefix_of
 
     def of_lease(self, lease: str) -> tuple[Frontier, str]:
         bucket, lease_id = self.split(lease)
