@@ -23,7 +23,9 @@ Printed per shard count: pages/s (wall), each node's Redis CPU seconds
 (``INFO cpu``, user + sys) and per page, and the capacity figure that scales
 on a machine with fewer cores than shards: pages per CPU second of the
 busiest shard (1 / the largest per-node Redis CPU per page), and its ratio to
-one shard's.
+one shard's; each also without the nodes' idle cost (their CPU per second
+over the 3 s before the workers start, times the run: ``serverCron`` and the
+cluster bus's gossip, which a 1-node cluster does not have).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from redis.cluster import RedisCluster  # noqa: E402
 from scrapy_cdp_pool.cluster.frontier import Frontier, worker_id  # noqa: E402
 from scrapy_cdp_pool.cluster.keys import gate_of  # noqa: E402
 from scrapy_cdp_pool.cluster.shards import (  # noqa: E402
+    PER_PRIMARY,
     Buckets,
     SlotOwner,
     bucket_prefix,
@@ -108,6 +111,13 @@ class Cluster:
 
     def client(self) -> RedisCluster:
         return RedisCluster(host="127.0.0.1", port=self.ports[0])
+
+    def calls(self) -> int:
+        """Script calls (``EVALSHA``) of every node so far."""
+        return sum(
+            int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+            for client in self.clients
+        )
 
     def cpu(self) -> list[float]:
         """Each node's CPU seconds so far (user + sys, main thread and all)."""
@@ -188,13 +198,13 @@ def run(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
     try:
         client = cluster.client()
         name = f"bench-{nodes}"
-        tags = resolve_layout(client, name, 0, SlotOwner(client))
+        tags = resolve_layout(client, name, args.per_primary * nodes, SlotOwner(client))
         seeder = buckets_for(client, name, tags, args)
         rng = random.Random(0)
         for n in range(args.queued):
             push(seeder, rng, args, n)
         results: Any = multiprocessing.Queue()
-        start_at = time.time() + 2.0
+        start_at = time.time() + 3.0
         procs = [
             multiprocessing.Process(
                 target=simulate,
@@ -212,14 +222,23 @@ def run(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
         ]
         for proc in procs:
             proc.start()
-        while time.time() < start_at:
-            time.sleep(0.01)
+        idle = cluster.cpu()  # the nodes' own cost (cron, cluster bus), pages aside
+        idle_s = max(0.5, start_at - time.time())
+        time.sleep(idle_s)
         before = cluster.cpu()
+        calls_before = cluster.calls()
+        idle_rate = [(b - a) / idle_s for a, b in zip(idle, before, strict=True)]
         pages = sum(results.get(timeout=args.seconds + 120) for _ in procs)
         after = cluster.cpu()
+        calls = cluster.calls() - calls_before
         for proc in procs:
             proc.join()
         cpu = [b - a for a, b in zip(before, after, strict=True)]
+        # each node's CPU for the pages: its idle rate over the run taken out
+        net = [max(1e-6, c - rate * args.seconds) for c, rate in zip(cpu, idle_rate, strict=True)]
+        acked = [
+            int(client.hget(bucket_prefix(name, tag) + "stats", "acked") or 0) for tag in tags
+        ]
         owners = SlotOwner(client)
         per_node = [0] * nodes
         for tag in tags:
@@ -227,7 +246,10 @@ def run(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
         return {"shards": nodes, "buckets": len(tags), "buckets_per_node": per_node,
                 "pages": pages, "pages_per_s": pages / args.seconds, "cpu_s": cpu,
                 "cpu_us_per_page": [round(c / pages * 1e6, 1) for c in cpu],
-                "capacity": pages / max(cpu)}  # fmt: skip
+                "capacity": pages / max(cpu), "idle_cpu_per_s": idle_rate,
+                "calls_per_page": calls / pages, "acked_per_bucket": acked,
+                "net_us_per_page": [round(c / pages * 1e6, 1) for c in net],
+                "net_capacity": pages / max(net)}  # fmt: skip
     finally:
         cluster.stop()
 
@@ -242,21 +264,29 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=50)
     parser.add_argument("--host-concurrency", type=int, default=8)
     parser.add_argument("--queued", type=int, default=2000, help="requests seeded")
+    parser.add_argument(
+        "--per-primary", type=int, default=PER_PRIMARY, help="buckets per primary (the default's)"
+    )
     args = parser.parse_args()
     print(
         f"{args.procs} processes x {args.workers} simulated workers, {args.seconds:g} s, "
         f"{args.profiles} profiles, {args.hosts} hosts (slots {args.host_concurrency})"
     )
-    first = None
+    first = first_net = None
     for nodes in (int(n) for n in args.shards.split(",")):
         row = run(nodes, args)
         first = first or row["capacity"]
+        first_net = first_net or row["net_capacity"]
         print(
             f"shards {nodes} ({row['buckets']} buckets, {row['buckets_per_node']} per node): "
-            f"{row['pages_per_s']:.0f} pages/s wall; Redis CPU s per node "
-            f"{[round(c, 2) for c in row['cpu_s']]}, µs per page {row['cpu_us_per_page']}; "
+            f"{row['pages_per_s']:.0f} pages/s wall, {row['calls_per_page']:.2f} script calls "
+            f"per page, pages per bucket {row['acked_per_bucket']}; Redis CPU s per node "
+            f"{[round(c, 2) for c in row['cpu_s']]} (idle: "
+            f"{[round(r * 1000, 1) for r in row['idle_cpu_per_s']]} ms/s), µs per page "
+            f"{row['cpu_us_per_page']}, without the idle cost {row['net_us_per_page']}; "
             f"capacity {row['capacity']:.0f} pages per busiest-shard CPU second "
-            f"({row['capacity'] / first:.2f}x one shard)",
+            f"({row['capacity'] / first:.2f}x one shard), without the idle cost "
+            f"{row['net_capacity']:.0f} ({row['net_capacity'] / first_net:.2f}x)",
             flush=True,
         )
 
