@@ -236,9 +236,7 @@ def run(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
         cpu = [b - a for a, b in zip(before, after, strict=True)]
         # each node's CPU for the pages: its idle rate over the run taken out
         net = [max(1e-6, c - rate * args.seconds) for c, rate in zip(cpu, idle_rate, strict=True)]
-        acked = [
-            int(client.hget(bucket_prefix(name, tag) + "stats", "acked") or 0) for tag in tags
-        ]
+        acked = [int(client.hget(bucket_prefix(name, tag) + "stats", "acked") or 0) for tag in tags]
         owners = SlotOwner(client)
         per_node = [0] * nodes
         for tag in tags:

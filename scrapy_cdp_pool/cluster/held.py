@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.asyncio import call_later
 
-from scrapy_cdp_pool.cluster.figures import read_figures
+from scrapy_cdp_pool.cluster.figures import read_all_figures
 from scrapy_cdp_pool.cluster.link import ClusterLink
 from scrapy_cdp_pool.core.gates import _TOKEN_META_KEY, RequestGates
 from scrapy_cdp_pool.errors import LeaseLost, RedisUnavailable
@@ -298,8 +298,8 @@ class HeldRequests:
         try:
             figures = self.link.call(
                 "figures",
-                lambda: read_figures(
-                    self.link.client, self.link.frontier.prefix, self.link.lease_s
+                lambda: read_all_figures(
+                    self.link.client, self.link.shards.prefixes, self.link.lease_s
                 ),
             )
         except RedisUnavailable:
