@@ -4,7 +4,8 @@ primary (scrapy_cdp_pool/cluster/shards.py). Two workers (two crawlers in
 this process, each with its own browser) share the crawl:
 
 - every page once, one request in flight per profile as the site counts it,
-  and the crawl's keys on all three nodes (counted per node);
+  each page's profile saved back under its lock (fenced in the profile's
+  bucket), and the crawl's keys on all three nodes (counted per node);
 - a 429's pause held across buckets: requests to one host under profiles in
   different buckets, no arrival inside a window the site announced;
 - a worker whose ``CDP_POOL_CLUSTER_SHARDS`` disagrees with the stored layout
@@ -101,7 +102,8 @@ async def test_a_crawl_spans_the_shards_each_page_once_one_request_per_profile(
         ]
         for w in range(2)
     ]
-    done = await two_workers(batches, settings(redis_cluster.url(0), name, tmp_path))
+    config = settings(redis_cluster.url(0), name, tmp_path, CDP_POOL_PROFILE_SAVE_STATE=True)
+    done = await two_workers(batches, config)
     got: list[str] = []
     for spider, crawler in done:
         assert not spider.failures, spider.failures
@@ -115,9 +117,14 @@ async def test_a_crawl_spans_the_shards_each_page_once_one_request_per_profile(
     assert len(tags) == PER_PRIMARY * 3
     owners = {redis_cluster.owner(bucket_prefix(name, t) + "seq") for t in tags}
     assert owners == {0, 1, 2}  # the buckets cover every primary
+    # each page's save-back went through its profile's lock, in the profile's bucket
+    assert not any(c.stats.get_value("cdp_pool/cluster/stale_profile_writes") for _, c in done)
+    prefix_of = Buckets.profile_prefixes([bucket_prefix(name, t) for t in tags])
+    versions = {n: int(client.hget(f"{prefix_of(n)}profile:{n}", "version") or -1) for n in names}
+    assert versions == dict.fromkeys(names, 4), versions  # 48 pages over 12 profiles
     per_node = keys_per_node(redis_cluster, name)
     assert all(count > 0 for count in per_node), per_node
-    # both workers took in several buckets: each bucket's fingerprints set
+    # the fingerprints spread over the buckets (each bucket its own set)
     seen = [client.scard(bucket_prefix(name, t) + "seen") for t in tags]
     assert sum(seen) == len(urls), seen
     assert sum(1 for s in seen if s) >= 3, seen
