@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 FALLBACK_S = 5.0
 """Longest a waiting worker goes without a take, seconds."""
+CLOSE_S = 1.0
+"""Longest the close of the listener's connection is waited for at stop, seconds."""
 RETRY_S = (0.5, 30.0)
 """Backoff of a lost connection: first wait, longest wait (seconds)."""
 
@@ -117,11 +119,12 @@ class WakeListener:
         leaves a pop running on a closed connection until its timeout: 30 s
         with 6 buckets, measured)."""
         done, _ = await asyncio.wait({task}, timeout=0.05)
-        if not done and self._client is not None:
-            with contextlib.suppress(Exception):
-                await _disconnect(self._client)
+        client = self._client
+        if not done and client is not None:
+            with contextlib.suppress(Exception):  # a close that hangs too: bounded
+                await asyncio.wait_for(_disconnect(client), CLOSE_S)
             done, _ = await asyncio.wait({task}, timeout=0.05)
-        if not done and self._client is not None:
+        if not done:
             task.cancel()
         done, _ = await asyncio.wait({task}, timeout=self.fallback_s + 5.0)
         if not done:  # cannot happen: the pop times out by then
