@@ -160,8 +160,8 @@ class Addon(RuntimeOwner):
         _install_scheduler(settings, config, self.crawler)
         _install_components(
             settings,
-            cluster=config.cluster_redis_url is not None,
-            metrics=config.metrics_port is not None,
+            cluster=config.cluster.redis_url is not None,
+            metrics=config.telemetry.metrics_port is not None,
         )
 
 
@@ -179,7 +179,7 @@ def _check_binaries(config: PoolConfig) -> None:
             "--remote-debugging-port=9222 and set "
             'CDP_POOL_ENDPOINTS = ["http://127.0.0.1:9222"]'
         )
-    browsers = {config.browser, config.fallback or config.browser}
+    browsers = {config.browser, config.ladder.fallback or config.browser}
     try:
         for browser in sorted(browsers):
             embedded_server(dataclasses.replace(config, browser=browser)).checked_binary()
@@ -224,15 +224,15 @@ def _install_scheduler(
 ) -> None:
     """The cluster's scheduler (one crawl over many workers), or the durable
     JOBDIR's (survives SIGKILL), as the settings ask."""
-    if config.cluster_redis_url is not None:
+    if config.cluster.redis_url is not None:
         for name, value, priority in cluster_settings(settings):
             settings.set(name, value, priority)
         feed_key = prefix = None
         if crawler is not None:
-            feed_key = feed_key_for(crawler.spidercls, settings, config.cluster_feed_key)
+            feed_key = feed_key_for(crawler.spidercls, settings, config.cluster.feed_key)
             prefix = cluster_prefix(config, crawler)
-        check_redis(config.cluster_redis_url, feed_key, prefix)
-    elif settings.get("JOBDIR") and config.jobdir_durable:
+        check_redis(config.cluster.redis_url, feed_key, prefix)
+    elif settings.get("JOBDIR") and config.jobdir.durable:
         changes = durable_settings(settings)
         for name, value, priority in changes:
             settings.set(name, value, priority)
@@ -284,13 +284,13 @@ def _wrap_cache_storage(settings: BaseSettings) -> None:
 def _check_paths(config: PoolConfig, jobdir: Any) -> None:
     """:raises ValueError: naming the setting, the path and the OS's reason."""
     for name, path in (
-        ("CDP_POOL_STATUS_FILE", config.status_file),
-        ("CDP_POOL_FAILURES_FILE", config.failures_file),
+        ("CDP_POOL_STATUS_FILE", config.telemetry.status_file),
+        ("CDP_POOL_FAILURES_FILE", config.resilience.failures_file),
     ):
         if path is not None:
             check_writable_file(name, path)
-    if config.profiles_dir is not None:
-        check_directory("CDP_POOL_PROFILES_DIR", config.profiles_dir)
+    if config.profiles.dir is not None:
+        check_directory("CDP_POOL_PROFILES_DIR", config.profiles.dir)
     if config.snapshot_dir is not None:  # pages' HTML and screenshots: 0700
         make_private_directory("CDP_POOL_SNAPSHOT_DIR", config.snapshot_dir)
         check_directory("CDP_POOL_SNAPSHOT_DIR", config.snapshot_dir)

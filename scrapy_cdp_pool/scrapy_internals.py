@@ -21,7 +21,7 @@ or overrides these internals (all present from Scrapy 2.13 to 2.19):
   ``scraper.Slot`` private), and ``engine.scheduler``;
 - ``engine.downloader.get_slot_key()`` and ``engine.downloader.slots``: a
   request's downloader slot (its ``download_delay()`` and ``concurrency``),
-  which the handler holds where the site sees them (core/politeness.py);
+  which the handler holds where the site sees them (core/pacing/spacing.py);
 - ``engine.downloader.middleware.middlewares``: the running downloader
   middlewares (the cookie jar and the render ladder find Scrapy's own there);
 - ``Scheduler.dqdir``, ``dqclass`` and ``df``, which the durable scheduler

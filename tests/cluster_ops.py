@@ -83,11 +83,13 @@ class StealIdentityMiddleware:
 
     def process_request(self, request: Any) -> None:
         if request.meta.get("steal_identity"):
-            take_identity(self.client, request.meta["cdp_profile"], "another-worker")
+            held = self.crawler.engine.scheduler.held
+            # the other worker's lock lasts a lease of this crawl's, as its own would
+            lease_ms = int(held.link.lease_s * 1000)
+            take_identity(self.client, request.meta["cdp_profile"], "another-worker", lease_ms)
             # a lease runs out only after its time: the worker's own clock says
             # its take is half a lease old at least (else it knows it holds
             # the lease without asking Redis: cluster/held.py SURE_HELD)
-            held = self.crawler.engine.scheduler.held
             lease = request.meta.get(LEASE_META_KEY)
             if lease in held._renewed:
                 held._renewed[lease] -= held.link.lease_s * SURE_HELD

@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.long_tests import start_long_tests_first
 from tests.redis_server import (  # noqa: F401 - the Redis fixtures, one per kind of server
     durable_redis_server,
     module_redis_server,
@@ -51,3 +52,11 @@ def _kill_left_workers() -> Iterator[None]:
     harness = sys.modules.get("tests.cluster_harness")
     if harness is not None:
         harness.kill_left()
+
+
+@pytest.hookimpl(trylast=True)  # after -k / -m deselected what they do
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, the longest tests start first (tests/long_tests.py)."""
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        start_long_tests_first(items, int(workerinput["workercount"]))

@@ -205,12 +205,13 @@ class HandlerContract:
 
     @pytest_twisted.ensureDeferred
     async def test_bad_action_fails_only_its_request(self, site: SiteServer) -> None:
+        # the missing click waits for the action timeout: 2 s, not the default 10
         spider, _ = await self.crawl([
             scrapy.Request(site.url("/js?bad"), meta={"cdp": True, "cdp_actions": [["fly", 1]]}),
             scrapy.Request(site.url("/js?missing"),
                            meta={"cdp": True, "cdp_actions": [["click", "#nope"]]}),
             scrapy.Request(site.url("/js?good"), meta={"cdp": True}),
-        ])  # fmt: skip
+        ], CDP_POOL_ACTION_TIMEOUT_SECONDS=2)  # fmt: skip
         assert [r.url for r in spider.responses] == [site.url("/js?good")]
         messages = sorted(str(f.value) for f in spider.failures)
         assert any("unknown action 'fly'" in m for m in messages), messages

@@ -226,7 +226,7 @@ def test_settings_copies_keep_the_same_instance() -> None:
     settings = Settings({"CDP_POOL_BUDGET": budget})
     assert settings.copy()["CDP_POOL_BUDGET"] is budget
     assert copy.deepcopy(budget) is budget
-    assert PoolConfig.from_settings(settings.copy()).budget is budget
+    assert PoolConfig.from_settings(settings.copy()).budget.shared is budget
 
 
 def config(**values: Any) -> PoolConfig:
@@ -235,9 +235,9 @@ def config(**values: Any) -> PoolConfig:
 
 def test_budget_settings_defaults_and_values() -> None:
     cfg = config()
-    assert (cfg.pool_name, cfg.budget, cfg.autoscale) == (None, None, False)
-    assert cfg.autoscale_interval_s == 10
-    assert (cfg.budget_min, cfg.budget_max) == (1, None)
+    assert (cfg.pool_name, cfg.budget.shared, cfg.budget.autoscale) == (None, None, False)
+    assert cfg.budget.interval_s == 10
+    assert (cfg.budget.min, cfg.budget.max) == (1, None)
     assert pool_capacity(config(CDP_POOL_CONNECTIONS=3)) == 3
     assert pool_capacity(config(CDP_POOL_CONNECTIONS=3, CDP_POOL_BROWSER="chromium",
                                 CDP_POOL_CONTEXTS_PER_CONNECTION=2)) == 6  # fmt: skip

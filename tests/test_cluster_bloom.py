@@ -132,7 +132,7 @@ def test_the_size_follows_the_capacity_and_the_rate() -> None:
 
 def test_the_settings_are_validated() -> None:
     config = PoolConfig.from_settings(Settings({"CDP_POOL_CLUSTER_DUPEFILTER": "bloom"}))
-    assert (config.cluster_bloom_capacity, config.cluster_bloom_error_rate) == (100_000_000, 0.001)
+    assert (config.cluster.bloom_capacity, config.cluster.bloom_error_rate) == (100_000_000, 0.001)
     for name, value in (
         ("CDP_POOL_CLUSTER_DUPEFILTER", "bloomy"),
         ("CDP_POOL_CLUSTER_BLOOM_CAPACITY", 0),

@@ -227,7 +227,9 @@ async def test_two_workers_hand_an_identity_over(
     # Worker 2 again; after its take, its lease runs out and another worker
     # takes the profile before the page starts.
     meta = {"cdp_profile": "alice", "steal_identity": True}
-    steal = {"DOWNLOADER_MIDDLEWARES": {"tests.cluster_ops.StealIdentityMiddleware": 968}}
+    # a short lease: each delivery waits for the other worker's lock to run out
+    steal = {"DOWNLOADER_MIDDLEWARES": {"tests.cluster_ops.StealIdentityMiddleware": 968},
+             "CDP_POOL_CLUSTER_LEASE_SECONDS": 3}  # fmt: skip
     spider, crawler = await crawl(
         [scrapy.Request(site.url("/refresh?late"), meta=meta)], {**cluster, **steal}
     )

@@ -18,7 +18,7 @@ hostile attempts: ``NORMAL_RETRIES`` in tests/hostile_pages_crawl.py). The
 hostile pages themselves end by name (a
 response, or an errback's failure). The crawl runs in its own process, as
 ``scrapy crawl`` does; the only bound is the harness's, far above the crawl's
-~100 s."""
+~40-80 s (each hostile page tried once)."""
 
 from __future__ import annotations
 

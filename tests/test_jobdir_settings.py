@@ -35,9 +35,9 @@ def installed(values: dict[str, object]) -> dict[str, object]:
 
 def test_config_defaults_and_bad_values() -> None:
     config = PoolConfig.from_settings(Settings())
-    assert (config.jobdir_durable, config.jobdir_fsync) == (True, False)
+    assert (config.jobdir.durable, config.jobdir.fsync) == (True, False)
     config = PoolConfig.from_settings(Settings({"CDP_POOL_JOBDIR_FSYNC": "True"}))
-    assert config.jobdir_fsync
+    assert config.jobdir.fsync
     for name in ("CDP_POOL_JOBDIR_DURABLE", "CDP_POOL_JOBDIR_FSYNC"):
         with pytest.raises(
             ValueError, match=rf"{name}: 'maybe' is not a boolean; use True or False"

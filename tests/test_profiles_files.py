@@ -210,18 +210,22 @@ def test_invalid_profile_settings_are_named(name: str, value: Any, message: str)
 
 def test_profile_settings(tmp_path: Path) -> None:
     config = PoolConfig.from_settings(Settings())
-    assert (config.profiles_dir, config.profile_save_state) == (None, False)
-    assert (config.signed_out, config.sign_in, config.profile_max_failures) == (None, None, 5)
+    assert (config.profiles.dir, config.profiles.save_state) == (None, False)
+    assert (config.profiles.signed_out, config.profiles.sign_in, config.profiles.max_failures) == (
+        None,
+        None,
+        5,
+    )
     config = PoolConfig.from_settings(Settings({
         "CDP_POOL_PROFILES_DIR": tmp_path, "CDP_POOL_PROFILE_SAVE_STATE": "True",
         "CDP_POOL_SIGNED_OUT": {"url": "/login"}, "CDP_POOL_SIGN_IN": "json.dumps",
         "CDP_POOL_PROFILE_MAX_FAILURES": "3",
     }))  # fmt: skip
-    assert config.profiles_dir == str(tmp_path)
-    assert config.profile_save_state is True
-    assert config.signed_out == SignedOutRule(url="/login")
-    assert config.sign_in == "json.dumps"
-    assert config.profile_max_failures == 3
+    assert config.profiles.dir == str(tmp_path)
+    assert config.profiles.save_state is True
+    assert config.profiles.signed_out == SignedOutRule(url="/login")
+    assert config.profiles.sign_in == "json.dumps"
+    assert config.profiles.max_failures == 3
 
 
 def test_health_counts_consecutive_failures_and_keeps_the_first_retirement() -> None:

@@ -90,7 +90,7 @@ def spy_429s(monkeypatch: pytest.MonkeyPatch) -> dict[str, float]:
 @pytest.mark.parametrize(
     ("browser", "connections", "requests"),
     [
-        ("lightpanda", None, 150),
+        ("lightpanda", None, 90),
         ("lightpanda", 1, 60),
         ("chromium", None, 60),
         ("plain", None, 30),

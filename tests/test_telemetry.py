@@ -45,9 +45,9 @@ def read_samples(path: Path) -> list[dict[str, Any]]:
 
 def test_settings_defaults() -> None:
     config = PoolConfig.from_settings(Settings())
-    assert config.status_interval_s == 30.0
-    assert config.status_file is None
-    assert config.server_memory_limit_mb is None
+    assert config.telemetry.status_interval_s == 30.0
+    assert config.telemetry.status_file is None
+    assert config.telemetry.server_memory_limit_mb is None
 
 
 def test_settings_valid_values(tmp_path: Path) -> None:
@@ -58,9 +58,9 @@ def test_settings_valid_values(tmp_path: Path) -> None:
             "CDP_POOL_SERVER_MEMORY_LIMIT_MB": "512",
         })
     )  # fmt: skip
-    assert config.status_interval_s == 0.5
-    assert config.status_file == str(tmp_path / "status.jsonl")
-    assert config.server_memory_limit_mb == 512.0
+    assert config.telemetry.status_interval_s == 0.5
+    assert config.telemetry.status_file == str(tmp_path / "status.jsonl")
+    assert config.telemetry.server_memory_limit_mb == 512.0
 
 
 @pytest.mark.parametrize(

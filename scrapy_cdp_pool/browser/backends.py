@@ -97,7 +97,7 @@ class Backend:
     #: ``Content-Type`` names no charset, as the HTML standard says (Lightpanda
     #: 1.0.2 does not: a UTF-16 page with a BOM came back garbled), else the
     #: page's body is read and handed back labelled
-    #: (:class:`~scrapy_cdp_pool.render._page.interception.FetchInterceptor`)
+    #: (:class:`~scrapy_cdp_pool.render._page.document_response.DocumentResponses`)
     sniffs_byte_order_mark: bool = True
     #: the server flag that caps a page's JavaScript heap, and its form
     #: (``{mb}``: the ceiling in MB); one argument per item

@@ -50,31 +50,31 @@ def pool_capacity(config: PoolConfig) -> int:
 def budget_settings(config: PoolConfig) -> Settings:
     """The settings a budget is built from, as crawlers sharing it must agree."""
     return (
-        ("CDP_POOL_BUDGET_MIN", config.budget_min),
-        ("CDP_POOL_BUDGET_MAX", config.budget_max),
-        ("CDP_POOL_AUTOSCALE_INTERVAL_SECONDS", config.autoscale_interval_s),
-        ("CDP_POOL_SERVER_MEMORY_LIMIT_MB", config.server_memory_limit_mb),
-        ("CDP_POOL_AUTOSCALE_MEMORY_SHARE", config.autoscale_memory_share),
-        ("CDP_POOL_AUTOSCALE_CPU_RATIO", config.autoscale_cpu_ratio),
-        ("CDP_POOL_AUTOSCALE_LOOP_LAG_SECONDS", config.autoscale_loop_lag_s),
-        ("CDP_POOL_AUTOSCALE_OVERLOADED_FRACTION", config.autoscale_overloaded_fraction),
+        ("CDP_POOL_BUDGET_MIN", config.budget.min),
+        ("CDP_POOL_BUDGET_MAX", config.budget.max),
+        ("CDP_POOL_AUTOSCALE_INTERVAL_SECONDS", config.budget.interval_s),
+        ("CDP_POOL_SERVER_MEMORY_LIMIT_MB", config.telemetry.server_memory_limit_mb),
+        ("CDP_POOL_AUTOSCALE_MEMORY_SHARE", config.budget.memory_share),
+        ("CDP_POOL_AUTOSCALE_CPU_RATIO", config.budget.cpu_ratio),
+        ("CDP_POOL_AUTOSCALE_LOOP_LAG_SECONDS", config.budget.loop_lag_s),
+        ("CDP_POOL_AUTOSCALE_OVERLOADED_FRACTION", config.budget.overloaded_fraction),
     )
 
 
 def budget_from_config(config: PoolConfig, name: str) -> ConcurrencyBudget:
     """An autoscaled budget built from the ``CDP_POOL_*`` settings."""
-    high = config.budget_max if config.budget_max is not None else pool_capacity(config)
+    high = config.budget.max if config.budget.max is not None else pool_capacity(config)
     return ConcurrencyBudget(
-        min=config.budget_min,
-        max=max(high, config.budget_min),
+        min=config.budget.min,
+        max=max(high, config.budget.min),
         autoscale=True,
-        interval_s=config.autoscale_interval_s,
+        interval_s=config.budget.interval_s,
         thresholds=LoadThresholds(
-            memory_limit_mb=config.server_memory_limit_mb,
-            memory_share=config.autoscale_memory_share,
-            cpu_ratio=config.autoscale_cpu_ratio,
-            loop_lag_s=config.autoscale_loop_lag_s,
-            overloaded_fraction=config.autoscale_overloaded_fraction,
+            memory_limit_mb=config.telemetry.server_memory_limit_mb,
+            memory_share=config.budget.memory_share,
+            cpu_ratio=config.budget.cpu_ratio,
+            loop_lag_s=config.budget.loop_lag_s,
+            overloaded_fraction=config.budget.overloaded_fraction,
         ),
         name=name,
     )
@@ -123,9 +123,9 @@ class BudgetExtension:
     def from_crawler(cls, crawler: Crawler) -> Self:
         runtime = runtime_of(crawler)
         config = runtime.config
-        if isinstance(config.budget, ConcurrencyBudget):  # the setting's type, checked
-            return cls(runtime, config.budget)
-        if not config.autoscale:
+        if isinstance(config.budget.shared, ConcurrencyBudget):  # the setting's type, checked
+            return cls(runtime, config.budget.shared)
+        if not config.budget.autoscale:
             raise NotConfigured  # no budget: the crawler scales on its own
         name = config.pool_name
         if name is None:

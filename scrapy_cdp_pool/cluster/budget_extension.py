@@ -56,18 +56,18 @@ class FleetBudgetExtension:
     def from_crawler(cls, crawler: Crawler) -> Self:
         runtime = runtime_of(crawler)
         config = runtime.config
-        if config.cluster_redis_url is None or config.cluster_budget_max is None:
+        if config.cluster.redis_url is None or config.cluster.budget_max is None:
             raise NotConfigured
         budget = FleetBudget(
-            connect_async(config.cluster_redis_url, CALL_TIMEOUT_S),
+            connect_async(config.cluster.redis_url, CALL_TIMEOUT_S),
             cluster_prefix(config, crawler),
-            max=config.cluster_budget_max,
+            max=config.cluster.budget_max,
             owner=worker_id(),
-            lease_s=config.cluster_budget_lease_s,
+            lease_s=config.cluster.budget_lease_s,
             crawler=crawler,
         )
-        with connect(config.cluster_redis_url, None) as client:  # refused now, not mid-crawl
-            client.set(budget.max_key, config.cluster_budget_max, nx=True)
+        with connect(config.cluster.redis_url, None) as client:  # refused now, not mid-crawl
+            client.set(budget.max_key, config.cluster.budget_max, nx=True)
             stored = client.get(budget.max_key)
         budget.check_stored_max(stored)
         return cls(crawler, budget, runtime.gates, config.render_all)

@@ -1,6 +1,9 @@
 """FleetSpacing: ``CDP_POOL_HOST_RATE`` held across the workers of a cluster
-where requests reach the site, as each worker's
-:class:`~scrapy_cdp_pool.core.politeness.RequestSpacing` holds it for its own.
+where requests reach the site, as each worker's host pacing
+(:class:`~scrapy_cdp_pool.core.pacing.HostPacing`) holds it for its own; the
+part the cluster plugs into that pacing
+(:data:`~scrapy_cdp_pool.core.pacing.FLEET_SPACING`), which decides when a
+start claims the host.
 
 The frontier's take spaces the *takes* of a host fleet-wide; a worker then
 waits for its browser, a slot and a context, so two workers' navigations

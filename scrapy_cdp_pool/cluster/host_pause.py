@@ -12,9 +12,10 @@ expiring then), so that:
   worker as they are written (:mod:`~scrapy_cdp_pool.cluster.host_events`),
   no round trip; one ``PTTL`` each while that subscription is not live.
 
-With ``CDP_POOL_HOST_RATE`` it also installs the fleet's spacing of each
+With ``CDP_POOL_HOST_RATE`` it also plugs the fleet's spacing of each
 host's starts (:mod:`~scrapy_cdp_pool.cluster.fleet_spacing`), which refuses
-a start while the host is paused fleet-wide.
+a start while the host is paused fleet-wide, into the crawler's host pacing
+(:data:`~scrapy_cdp_pool.core.pacing.FLEET_SPACING`), beside its pauses.
 
 A pause is written to Redis before it is logged ("Pausing requests to ...").
 With Redis unreachable the worker's own pauses still hold on it; others'
@@ -33,6 +34,7 @@ from scrapy_cdp_pool.cluster.fleet_spacing import FleetSpacing
 from scrapy_cdp_pool.cluster.host_events import HostEvents
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
 from scrapy_cdp_pool.core.gates import RequestGates
+from scrapy_cdp_pool.core.pacing import FLEET_SPACING, HostPacing
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import RedisUnavailable
 from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
@@ -47,16 +49,21 @@ logger = logging.getLogger(__name__)
 
 class ClusterHostPauseMiddleware(HostPauseMiddleware):
     def __init__(
-        self, crawler: Crawler, gates: RequestGates, config: PoolConfig, link: ClusterLink
+        self,
+        crawler: Crawler,
+        gates: RequestGates,
+        config: PoolConfig,
+        pacing: HostPacing,
+        link: ClusterLink,
     ) -> None:
-        super().__init__(crawler, gates, config)
+        super().__init__(crawler, gates, config, pacing)
         self.link = link
         #: the fleet's pauses (and navigation answers) pushed to this worker
         self.events = HostEvents(link.url, link.frontier.prefix)
-        if config.host_rate:  # the host rate held fleet-wide at the site too
-            spacing = FleetSpacing(link, 1.0 / config.host_rate, config.cluster_lease_s)
+        if config.resilience.host_rate:  # the host rate held fleet-wide at the site too
+            spacing = FleetSpacing(link, 1.0 / config.resilience.host_rate, config.cluster.lease_s)
             spacing.events = self.events
-            gates.fleet_spacing = spacing
+            pacing.plug(FLEET_SPACING, spacing)
         crawler.signals.connect(self._closed, signal=signals.spider_closed)
 
     def _closed(self) -> None:
@@ -65,7 +72,7 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         runtime = runtime_of(crawler)
-        return cls(crawler, runtime.gates, runtime.config, link_for(crawler))
+        return cls(crawler, runtime.gates, runtime.config, runtime.pacing, link_for(crawler))
 
     def pause(self, host: str, seconds: float, status: int, header: bytes | None) -> None:
         """Pause ``host`` here at once, then for the fleet (a Redis write):

@@ -83,21 +83,21 @@ MAX_BACKOFF_S = 30.0
 
 class ClusterLink:
     def __init__(self, crawler: Crawler, config: PoolConfig) -> None:
-        if config.cluster_redis_url is None:
+        if config.cluster.redis_url is None:
             raise ValueError("ClusterLink needs CDP_POOL_CLUSTER_REDIS_URL")
         self.crawler = crawler
-        self.url = config.cluster_redis_url
-        self.name = config.cluster_name or str(getattr(crawler.spidercls, "name", "") or "")
+        self.url = config.cluster.redis_url
+        self.name = config.cluster.name or str(getattr(crawler.spidercls, "name", "") or "")
         if not self.name:
             raise ValueError("CDP_POOL_CLUSTER_NAME: not set, and the spider has no name")
         #: the key whose items become requests (scrapy-redis's ``<spider>:start_urls``;
         #: :func:`~scrapy_cdp_pool.cluster.feed.feed_key_for`)
-        self.feed_key = feed_key_for(crawler.spidercls, crawler.settings, config.cluster_feed_key)
+        self.feed_key = feed_key_for(crawler.spidercls, crawler.settings, config.cluster.feed_key)
         self.worker = worker_id()
         self.client = connect(self.url, CALL_TIMEOUT_S)
         bloom = (
-            Bloom.sized(config.cluster_bloom_capacity, config.cluster_bloom_error_rate)
-            if config.cluster_dupefilter == "bloom"
+            Bloom.sized(config.cluster.bloom_capacity, config.cluster.bloom_error_rate)
+            if config.cluster.dupefilter == "bloom"
             else None
         )
         #: the crawl's buckets, bucket 0 first (:mod:`~scrapy_cdp_pool.cluster.shards`)
@@ -107,14 +107,14 @@ class ClusterLink:
                     self.client,
                     self.name,
                     self.worker,
-                    lease_s=config.cluster_lease_s,
-                    host_concurrency=config.host_concurrency,
-                    host_rate=config.host_rate,
-                    max_deliveries=config.cluster_max_deliveries,
+                    lease_s=config.cluster.lease_s,
+                    host_concurrency=config.resilience.host_concurrency,
+                    host_rate=config.resilience.host_rate,
+                    max_deliveries=config.cluster.max_deliveries,
                     bloom=bloom,
                     prefix=bucket_prefix(self.name, tag),
                 )
-                for tag in self._layout(config.cluster_shards)
+                for tag in self._layout(config.cluster.shards)
             ]
         )
         #: bucket 0: the crawl's own prefix (its epoch, the live workers, the feed)
@@ -125,9 +125,9 @@ class ClusterLink:
         self.feed_moved = in_other_slot(self.url, self.frontier.prefix, self.feed_key)
         #: the key the take reads the feed from
         self.take_feed_key = self.frontier.feed_staging_key if self.feed_moved else self.feed_key
-        self.lease_s = config.cluster_lease_s
+        self.lease_s = config.cluster.lease_s
         #: stay open when the frontier is empty (``CDP_POOL_CLUSTER_KEEP_OPEN``)
-        self.keep_open = config.cluster_keep_open
+        self.keep_open = config.cluster.keep_open
         self._retry_at = 0.0
         self._backoff_s = 0.0
         self._down_since: float | None = None

@@ -23,7 +23,7 @@ def key_prefix(cluster_name: str) -> str:
 
 def cluster_prefix(config: PoolConfig, crawler: Crawler) -> str:
     """The crawl's prefix: ``CDP_POOL_CLUSTER_NAME``, else the spider's name."""
-    name = config.cluster_name or getattr(crawler.spidercls, "name", None)
+    name = config.cluster.name or getattr(crawler.spidercls, "name", None)
     return key_prefix(str(name or crawler.spidercls.__name__))
 
 

@@ -41,7 +41,7 @@ class PoisonedRequestMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, runtime_of(crawler).config.cluster_max_deliveries)
+        return cls(crawler, runtime_of(crawler).config.cluster.max_deliveries)
 
     def process_request(self, request: Request) -> None:
         deliveries = request.meta.pop(POISONED_META_KEY, None)

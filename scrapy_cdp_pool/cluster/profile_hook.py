@@ -104,18 +104,18 @@ class SharedProfilesMiddleware:
     def from_crawler(cls, crawler: Crawler) -> Self:
         runtime = runtime_of(crawler)
         config = runtime.config
-        if config.cluster_redis_url is None:
+        if config.cluster.redis_url is None:
             raise NotConfigured
         prefix = cluster_prefix(config, crawler)
         shards = link_for(crawler).shards  # a profile lives in its bucket
         # read and written in threads: bounded, so a Redis that does not
         # answer fails a profile read or save-back by name, never hangs it
-        client = connect(config.cluster_redis_url, PROFILE_CALL_TIMEOUT_S)
+        client = connect(config.cluster.redis_url, PROFILE_CALL_TIMEOUT_S)
         shared = SharedProfiles(
             client,
             prefix,
             owner=worker_id(),
-            directory=config.profiles_dir,
+            directory=config.profiles.dir,
             stats=crawler.stats,
             crawler=crawler,
             prefix_of=shards.prefix_of_profile,
@@ -123,7 +123,7 @@ class SharedProfilesMiddleware:
         )
         health = FleetHealthBook(
             crawler.stats,
-            config.profile_max_failures,
+            config.profiles.max_failures,
             client,
             prefix,
             crawler=crawler,

@@ -136,7 +136,7 @@ class ClusterScheduler(BaseScheduler):
             crawler,
             link,
             self.gates,
-            send_figures=runtime_of(crawler).config.metrics_port is not None,
+            send_figures=runtime_of(crawler).config.telemetry.metrics_port is not None,
         )
         self._unstored: deque[Request] = deque()  # yielded while Redis was down
         self._local: deque[Request] = deque()  # unserializable: fail by name here

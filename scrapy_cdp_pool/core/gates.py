@@ -2,19 +2,16 @@
 
 A request's gate key is its profile (``meta["cdp_profile"]``, empty for none)
 and its host. The profile gate is closed while another request of that
-profile is in flight. Host gates (pauses after 429/``Retry-After``, per-host
-concurrency and rate) plug in through :meth:`add_host_check`, and see requests
-start and end through :meth:`add_dequeue_hook` and :meth:`add_finish_hook`. A
+profile is in flight. Host gates (per-host concurrency; the host pacing's
+pauses after 429/``Retry-After`` and host rate,
+:class:`~scrapy_cdp_pool.core.pacing.HostPacing`) plug in through
+:meth:`add_host_check`, and see requests start and end through
+:meth:`add_dequeue_hook` and :meth:`add_finish_hook`. A
 request whose ``meta["cdp_not_before"]`` (epoch seconds) is in the future has a
 gate of its own, closed until then (retry backoff). An invalid value
 (:func:`not_before_problem`) never holds a request back: the queue marks the
 request (:data:`INVALID_META_KEY`), hands it out at once, and
 :class:`~scrapy_cdp_pool.resilience.RequestChecksMiddleware` fails it by name.
-
-The crawler's host pauses (429/``Retry-After``) are kept by
-:class:`~scrapy_cdp_pool.resilience.HostPauseMiddleware`, reachable here as
-:attr:`RequestGates.host_pauses` for the download handler, which holds requests
-already past the queue.
 
 Requests are marked in flight when the scheduler hands them out
 (:meth:`on_dequeued`) and released when the download is over, whatever its
@@ -29,14 +26,13 @@ import math
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy import Request
 from scrapy.utils.asyncio import call_later
 from scrapy.utils.httpobj import urlparse_cached
 
-from scrapy_cdp_pool.core.politeness import RequestSpacing, SlotConcurrency
 from scrapy_cdp_pool.core.profile_locks import LocalProfileLocks, ProfileLocks
 from scrapy_cdp_pool.scrapy_internals import wake_engine
 
@@ -159,39 +155,6 @@ def not_before_of(key: str) -> float | None:
         return None
 
 
-class HostPauses(Protocol):
-    """The crawler's host pauses, as the download handler uses them (see
-    :class:`~scrapy_cdp_pool.resilience.HostPauseMiddleware`)."""
-
-    def observe(self, request: Request, url: str, status: int, retry_after: bytes | None) -> None:
-        """A response to ``request`` came from ``url``: pause its host if it asks."""
-
-    def remaining(self, host: str) -> float:
-        """Seconds until ``host``'s pause ends, ``0.0`` if it is not paused."""
-
-    async def wait_open(self, host: str) -> float:
-        """Wait until ``host`` is not paused; the seconds waited."""
-
-
-class FleetSpacing(Protocol):
-    """Starts of one host spaced across crawler processes (a cluster's
-    ``CDP_POOL_HOST_RATE``; :mod:`scrapy_cdp_pool.cluster.fleet_spacing`)."""
-
-    def claim(self, host: str) -> tuple[float, str | None]:
-        """Claim ``host``'s next start: ``(0.0, token)``, or ``(seconds to
-        wait, None)``, or ``(0.0, None)`` when it cannot be claimed now."""
-
-    def wait_s(self, host: str) -> float:
-        """Seconds until a claim of ``host`` could succeed (nothing claimed)."""
-
-    def answered(self, host: str, token: str) -> None:
-        """The start claimed with ``token`` has its answer (or ended)."""
-
-    async def sleep(self, host: str, left_s: float) -> None:
-        """Wait ``left_s`` as :meth:`claim` or :meth:`wait_s` said (or less:
-        until what it waits for changes)."""
-
-
 class RequestGates:
     """The crawler's gates; one per crawler, held by its
     :class:`~scrapy_cdp_pool.core.runtime.CrawlerRuntime` (``runtime.gates``).
@@ -214,17 +177,6 @@ class RequestGates:
         #: ``CDP_POOL_RETRY_BACKOFF_MAX_SECONDS``: the latest a valid
         #: ``cdp_not_before`` may be, from now (:func:`not_before_problem`)
         self.max_wait_s = max_wait_s
-        #: the crawler's host pauses, set by ``HostPauseMiddleware`` (``None``
-        #: when it is not installed)
-        self.host_pauses: HostPauses | None = None
-        #: starts of a host spaced across processes, set by a cluster
-        #: worker with ``CDP_POOL_HOST_RATE`` (``None`` otherwise)
-        self.fleet_spacing: FleetSpacing | None = None
-        #: the delays between requests of one slot, as the site sees them
-        #: (Scrapy's slot delay, and the spacings features add)
-        self.spacing = RequestSpacing(crawler)
-        #: a downloader slot's concurrency, held in the download handler
-        self.concurrency = SlotConcurrency(crawler)
 
     def add_host_check(self, check: HostCheck) -> None:
         self._host_checks.append(check)

@@ -22,7 +22,6 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from scrapy_cdp_pool.core.boundary import to_scrapy_error
 from scrapy_cdp_pool.core.exit_status import POOL_UNAVAILABLE_REASON, fail_exit_on
 from scrapy_cdp_pool.core.gates import host_of
-from scrapy_cdp_pool.core.host_gate import HostGate
 from scrapy_cdp_pool.core.parts import PROFILE_CONTEXTS, RENDER_LADDER
 from scrapy_cdp_pool.core.playwright_keys import PlaywrightMetaWarner
 from scrapy_cdp_pool.core.render_stats import RenderStats
@@ -87,14 +86,14 @@ class CDPDownloadHandler:
         self.pool = runtime.acquire_pool()
         self.ladder = runtime.part(RENDER_LADDER).hold()
         self.live_pages = runtime.live_pages
-        self.gate = HostGate(runtime.gates, crawler.stats)
+        self.pacing = runtime.pacing
         self.render_stats = RenderStats(crawler, self.pool)
         self.renderer = Renderer(
             crawler,
             runtime.config,
             runtime.part(PROFILE_CONTEXTS),
             self.live_pages,
-            self.gate,
+            self.pacing,
             self.render_stats,
             self._render_failed,
         )
@@ -184,16 +183,16 @@ class CDPDownloadHandler:
         scheduler handed it out: it waits here, holding that downloader slot
         (no browser slot), outside its download_timeout; and for a place in
         its downloader slot and its turn in its spaced slots
-        (``DOWNLOAD_DELAY``, see :mod:`~scrapy_cdp_pool.core.politeness`)."""
-        async with self.gate.slot_place(request):  # CONCURRENT_REQUESTS_PER_DOMAIN
-            turn = await self.gate.start_plain(request, host_of(request))
+        (``DOWNLOAD_DELAY``, see :mod:`~scrapy_cdp_pool.core.pacing`)."""
+        async with self.pacing.slot_place(request):  # CONCURRENT_REQUESTS_PER_DOMAIN
+            turn = await self.pacing.start_plain(request, host_of(request))
             try:
                 response: Response = await self._fallback(request).download_request(request)
             except BaseException:
-                self.gate.end(turn)
+                self.pacing.end(turn)
                 raise
-            self.gate.observe(request, response)  # the pause before the turn's end
-            self.gate.end(turn)
+            self.pacing.observe(request, response)  # the pause before the turn's end
+            self.pacing.end(turn)
         return response
 
     def _fallback(self, request: Request) -> Any:

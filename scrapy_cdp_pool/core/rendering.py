@@ -20,7 +20,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy_cdp_pool.core.boundary import scrapy_errors
 from scrapy_cdp_pool.core.download_signals import send_download_signals
 from scrapy_cdp_pool.core.gates import host_of
-from scrapy_cdp_pool.core.host_gate import HostGate, HostPaused
+from scrapy_cdp_pool.core.pacing import HostPacing, HostPaused
 from scrapy_cdp_pool.core.proxy_probe import proxy_refusal
 from scrapy_cdp_pool.core.request_meta import read_render_meta
 from scrapy_cdp_pool.core.robots import RobotsGate
@@ -59,8 +59,8 @@ if TYPE_CHECKING:
 
     from scrapy_cdp_pool.browser.pool.lease import ContextLease
     from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
+    from scrapy_cdp_pool.core.pacing import Turn
     from scrapy_cdp_pool.core.parts import ProfileContexts
-    from scrapy_cdp_pool.core.politeness import Turn
     from scrapy_cdp_pool.core.render_stats import RenderStats
     from scrapy_cdp_pool.render import ContextOptions
     from scrapy_cdp_pool.settings.config import PoolConfig
@@ -104,7 +104,7 @@ class Renderer:
         config: PoolConfig,
         profiles: ProfileContexts,
         live_pages: LivePages,
-        gate: HostGate,
+        pacing: HostPacing,
         stats: RenderStats,
         on_failure: Callable[[BaseException], None],
     ) -> None:
@@ -112,7 +112,7 @@ class Renderer:
         self.config = config
         self.profiles = profiles
         self.live_pages = live_pages
-        self.gate = gate
+        self.pacing = pacing
         self.stats = stats
         self._on_failure = on_failure
         self._default_headers = default_header_values(
@@ -140,7 +140,7 @@ class Renderer:
         inputs = self._inputs(request)
         request.meta.pop(LIVE_PAGE_META_KEY, None)  # a copy's (a retry's) stale page
         attempts = _Attempts(slot_at=time.monotonic())
-        async with self.gate.slot_place(request):  # CONCURRENT_REQUESTS_PER_DOMAIN
+        async with self.pacing.slot_place(request):  # CONCURRENT_REQUESTS_PER_DOMAIN
             result, live_page = await self._in_slot(request, pool, inputs, timeout_s, attempts)
         seconds = time.monotonic() - attempts.slot_at  # the render, not its wait for a slot
         if result.cookies is not None and inputs.jar is not None:  # [] too: all deleted
@@ -182,7 +182,7 @@ class Renderer:
             whose = "the profile's proxy" if profile is not None else "meta['proxy']"
             where += f" (through {whose} {context.proxy_server})"
         robots = self.robots.enabled and not request.meta.get("dont_obey_robotstxt")
-        if robots or (self.gate.checks_leaving and spec.allow_private_networks):
+        if robots or (self.pacing.checks_leaving and spec.allow_private_networks):
             # robots.txt asks about each navigation; a cluster lease is checked
             # again where the navigation leaves (without private networks
             # allowed, every request is paused already)
@@ -208,11 +208,11 @@ class Renderer:
         """The render in a slot of ``pool``: the slot is given back and taken
         again while the host is paused; before it takes a slot, it waits for
         its turn in its spaced slots (``DOWNLOAD_DELAY``, see
-        :mod:`~scrapy_cdp_pool.core.politeness`). Those waits are not counted in
+        :mod:`~scrapy_cdp_pool.core.pacing`). Those waits are not counted in
         ``timeout_s``."""
         while True:
-            await self.gate.wait(inputs.host)
-            turn = await self.gate.reserve(request)
+            await self.pacing.wait(inputs.host)
+            turn = await self.pacing.reserve(request)
             attempts.hooks = self._hooks(request, inputs, turn)
             started = time.monotonic()
             try:
@@ -224,7 +224,7 @@ class Renderer:
                     raise ProxyUnsupported(f"{request}: meta['proxy']: {e}") from e
                 raise self.profiles.unsupported(request, e) from e
             finally:
-                self.gate.end(turn)
+                self.pacing.end(turn)
                 attempts.spent_s += time.monotonic() - started
 
     async def _attempt(
@@ -284,7 +284,7 @@ class Renderer:
     ) -> Callable[[ContextLease], Awaitable[RenderResult]]:
         async def in_lease(lease: ContextLease) -> RenderResult:
             attempts.slot_at = time.monotonic()
-            self.gate.check(inputs.host)  # before a context is made
+            self.pacing.check(inputs.host)  # before a context is made
             self.stats.page(pool, lease)
             extra = {"crawler": self.crawler}
             self._refused_user_agent.check(inputs.spec, lease.info, extra)
@@ -303,8 +303,9 @@ class Renderer:
 
     def _hooks(self, request: Request, inputs: _Inputs, turn: Turn | None) -> RenderHooks | None:
         """One attempt's render hooks: its turn and the host's pauses
-        (:class:`HostGate`), robots.txt for the navigations the page starts."""
-        hooks = self.gate.hooks(request, inputs.host, turn)
+        (:class:`~scrapy_cdp_pool.core.pacing.HostPacing`), robots.txt for
+        the navigations the page starts."""
+        hooks = self.pacing.hooks(request, inputs.host, turn)
         if inputs.robots:
             allows = self.robots.allows
             hooks = dataclasses.replace(hooks or RenderHooks(), allows_navigation=allows)

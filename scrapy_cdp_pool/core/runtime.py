@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from scrapy_cdp_pool.browser.backends import Backend, backend_of
 from scrapy_cdp_pool.browser.pool.pool import ConnectionPool
 from scrapy_cdp_pool.core.gates import RequestGates
+from scrapy_cdp_pool.core.pacing import HostPacing
 from scrapy_cdp_pool.core.parts import BudgetView, PartKey
 from scrapy_cdp_pool.core.sharing import POOLS, pool_settings
 from scrapy_cdp_pool.render import LivePages
@@ -104,7 +105,14 @@ class CrawlerRuntime:
     @cached_property
     def gates(self) -> RequestGates:
         """The crawler's request gates (profile busy, host paused/limited)."""
-        return RequestGates(self.crawler, max_wait_s=self.config.retry_backoff_max_s)
+        return RequestGates(self.crawler, max_wait_s=self.config.resilience.retry_backoff_max_s)
+
+    @cached_property
+    def pacing(self) -> HostPacing:
+        """The crawler's host pacing (delays, host rate, host pauses): made
+        by the download handler, or by a feature plugging a part in, whichever
+        comes first; it holds the queue through :attr:`gates`."""
+        return HostPacing(self.crawler, self.gates, self.config.resilience.host_rate)
 
     @cached_property
     def live_pages(self) -> LivePages:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from scrapy_cdp_pool.settings.table import SHARED_POOL_SETTINGS
@@ -112,7 +113,7 @@ class SharedByName(Generic[T]):
 def pool_settings(config: Any, fields: Iterable[tuple[str, str]] = POOL_SETTINGS) -> Settings:
     """The settings of ``config`` (a ``PoolConfig``) crawlers sharing a pool
     must agree on."""
-    return tuple((setting, getattr(config, name)) for name, setting in fields)
+    return tuple((setting, attrgetter(name)(config)) for name, setting in fields)
 
 
 #: pools shared under ``CDP_POOL_NAME``

@@ -313,6 +313,6 @@ def job_store(runtime: CrawlerRuntime) -> JobStore:
         if not directory:
             raise JobdirError("the durable JOBDIR components need the JOBDIR setting")
         store = held.store = JobStore(
-            Path(directory, DATABASE_NAME), fsync=runtime.config.jobdir_fsync
+            Path(directory, DATABASE_NAME), fsync=runtime.config.jobdir.fsync
         )
     return store

@@ -111,9 +111,9 @@ def is_handed_back(response: Response) -> bool:
 def rung_names(config: PoolConfig) -> tuple[str, ...]:
     """The ladder's rungs, cheapest first (``CDP_POOL_BROWSER`` names the
     pool's own rung; ``"endpoints"`` with ``CDP_POOL_ENDPOINTS``)."""
-    rungs = [HTTP] if config.render == "auto" else []
+    rungs = [HTTP] if config.ladder.mode == "auto" else []
     rungs.append("endpoints" if config.endpoints else config.browser)
-    if config.fallback == CHROMIUM_RUNG:
+    if config.ladder.fallback == CHROMIUM_RUNG:
         rungs.append(CHROMIUM_RUNG)
     return tuple(rungs)
 
@@ -144,15 +144,15 @@ class Ladder:
         self.chromium = chromium
         self._holders = 0
         learned = store.load() if store is not None else {}
-        self.learner = Learner(rungs, config.recheck_fraction, learned, self._on_change)
+        self.learner = Learner(rungs, config.ladder.recheck_fraction, learned, self._on_change)
         for kind, state in self.learner.kinds.items():
             self.stats.set_value(f"cdp_pool/ladder/learned/{kind}", state.start)
-        if len(rungs) > 1 or config.expect is not None:
+        if len(rungs) > 1 or config.ladder.expect is not None:
             logger.info(
                 "Render ladder: rungs %s, for rendered requests with an expectation (%s)",
                 ", ".join(rungs),
-                f"CDP_POOL_EXPECT = {config.expect.describe()}, or meta['cdp_expect']"
-                if config.expect is not None
+                f"CDP_POOL_EXPECT = {config.ladder.expect.describe()}, or meta['cdp_expect']"
+                if config.ladder.expect is not None
                 else "CDP_POOL_EXPECT is unset: only those with meta['cdp_expect']",
                 extra={"crawler": crawler},
             )
@@ -171,7 +171,7 @@ class Ladder:
         :raises ValueError: naming the request and the meta key.
         """
         if "cdp_expect" not in request.meta:
-            return self.config.expect
+            return self.config.ladder.expect
         value = request.meta["cdp_expect"]
         if value is None:
             return None
@@ -224,23 +224,14 @@ class Ladder:
                 response = await fetch[rung](request, left)
             except Exception as e:
                 cause = fixable(e)
-                seconds = time.monotonic() - started
                 outcome = f"{type(cause or e).__name__}: {cap_message(cause or e, 300)}"
-                results.append(RungResult(rung, outcome, seconds))
+                results.append(RungResult(rung, outcome, time.monotonic() - started))
                 if cause is None or index == len(self.rungs) - 1:
                     self._record(meta, results)
-                    if isinstance(e, DownloadTimeoutError) and isinstance(cause, ActionTimeout):
-                        # the action's own timeout on every rung, not download_timeout
-                        tried = ", ".join(r.rung for r in results)
-                        raise type(e)(f"{e} (on every rung of the render ladder: {tried})") from e
-                    if isinstance(e, DownloadTimeoutError) and len(results) > 1:
-                        tried = ", ".join(r.rung for r in results[:-1])
-                        # the same class (a SlotWaitTimeout stays one), the whole deadline stated
-                        raise type(e)(
-                            f"{request}: download_timeout = {timeout_s:g} s, shared by the render "
-                            f"ladder's rungs, ran out on {rung} ({left:.3g} s left after {tried})"
-                        ) from e
-                    raise
+                    named = _timeout_named(e, cause, request, results, timeout_s, left)
+                    if named is None:
+                        raise
+                    raise named from e
                 self.stats.inc_value(f"cdp_pool/ladder/climbed/{type(cause).__name__}")
                 continue
             seconds = time.monotonic() - started
@@ -251,14 +242,7 @@ class Ladder:
             missing = expectation.unmet(response)
             if missing is None:
                 results.append(RungResult(rung, "met", seconds))
-                self._record(meta, results)
-                meta["cdp_rung"] = rung
-                if len(results) > 1:
-                    meta["cdp_fallback_reason"] = f"{results[-2].rung}: {results[-2].outcome}"
-                self.stats.inc_value(f"cdp_pool/ladder/served/{rung}")
-                if recheck and index == began:
-                    self.stats.inc_value("cdp_pool/ladder/rechecks_met")
-                self.learner.record(kind, began, index, recheck)
+                self._served(meta, results, kind, (began, index), recheck)
                 return response
             results.append(RungResult(rung, f"incomplete: {missing}", seconds))
             if index < len(self.rungs) - 1:
@@ -268,6 +252,28 @@ class Ladder:
         self.stats.inc_value("cdp_pool/ladder/not_met")
         self.stats.inc_value(f"cdp_pool/ladder/not_met/{kind}")
         raise ExpectationNotMet(str(request), kind, results)
+
+    def _served(
+        self,
+        meta: dict[str, Any],
+        results: list[RungResult],
+        kind: str,
+        rungs: tuple[int, int],
+        recheck: bool,
+    ) -> None:
+        """The last rung of ``results`` met the expectation: recorded in
+        ``meta``, counted, learned (``rungs``: the rung it began on, the one
+        that served)."""
+        began, index = rungs
+        rung = results[-1].rung
+        self._record(meta, results)
+        meta["cdp_rung"] = rung
+        if len(results) > 1:
+            meta["cdp_fallback_reason"] = f"{results[-2].rung}: {results[-2].outcome}"
+        self.stats.inc_value(f"cdp_pool/ladder/served/{rung}")
+        if recheck and index == began:
+            self.stats.inc_value("cdp_pool/ladder/rechecks_met")
+        self.learner.record(kind, began, index, recheck)
 
     @staticmethod
     def _record(meta: dict[str, Any], results: list[RungResult]) -> None:
@@ -305,7 +311,7 @@ class Ladder:
 
         rungs: dict[str, Fetch] = {name: primary for name in self.rungs}
         rungs[HTTP] = plain
-        if self.config.fallback == CHROMIUM_RUNG:
+        if self.config.ladder.fallback == CHROMIUM_RUNG:
             rungs[CHROMIUM_RUNG] = chromium
         return await self.climb(request, expectation, rungs, timeout_s)
 
@@ -341,3 +347,30 @@ def _http_may_serve(request: Request) -> bool:
     actions or a network capture, which only a browser gives."""
     meta = request.meta
     return not (meta.get("cdp_profile") or meta.get("cdp_actions") or meta.get("cdp_capture"))
+
+
+def _timeout_named(
+    error: Exception,
+    cause: BaseException | None,
+    request: Request,
+    results: list[RungResult],
+    timeout_s: float,
+    left: float,
+) -> Exception | None:
+    """The last rung's ``DownloadTimeoutError`` named for the ladder (the
+    action's own timeout on every rung, or the deadline the rungs shared),
+    ``None`` to raise ``error`` as it is."""
+    if not isinstance(error, DownloadTimeoutError):
+        return None
+    if isinstance(cause, ActionTimeout):
+        # the action's own timeout on every rung, not download_timeout
+        tried = ", ".join(r.rung for r in results)
+        return type(error)(f"{error} (on every rung of the render ladder: {tried})")
+    if len(results) > 1:
+        tried = ", ".join(r.rung for r in results[:-1])
+        # the same class (a SlotWaitTimeout stays one), the whole deadline stated
+        return type(error)(
+            f"{request}: download_timeout = {timeout_s:g} s, shared by the render "
+            f"ladder's rungs, ran out on {results[-1].rung} ({left:.3g} s left after {tried})"
+        )
+    return None

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 def make_store(crawler: Crawler, config: PoolConfig) -> LadderStore | None:
     """``CDP_POOL_LADDER_STORE``'s store (the class, or its import path, built
     with Scrapy's ``build_from_crawler``), else the JOBDIR's, else ``None``."""
-    if config.ladder_store is not None:
-        cls = config.ladder_store
+    if config.ladder.store is not None:
+        cls = config.ladder.store
         store: LadderStore = build_from_crawler(
             load_object(cls) if isinstance(cls, str) else cls, crawler
         )

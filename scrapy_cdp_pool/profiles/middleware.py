@@ -234,7 +234,7 @@ class ProfileMiddleware:
             rule = self.store.load(name).signed_out
         except ProfileFileError:
             rule = None
-        return rule or self.profiles.config.signed_out
+        return rule or self.profiles.config.profiles.signed_out
 
     # Signed out ----------------------------------------------------------
 
@@ -282,7 +282,7 @@ class ProfileMiddleware:
         spider_hook = getattr(self.crawler.spider, SPIDER_HOOK, None)
         if callable(spider_hook):
             return spider_hook  # type: ignore[no-any-return]
-        hook = self.profiles.config.sign_in
+        hook = self.profiles.config.profiles.sign_in
         if isinstance(hook, str):
             loaded: Callable[..., Any] = load_object(hook)
             return loaded

@@ -47,8 +47,8 @@ class ProfileRegistry:
     def __init__(self, crawler: Crawler, config: PoolConfig) -> None:
         self.crawler = crawler
         self.config = config
-        self.store = ProfileStore(config.profiles_dir) if config.profiles_dir else None
-        self.health = HealthBook(crawler.stats, config.profile_max_failures)
+        self.store = ProfileStore(config.profiles.dir) if config.profiles.dir else None
+        self.health = HealthBook(crawler.stats, config.profiles.max_failures)
         self._reported: set[tuple[str, str]] = set()
 
     def profile(self, name: str) -> Profile:
@@ -78,7 +78,7 @@ class ProfileRegistry:
             return None
         profile = self.profile(name)
         self.health.used(name)
-        return context_options(profile, save_state=self.config.profile_save_state)
+        return context_options(profile, save_state=self.config.profiles.save_state)
 
     def signed_out_rule(self, request: Request) -> SignedOutRule | None:
         """The signed-out rule of ``request``'s profile (its own, else
@@ -92,7 +92,7 @@ class ProfileRegistry:
                 rule = self.store.load(name).signed_out
             except ProfileFileError:
                 rule = None
-        return rule or self.config.signed_out
+        return rule or self.config.profiles.signed_out
 
     async def save_state(self, request: Request, state: dict[str, Any]) -> None:
         """Write ``state`` back to the request's profile (atomically). A

@@ -9,9 +9,10 @@ spec, the render, the response, cookies, storage state), ``_page`` (one page and
 what its CDP events say), ``_actions`` (page actions, parsed and run) and
 ``_live`` (the live page handed to a callback)."""
 
-from scrapy_cdp_pool.render._actions.actions import Action, parse_actions
+from scrapy_cdp_pool.render._actions.action import Action
+from scrapy_cdp_pool.render._actions.actions import parse_actions
 from scrapy_cdp_pool.render._live.live_page import LIVE_PAGE_META_KEY, LivePages
-from scrapy_cdp_pool.render._page.capture import CaptureRule, parse_capture
+from scrapy_cdp_pool.render._page.capture_rule import CaptureRule, parse_capture
 from scrapy_cdp_pool.render._page.console import CONSOLE_MESSAGES_META_KEY, parse_console
 from scrapy_cdp_pool.render._page.dialogs import RefusedAcceptWarning
 from scrapy_cdp_pool.render._page.document import DocumentResponse

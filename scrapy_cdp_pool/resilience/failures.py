@@ -61,7 +61,7 @@ class FailureRecorderMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, runtime_of(crawler).config.failures_file)
+        return cls(crawler, runtime_of(crawler).config.resilience.failures_file)
 
     def process_response(self, request: Request, response: Response) -> Response:
         if response.status >= 400:

@@ -1,23 +1,20 @@
-"""HostLimits: ``CDP_POOL_HOST_CONCURRENCY`` and ``CDP_POOL_HOST_RATE``, enforced
-exactly where requests start: the scheduler queue.
+"""HostLimits: ``CDP_POOL_HOST_CONCURRENCY``, enforced exactly where requests
+start: the scheduler queue.
 
 Scrapy's own per-domain concurrency is not enforced by its asyncio downloader
-when ``DOWNLOAD_DELAY`` is 0, so the limits are host gates of the queue
+when ``DOWNLOAD_DELAY`` is 0, so the limit is a host gate of the queue
 (:class:`~scrapy_cdp_pool.core.gates.RequestGates`). A request counts as
 in flight from the moment the queue hands it out to the end of its download,
-whatever the outcome; starts of one host are spaced at least
-``1 / CDP_POOL_HOST_RATE`` seconds apart: where the queue hands them out, and
-again where they reach the site (the navigation, or a plain request's
-download: a spacing rule of :class:`~scrapy_cdp_pool.core.politeness.RequestSpacing`),
-as a browser's waits for its start or a slot would bunch them. Every request
-goes through the queue, rendered or not, so the limits hold for both.
+whatever the outcome. Every request goes through the queue, rendered or not,
+so the limit holds for both. ``CDP_POOL_HOST_RATE`` is the host pacing's
+(:mod:`scrapy_cdp_pool.core.pacing.host_rate`); the in-flight figure is
+recorded with either setting.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import time
 from collections import Counter
 from typing import TYPE_CHECKING
 
@@ -39,57 +36,35 @@ _SLOT_META_KEY = "_cdp_host_slot"
 
 class HostLimits:
     """An extension (the add-on installs it); ``NotConfigured`` when neither
-    limit is set. Stat: ``cdp_pool/host_in_flight_max``, the most requests in
-    flight to one host."""
+    ``CDP_POOL_HOST_CONCURRENCY`` nor ``CDP_POOL_HOST_RATE`` is set. Stat:
+    ``cdp_pool/host_in_flight_max``, the most requests in flight to one host.
+    ``concurrency``: the limit, ``None`` for none (the figure only)."""
 
-    def __init__(
-        self,
-        crawler: Crawler,
-        gates: RequestGates,
-        concurrency: int | None,
-        rate: float | None,
-    ) -> None:
+    def __init__(self, crawler: Crawler, gates: RequestGates, concurrency: int | None) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.gates = gates
         self.concurrency = concurrency
-        self.interval_s = 1.0 / rate if rate else 0.0
         self.in_flight: Counter[str] = Counter()
         self._slots: dict[str, str] = {}  # token in the request's meta -> host
-        self._last_start: dict[str, float] = {}  # host -> time.monotonic()
         self._tokens = itertools.count(1)
-        gates.add_host_check(self.is_open)
+        if concurrency is not None:
+            gates.add_host_check(self.is_open)
         gates.add_dequeue_hook(self.on_dequeued)
         gates.add_finish_hook(self.on_finished)
-        if self.interval_s:
-            gates.spacing.add_rule(self.spacing)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         runtime = runtime_of(crawler)
         config = runtime.config
-        if config.host_concurrency is None and config.host_rate is None:
+        if config.resilience.host_concurrency is None and config.resilience.host_rate is None:
             raise NotConfigured  # no per-host limit: nothing to install
-        return cls(crawler, runtime.gates, config.host_concurrency, config.host_rate)
+        return cls(crawler, runtime.gates, config.resilience.host_concurrency)
 
     def is_open(self, host: str) -> bool:
-        """Host gate: room under the concurrency limit, and the host's last
-        start at least one interval ago."""
-        if self.concurrency is not None and self.in_flight[host] >= self.concurrency:
-            return False  # reopened by on_finished
-        if self.interval_s:
-            last = self._last_start.get(host)
-            if last is not None:
-                remaining = last + self.interval_s - time.monotonic()
-                if remaining > 0:
-                    self.gates.wake(remaining)
-                    return False
-                del self._last_start[host]
-        return True
-
-    def spacing(self, request: Request) -> tuple[str, float]:
-        """The spacing rule: starts of one host ``1 / CDP_POOL_HOST_RATE`` s apart."""
-        return f"host:{host_of(request)}", self.interval_s
+        """Host gate: room under the concurrency limit (reopened by
+        :meth:`on_finished`)."""
+        return self.concurrency is None or self.in_flight[host] < self.concurrency
 
     def on_dequeued(self, request: Request, now: float) -> None:
         stale = self._slots.pop(request.meta.get(_SLOT_META_KEY, ""), None)
@@ -103,8 +78,6 @@ class HostLimits:
         self._slots[token] = host
         self.in_flight[host] += 1
         self.stats.max_value("cdp_pool/host_in_flight_max", self.in_flight[host])
-        if self.interval_s:
-            self._last_start[host] = now
 
     def on_finished(self, request: Request) -> None:
         host = self._slots.pop(request.meta.pop(_SLOT_META_KEY, ""), None)

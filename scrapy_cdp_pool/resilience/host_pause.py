@@ -1,13 +1,13 @@
 """HostPauseMiddleware: a 429 (or a 503 with ``Retry-After``) pauses the whole
 host, so that no request to it starts until the time the server asked for.
 
-The pause is a host gate of the scheduler queue
-(:meth:`~scrapy_cdp_pool.core.gates.RequestGates.add_host_check`): every
-request to the host waits in the queue, whichever callback produced it, and
-nothing else waits. Requests already past the queue when the pause starts
-(waiting for a browser slot, or for one of Scrapy's downloader slots) are held
-by the download handler, which finds this middleware as the crawler's
-:attr:`~scrapy_cdp_pool.core.gates.RequestGates.host_pauses`: it reports
+The middleware keeps the pauses; the crawler's host pacing
+(:class:`~scrapy_cdp_pool.core.pacing.HostPacing`, which it plugs into as its
+:data:`~scrapy_cdp_pool.core.pacing.HOST_PAUSES`) holds requests to them: in
+the scheduler queue (:meth:`is_open`), so that every request to the host waits
+there, whichever callback produced it, and nothing else waits; and the
+requests already past the queue when the pause starts (waiting for a browser
+slot, or for one of Scrapy's downloader slots): the download handler reports
 each response as soon as its status and headers arrive (:meth:`observe`),
 before the request's browser slot is released; it checks the host when a
 request gets its slot and right before it navigates, giving the slot back while
@@ -38,6 +38,7 @@ from scrapy import Request
 from scrapy.http import Response
 
 from scrapy_cdp_pool.core.gates import RequestGates, url_host
+from scrapy_cdp_pool.core.pacing import HOST_PAUSES, HostPacing
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.resilience.backoff import parse_retry_after, pause_delay
 from scrapy_cdp_pool.settings.config import PoolConfig
@@ -57,21 +58,22 @@ class HostPauseMiddleware:
     """Stats: ``cdp_pool/host_pauses`` (pauses started or extended) and
     ``cdp_pool/host_pause_seconds_max`` (longest pause asked for)."""
 
-    def __init__(self, crawler: Crawler, gates: RequestGates, config: PoolConfig) -> None:
+    def __init__(
+        self, crawler: Crawler, gates: RequestGates, config: PoolConfig, pacing: HostPacing
+    ) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.gates = gates
-        self.base_s = config.retry_backoff_base_s
-        self.max_s = config.retry_backoff_max_s
+        self.base_s = config.resilience.retry_backoff_base_s
+        self.max_s = config.resilience.retry_backoff_max_s
         self._until: dict[str, float] = {}  # host -> time.monotonic() the pause ends
         self._strikes: dict[str, int] = {}  # host -> 429s in a row without Retry-After
-        gates.add_host_check(self.is_open)
-        gates.host_pauses = self
+        pacing.plug(HOST_PAUSES, self)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         runtime = runtime_of(crawler)
-        return cls(crawler, runtime.gates, runtime.config)
+        return cls(crawler, runtime.gates, runtime.config, runtime.pacing)
 
     def process_response(self, request: Request, response: Response) -> Response:
         if request.meta.pop(_OBSERVED_META_KEY, False) or "cached" in response.flags:
@@ -145,7 +147,8 @@ class HostPauseMiddleware:
         return waited
 
     def is_open(self, host: str) -> bool:
-        """Host gate: ``False`` while ``host`` is paused."""
+        """Whether the queue may hand out a request to ``host``: ``False``
+        while it is paused here (the engine woken at the pause's end)."""
         until = self._until.get(host)
         if until is None:
             return True

@@ -63,8 +63,8 @@ class RetryPolicyMiddleware(RetryMiddleware):
         config = runtime_of(crawler).config
         self.crawler = crawler
         self.retry_http_codes = set(retry_http_codes(crawler.settings))
-        self.backoff_base_s = config.retry_backoff_base_s
-        self.backoff_max_s = config.retry_backoff_max_s
+        self.backoff_base_s = config.resilience.retry_backoff_base_s
+        self.backoff_max_s = config.resilience.retry_backoff_max_s
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:

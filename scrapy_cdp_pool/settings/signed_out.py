@@ -59,22 +59,38 @@ def parse_signed_out(value: Any) -> SignedOutRule | None:
         return None
     if isinstance(value, SignedOutRule):
         return value
-    url: Any = None
-    selector: Any = None
+    url, selector = _url_and_selector(value)
+    _check(url, selector)
+    if url is None and selector is None:
+        return None
+    return SignedOutRule(url=url, selector=selector)
+
+
+def _url_and_selector(value: Any) -> tuple[Any, Any]:
+    """The URL pattern and CSS selector ``value`` gives (``"url:..."``,
+    ``"css:..."`` or a dict of them), each ``None`` when not given.
+
+    :raises ValueError: neither form, or a value that is not a string.
+    """
     if isinstance(value, str):
         kind, sep, text = value.partition(":")
         if not sep or kind not in ("url", "css") or not text:
             raise ValueError(f"{value!r} is not a signed-out rule; expected {ALLOWED}")
-        url, selector = (text, None) if kind == "url" else (None, text)
-    elif isinstance(value, dict):
+        return (text, None) if kind == "url" else (None, text)
+    if isinstance(value, dict):
         unknown = sorted(str(k) for k in value if k not in ("url", "selector"))
         if unknown:
             raise ValueError(f"unknown keys {unknown}; expected {ALLOWED}")
         url, selector = value.get("url"), value.get("selector")
         if not isinstance(url, (str, type(None))) or not isinstance(selector, (str, type(None))):
             raise ValueError(f"'url' and 'selector' must be strings; expected {ALLOWED}")
-    else:
-        raise ValueError(f"a {type(value).__name__} is not a signed-out rule; expected {ALLOWED}")
+        return url, selector
+    raise ValueError(f"a {type(value).__name__} is not a signed-out rule; expected {ALLOWED}")
+
+
+def _check(url: str | None, selector: str | None) -> None:
+    """:raises ValueError: ``url`` is not a regular expression, or
+    ``selector`` not a CSS selector."""
     if url is not None:
         try:
             re.compile(url)
@@ -85,6 +101,3 @@ def parse_signed_out(value: Any) -> SignedOutRule | None:
             css2xpath(selector)
         except SelectorError as e:
             raise ValueError(f"{selector!r} is not a CSS selector: {e}") from e
-    if url is None and selector is None:
-        return None
-    return SignedOutRule(url=url, selector=selector)

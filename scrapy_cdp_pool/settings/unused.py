@@ -36,7 +36,7 @@ def embedded_browsers(config: PoolConfig) -> frozenset[str]:
     ladder's Chromium rung; none with ``CDP_POOL_ENDPOINTS``."""
     if config.endpoints:
         return frozenset()
-    return frozenset({config.browser, config.fallback or config.browser})
+    return frozenset({config.browser, config.ladder.fallback or config.browser})
 
 
 def unused_browser_settings(settings: BaseSettings, config: PoolConfig) -> list[str]:

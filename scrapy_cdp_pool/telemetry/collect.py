@@ -161,7 +161,6 @@ class StatusCollector:
         pool = self.runtime.pool
         if server is None:
             server = read_server(pool, self.runtime.other_pools())
-        memory = server.memory
         crawler_rss = process_rss_bytes()
         budget = self.runtime.budget
         return StatusSample(
@@ -174,11 +173,7 @@ class StatusCollector:
             scheduler_memory_requests=_length(memory_queue),
             scheduler_disk_requests=_length(disk_queue),
             identity_waiting_requests=profile_waiting(scheduler),
-            scraper_active_size_bytes=load.active_size if load is not None else None,
-            scraper_max_active_size_bytes=(
-                load.max_active_size if load is not None else self.max_active_size
-            ),
-            scraper_needs_backout=load.needs_backout if load is not None else None,
+            **self._scraper_fields(load),
             responses=responses,
             items=items,
             responses_per_minute=round((responses - responses_before) * per_minute, 1),
@@ -186,33 +181,65 @@ class StatusCollector:
             retries=int(stats.get_value("retry/count", 0)),
             download_errors=int(stats.get_value("downloader/exception_count", 0)),
             crawler_rss_mb=None if crawler_rss is None else round(crawler_rss / MB, 1),
-            server=server.server,
-            server_kind=server.kind,
-            server_memory_mb=None if memory is None else round(memory.memory_mb, 1),
-            server_memory_source=(
-                "n/a" if server.server == "remote" else memory.source if memory else None
-            ),
-            server_rss_mb=None if memory is None else round(memory.rss_mb, 1),
-            server_pss_mb=(
-                None if memory is None or memory.pss_mb is None else round(memory.pss_mb, 1)
-            ),
-            server_processes=None if memory is None else memory.processes,
-            pool_state=pool.state.value if pool is not None else None,
-            pages_in_flight=pool.pages_in_flight if pool is not None else 0,
-            live_pages=len(self.runtime.live_pages.open),
-            pool_waiting_leases=pool.waiting if pool is not None else 0,
-            pool_holds=tuple(sorted(pool.holds)) if pool is not None else (),
-            connections=_connections(pool),
-            endpoints=_endpoints(pool),
-            dedicated_servers=(
-                len(pool.dedicated.pools) if pool is not None and pool.dedicated else 0
-            ),
-            budget_pages_in_flight=budget.current if budget is not None else None,
-            budget_desired=budget.desired if budget is not None else None,
-            budget_min=budget.min if budget is not None else None,
-            budget_max=budget.max if budget is not None else None,
-            budget_overloaded=budget.overloaded if budget is not None else None,
+            **_server_fields(server),
+            **_pool_fields(pool, len(self.runtime.live_pages.open)),
+            **_budget_fields(budget),
         )
+
+    def _scraper_fields(self, load: Any) -> dict[str, Any]:
+        """The scraper's load (Scrapy's ``SCRAPER_SLOT_MAX_ACTIVE_SIZE``), ``None`` unknown."""
+        return {
+            "scraper_active_size_bytes": load.active_size if load is not None else None,
+            "scraper_max_active_size_bytes": (
+                load.max_active_size if load is not None else self.max_active_size
+            ),
+            "scraper_needs_backout": load.needs_backout if load is not None else None,
+        }
+
+
+def _server_fields(server: ServerReading) -> dict[str, Any]:
+    """The browser server's fields of a :class:`StatusSample` (MB)."""
+    memory = server.memory
+    return {
+        "server": server.server,
+        "server_kind": server.kind,
+        "server_memory_mb": None if memory is None else round(memory.memory_mb, 1),
+        "server_memory_source": (
+            "n/a" if server.server == "remote" else memory.source if memory else None
+        ),
+        "server_rss_mb": None if memory is None else round(memory.rss_mb, 1),
+        "server_pss_mb": (
+            None if memory is None or memory.pss_mb is None else round(memory.pss_mb, 1)
+        ),
+        "server_processes": None if memory is None else memory.processes,
+    }
+
+
+def _pool_fields(pool: ConnectionPool | None, live_pages: int) -> dict[str, Any]:
+    """The pool's fields of a :class:`StatusSample` (none: no pool yet)."""
+    return {
+        "pool_state": pool.state.value if pool is not None else None,
+        "pages_in_flight": pool.pages_in_flight if pool is not None else 0,
+        "live_pages": live_pages,
+        "pool_waiting_leases": pool.waiting if pool is not None else 0,
+        "pool_holds": tuple(sorted(pool.holds)) if pool is not None else (),
+        "connections": _connections(pool),
+        "endpoints": _endpoints(pool),
+        "dedicated_servers": (
+            len(pool.dedicated.pools) if pool is not None and pool.dedicated else 0
+        ),
+    }
+
+
+def _budget_fields(budget: Any) -> dict[str, Any]:
+    """The page budget's fields of a :class:`StatusSample` (``None``: no budget)."""
+    return {
+        "budget_pages_in_flight": budget.current if budget is not None else None,
+        "budget_desired": budget.desired if budget is not None else None,
+        "budget_min": budget.min if budget is not None else None,
+        "budget_max": budget.max if budget is not None else None,
+        "budget_overloaded": budget.overloaded if budget is not None else None,
+    }
 
 
 def _connections(pool: ConnectionPool | None) -> tuple[ConnectionStatus, ...]:

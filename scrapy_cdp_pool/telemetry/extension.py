@@ -102,17 +102,19 @@ class EngineStatusExtension:
         config = runtime.config
         self.crawler = crawler
         self.runtime = runtime
-        self.interval_s = config.status_interval_s
+        self.interval_s = config.telemetry.status_interval_s
         self.collector = StatusCollector(crawler, runtime)
         self.maxima = Maxima()
         self.samples = 0
         self.guard = (
-            MemoryGuard(config.server_memory_limit_mb, crawler=crawler)
-            if config.server_memory_limit_mb is not None
+            MemoryGuard(config.telemetry.server_memory_limit_mb, crawler=crawler)
+            if config.telemetry.server_memory_limit_mb is not None
             else None
         )
-        self.status_file = StatusFile(config.status_file) if config.status_file else None
-        self.config_status_file = config.status_file
+        self.status_file = (
+            StatusFile(config.telemetry.status_file) if config.telemetry.status_file else None
+        )
+        self.config_status_file = config.telemetry.status_file
         self._task: AsyncioLoopingCall | LoopingCall | None = None
         self._last: StatusSample | None = None
         connect = crawler.signals.connect

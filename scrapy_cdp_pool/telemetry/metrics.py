@@ -270,9 +270,9 @@ class MetricsExtension:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         config = runtime_of(crawler).config
-        if config.metrics_port is None:
+        if config.telemetry.metrics_port is None:
             raise NotConfigured
-        return cls(crawler, config.metrics_host, config.metrics_port)
+        return cls(crawler, config.telemetry.metrics_host, config.telemetry.metrics_port)
 
     def status_sampled(self, sample: StatusSample) -> None:
         self.collector.sample = sample

@@ -258,14 +258,22 @@ def _poisoned_command(client: Any, prefixes: list[str], name: str, args: argpars
     action = "requeue" if args.requeue is not None else "drop" if args.drop is not None else ""
     wanted: list[str] = (args.requeue if action == "requeue" else args.drop) or []
     if not action:
-        if args.json:
-            print(json.dumps(found, indent=1))
-            return 0
-        print(f"{len(found)} poisoned")
-        for record in found:
-            leased = " (being failed now)" if record["leased"] else ""
-            print(f"{record['when']}  id {record['id']}  {record['url']}: {record['why']}{leased}")
+        _print_poisoned(found, args.json)
         return 0
+    chosen, unknown = _chosen(found, wanted)
+    done = _settle_poisoned(client, prefixes, [record["id"] for record in chosen], action)
+    verb = "requeued" if action == "requeue" else "dropped"
+    print(f"cluster crawl {name!r}: {len(done)} poisoned requests {verb}")
+    left = [record["id"] for record in chosen if record["id"] not in done]
+    _warn_unsettled(name, verb, left, unknown)
+    return 1 if left or unknown else 0
+
+
+def _chosen(
+    found: list[dict[str, Any]], wanted: list[str]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The poisoned requests ``wanted`` names by id, URL or fingerprint (all
+    when it names none), and the names that match none."""
     chosen = [
         record for record in found
         if not wanted or {record["id"], record["url"], record["fingerprint"]} & set(wanted)
@@ -273,11 +281,23 @@ def _poisoned_command(client: Any, prefixes: list[str], name: str, args: argpars
     matched = {
         key for record in chosen for key in (record["id"], record["url"], record["fingerprint"])
     }
-    unknown = [item for item in wanted if item not in matched]
-    done = _settle_poisoned(client, prefixes, [record["id"] for record in chosen], action)
-    verb = "requeued" if action == "requeue" else "dropped"
-    print(f"cluster crawl {name!r}: {len(done)} poisoned requests {verb}")
-    left = [record["id"] for record in chosen if record["id"] not in done]
+    return chosen, [item for item in wanted if item not in matched]
+
+
+def _print_poisoned(found: list[dict[str, Any]], as_json: bool) -> None:
+    """The poisoned requests, as JSON or one line each."""
+    if as_json:
+        print(json.dumps(found, indent=1))
+        return
+    print(f"{len(found)} poisoned")
+    for record in found:
+        leased = " (being failed now)" if record["leased"] else ""
+        print(f"{record['when']}  id {record['id']}  {record['url']}: {record['why']}{leased}")
+
+
+def _warn_unsettled(name: str, verb: str, left: list[str], unknown: list[str]) -> None:
+    """On stderr: the chosen requests a worker holds (``left``), the ids,
+    URLs or fingerprints asked for that match none (``unknown``)."""
     if left:
         print(
             f"scrapy-cdp-pool cluster poisoned: {len(left)} leased by a worker failing them now "
@@ -290,7 +310,6 @@ def _poisoned_command(client: Any, prefixes: list[str], name: str, args: argpars
             f"{', '.join(map(repr, unknown))}",
             file=sys.stderr,
         )
-    return 1 if left or unknown else 0
 
 
 def _scan(client: Any, pattern: str) -> list[str]:

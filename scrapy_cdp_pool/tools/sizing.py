@@ -181,19 +181,68 @@ async def measure(
             PoolConfig(browser=browser, connections=max(connections, steps[-1])),
             server_options if backend_named(browser).dedicated_servers else None,
         )
-    open_connections: list[CDPConnection] = []
-    pages: list[_OpenPage] = []
+    run = _Run(url, server, timeout_s, settle_s, progress, context)
     try:
+        await run.start(endpoint, server_pid, server_options)
+        report = await run.first_reading(connections)
+        await run.connect(connections)
+        report.connections_mb = await run.reading(f"{_count(connections, 'connection')}, no page")
+        for target in steps:
+            report.steps.append(await run.open_pages(target, connections, first=steps[0]))
+        await run.close_pages()
+        report.after_closing_pages_mb = await run.reading("after closing the pages")
+        await run.close_connections()
+        report.after_closing_connections_mb = await run.reading("after closing the connections")
+        return report
+    finally:
+        await run.cleanup()
+
+
+class _Run:
+    """One run of :func:`measure`: its server, connections and open pages."""
+
+    #: what the server is (set by :meth:`start`)
+    info: ServerInfo
+
+    def __init__(
+        self,
+        url: str,
+        server: EmbeddedServer | None,
+        timeout_s: float,
+        settle_s: float,
+        progress: Callable[[str], None],
+        context: ContextOptions | None,
+    ) -> None:
+        self.url = url
+        self.server = server
+        self.timeout_s = timeout_s
+        self.settle_s = settle_s
+        self.progress = progress
+        self.context = context
+        self.where = "embedded"
+        self.server_pid: int | None = None
+        self.connections: list[CDPConnection] = []
+        self.pages: list[_OpenPage] = []
+
+    async def start(
+        self, endpoint: str | None, server_pid: int | None, server_options: Any
+    ) -> None:
+        """Start the embedded server, or find the endpoint's; check the
+        profile's needs against it.
+
+        :raises ValueError: the server cannot honour the profile.
+        """
+        server, context = self.server, self.context
         if server is not None:
-            where = "embedded"
             await server.ensure_running()
-            info = await server.server_info(timeout_s)
-            server_pid = server.pid
+            self.info = info = await server.server_info(self.timeout_s)
+            self.server_pid = server.pid
         else:
-            where = f"endpoint {redact_url(endpoint or '')}"
-            info = await discover(endpoint or "", timeout_s)
+            self.where = f"endpoint {redact_url(endpoint or '')}"
+            self.info = info = await discover(endpoint or "", self.timeout_s)
+            self.server_pid = server_pid
             if server_pid is None:
-                server_pid = find_listening_pid(endpoint or "")
+                self.server_pid = find_listening_pid(endpoint or "")
         needs = context.requirements() if context is not None else frozenset()
         if server is not None and server_options is not None and info.backend.dedicated_servers:
             needs -= server_options.covers
@@ -203,81 +252,96 @@ async def measure(
                 f"profile {context.name!r} needs {missing}: {info.label} cannot honour it"
             )
 
-        def read() -> TreeMemory | None:
-            return process_tree_memory(server_pid) if server_pid is not None else None
+    def _read(self) -> TreeMemory | None:
+        return process_tree_memory(self.server_pid) if self.server_pid is not None else None
 
-        first = read()
+    async def first_reading(self, connections: int) -> SizingReport:
+        """The report, with the idle server's reading."""
+        first = self._read()
         report = SizingReport(
-            url=url,
-            server=f"{info.label} ({where})",
-            server_pid=server_pid,
+            url=self.url,
+            server=f"{self.info.label} ({self.where})",
+            server_pid=self.server_pid,
             memory_source=first.source if first is not None else "n/a",
             base_connections=connections,
         )
-        progress(
-            f"server: {report.server}, pid {server_pid or 'unknown'}, "
+        self.progress(
+            f"server: {report.server}, pid {self.server_pid or 'unknown'}, "
             f"memory = {report.memory_source.upper()} of its process tree"
         )
+        report.idle_mb = await self.reading("idle")
+        return report
 
-        async def reading(label: str) -> float | None:
-            if settle_s > 0:
-                await asyncio.sleep(settle_s)  # let memory settle before reading it
-            memory = read()
-            value = None if memory is None else round(memory.memory_mb, 1)
-            progress(f"{label:<40} {_mb(value)}")
-            return value
+    async def reading(self, label: str) -> float | None:
+        """The server's memory (MB) once it settled, told to ``progress``."""
+        if self.settle_s > 0:
+            await asyncio.sleep(self.settle_s)  # let memory settle before reading it
+        memory = self._read()
+        value = None if memory is None else round(memory.memory_mb, 1)
+        self.progress(f"{label:<40} {_mb(value)}")
+        return value
 
-        report.idle_mb = await reading("idle")
+    async def _connect_one(self) -> CDPConnection:
+        if self.server is not None:  # its own channel (a Unix socket, Chromium's pipe)
+            return await self.server.connect(self.info, self.timeout_s)
+        return await _connect(self.info, self.timeout_s)
 
-        async def connect() -> CDPConnection:
-            if server is not None:  # its own channel (a Unix socket, Chromium's pipe)
-                return await server.connect(info, timeout_s)
-            return await _connect(info, timeout_s)
+    async def connect(self, count: int) -> None:
+        """Open ``count`` connections at once."""
+        opened = await asyncio.gather(*(self._connect_one() for _ in range(count)))
+        self.connections.extend(opened)
 
-        open_connections.extend(await asyncio.gather(*(connect() for _ in range(connections))))
-        report.connections_mb = await reading(f"{_count(connections, 'connection')}, no page")
-        one_per_page = info.max_contexts_per_connection == 1
+    async def open_pages(self, target: int, connections: int, first: int) -> SizingStep:
+        """Open pages until ``target`` are open (a connection each where the
+        server allows one context per connection), then read the memory.
+
+        :raises NavigationFailed: no page of the first step (``first``) loaded.
+        """
+        info = self.info
+        needed = target if info.max_contexts_per_connection == 1 else connections
+        while len(self.connections) < needed:
+            self.connections.append(await self._connect_one())
         gate = asyncio.Semaphore(max(4, connections))  # pages loading at once
 
         async def open_one(index: int) -> _OpenPage:
             async with gate:
-                cdp = open_connections[index % len(open_connections)]
-                return await _open_page(cdp, info, url, timeout_s, context)
+                cdp = self.connections[index % len(self.connections)]
+                return await _open_page(cdp, info, self.url, self.timeout_s, self.context)
 
-        for target in steps:
-            needed = target if one_per_page else connections
-            while len(open_connections) < needed:
-                open_connections.append(await connect())
-            opened = await asyncio.gather(*(open_one(i) for i in range(len(pages), target)))
-            pages.extend(opened)
-            failed = sum(1 for p in pages if not p.loaded)
-            if failed == len(pages) == target == steps[0]:  # nothing to measure
-                raise NavigationFailed(
-                    url, f"no page loaded ({target} of {target}): {pages[0].error}"
-                )
-            memory_mb = await reading(
-                f"{_count(target, 'page')} open, {_count(len(open_connections), 'connection')}"
-                + (f" ({failed} not loaded)" if failed else "")
+        pages = self.pages
+        pages.extend(await asyncio.gather(*(open_one(i) for i in range(len(pages), target))))
+        failed = sum(1 for p in pages if not p.loaded)
+        if failed == len(pages) == target == first:  # nothing to measure
+            raise NavigationFailed(
+                self.url, f"no page loaded ({target} of {target}): {pages[0].error}"
             )
-            report.steps.append(SizingStep(target, len(open_connections), memory_mb, failed))
-        for page in pages:
-            await _close_page(page, timeout_s)
-        pages.clear()
-        report.after_closing_pages_mb = await reading("after closing the pages")
-        for cdp in open_connections:
-            if server is None or not server.shared_channel:  # closing a pipe stops Chromium
+        memory_mb = await self.reading(
+            f"{_count(target, 'page')} open, {_count(len(self.connections), 'connection')}"
+            + (f" ({failed} not loaded)" if failed else "")
+        )
+        return SizingStep(target, len(self.connections), memory_mb, failed)
+
+    async def close_pages(self) -> None:
+        for page in self.pages:
+            await _close_page(page, self.timeout_s)
+        self.pages.clear()
+
+    async def close_connections(self) -> None:
+        shared = self.server is not None and self.server.shared_channel
+        for cdp in self.connections:
+            if not shared:  # closing a pipe stops Chromium
                 await cdp.close()
-        open_connections.clear()
-        report.after_closing_connections_mb = await reading("after closing the connections")
-        return report
-    finally:
-        for page in pages:
+        self.connections.clear()
+
+    async def cleanup(self) -> None:
+        """What is still open closed, the embedded server stopped."""
+        for page in self.pages:
             if page.page is not None:
                 page.page.detach()
-        for cdp in open_connections:
+        for cdp in self.connections:
             await cdp.close()
-        if server is not None:
-            await server.stop()
+        if self.server is not None:
+            await self.server.stop()
 
 
 async def _connect(info: ServerInfo, timeout_s: float) -> CDPConnection:

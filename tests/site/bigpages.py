@@ -7,10 +7,15 @@
   announced, written 1 MiB at a time (never held whole).
 - ``/big/fetch?mb=N``: a page whose script ``fetch()``-es ``/big/blob?mb=N``
   and reads it whole; ``#got`` then shows its length in bytes, or
-  ``failed`` when the fetch was refused or cut.
+  ``failed`` when the fetch was refused or cut. With ``stream=K``, it fetches
+  ``/oversize/stream?key=K`` instead (``N`` MiB of text, chunked: no
+  ``Content-Length``; ``/oversize/sent?key=K`` tells how much was sent),
+  with ``private=1`` marked ``Cache-Control: private``.
 """
 
 from __future__ import annotations
+
+from urllib.parse import quote
 
 from aiohttp import web
 
@@ -48,8 +53,14 @@ async def big_blob(request: web.Request) -> web.StreamResponse:
 @routes.get("/big/fetch")
 async def big_fetch(request: web.Request) -> web.Response:
     mb = int_query(request, "mb", 64, 1, 1024)
+    key = request.query.get("stream")
+    source = f"/big/blob?mb={mb}"
+    if key is not None:
+        source = f"/oversize/stream?type=text&key={quote(key)}&bytes={mb << 20}"
+        if request.query.get("private") == "1":
+            source += "&private=1"
     script = (
-        f"fetch('/big/blob?mb={mb}').then(r => r.arrayBuffer())"
+        f"fetch('{source}').then(r => r.arrayBuffer())"
         ".then(b => { got.textContent = String(b.byteLength); },"
         " () => { got.textContent = 'failed'; });"
     )

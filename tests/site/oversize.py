@@ -9,6 +9,8 @@ for the tests that a larger main document is cancelled while it arrives.
   ``announce=1``. ``type=html`` (default) is an HTML page of ``x`` filler,
   ``text`` is ``text/plain``, ``attachment`` is ``application/octet-stream``
   with ``Content-Disposition: attachment; filename="big.bin"`` (a download).
+  ``private=1``: ``Cache-Control: private, no-store`` (a response no other
+  profile may be served from a cache).
 - ``/oversize/sent?key=K``: JSON ``{"sent": bytes, "finished": bool}`` for
   the stream of key ``K`` once its handler has ended (the client went away or
   all was sent; waits up to 30 s for it): ``sent`` is the body bytes handed
@@ -61,6 +63,8 @@ async def stream(request: web.Request) -> web.StreamResponse:
     )
     if kind == "attachment":
         response.headers["Content-Disposition"] = 'attachment; filename="big.bin"'
+    if request.query.get("private") == "1":
+        response.headers["Cache-Control"] = "private, no-store"
     lie = request.query.get("length")
     if request.query.get("announce") == "1":
         response.content_length = total

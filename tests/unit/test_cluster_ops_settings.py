@@ -40,8 +40,8 @@ def test_good_settings_are_read() -> None:
         Settings({"CDP_POOL_CLUSTER_REDIS_URL": "unix:///run/redis.sock",
                   "CDP_POOL_CLUSTER_BUDGET_MAX": "40", "CDP_POOL_METRICS_PORT": "0"})
     )  # fmt: skip
-    assert (config.cluster_budget_max, config.metrics_port) == (40, 0)
-    assert (config.metrics_host, config.cluster_budget_lease_s) == ("127.0.0.1", 30.0)
+    assert (config.cluster.budget_max, config.telemetry.metrics_port) == (40, 0)
+    assert (config.telemetry.metrics_host, config.cluster.budget_lease_s) == ("127.0.0.1", 30.0)
 
 
 def test_endpoint_labels_carry_no_secret() -> None:

@@ -23,8 +23,8 @@ def test_a_bad_redis_url_is_refused_by_name_without_its_value(value: Any) -> Non
 
 def test_cluster_settings_are_read_with_their_defaults() -> None:
     config = PoolConfig.from_settings(Settings({"CDP_POOL_CLUSTER_REDIS_URL": "unix:///r.sock"}))
-    assert config.cluster_redis_url == "unix:///r.sock"
-    assert (config.cluster_name, config.cluster_lease_s, config.cluster_keep_open) == (
+    assert config.cluster.redis_url == "unix:///r.sock"
+    assert (config.cluster.name, config.cluster.lease_s, config.cluster.keep_open) == (
         None, 30.0, False,
     )  # fmt: skip
 

@@ -18,6 +18,8 @@ from scrapy_cdp_pool.core.gates import (
     not_before_suffix,
     split_key,
 )
+from scrapy_cdp_pool.core.pacing import HOST_PAUSES, HostPaused
+from scrapy_cdp_pool.core.parts import PartKey
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.resilience.host_limits import HostLimits
 
@@ -77,7 +79,7 @@ def test_one_request_in_flight_per_identity_and_host_limits_gate_by_host() -> No
     # no CDP_POOL_HOST_CONCURRENCY: the add-on would install its own HostLimits
     crawler = get_crawler(settings_dict={"ADDONS": {Addon: 0}})
     gates = runtime_of(crawler).gates
-    limits = HostLimits(crawler, gates, concurrency=1, rate=None)
+    limits = HostLimits(crawler, gates, concurrency=1)
     a1 = scrapy.Request("http://a.test/1", meta={"cdp_profile": "alice"})
     a2 = scrapy.Request("http://b.test/2", meta={"cdp_profile": "alice"})
     b1 = scrapy.Request("http://a.test/3")
@@ -95,19 +97,56 @@ def test_one_request_in_flight_per_identity_and_host_limits_gate_by_host() -> No
 def test_a_host_rate_spaces_starts_and_wakes_the_engine_when_due(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    crawler = get_crawler(settings_dict={"ADDONS": {Addon: 0}})
-    gates = runtime_of(crawler).gates
+    # one start per 1000 s: the host pacing holds the rate in the queue
+    crawler = get_crawler(settings_dict={"CDP_POOL_HOST_RATE": 0.001, "ADDONS": {Addon: 0}})
+    runtime = runtime_of(crawler)
+    gates = runtime.gates
     woken: list[float] = []
     # no timer left behind: record the wakes instead
     monkeypatch.setattr(gates, "wake", lambda delay_s=0.0: woken.append(delay_s))
-    limits = HostLimits(crawler, gates, concurrency=None, rate=0.001)  # one start per 1000 s
+    rate = runtime.pacing.rate
+    assert rate is not None
     first, second = scrapy.Request("http://a.test/1"), scrapy.Request("http://a.test/2")
     assert gates.on_dequeued(first)
     gates.on_finished(first)
-    assert not limits.is_open("a.test")
-    assert limits.is_open("b.test")
+    assert not rate.is_open("a.test")
+    assert rate.is_open("b.test")
     assert gates.is_open(gate_key(scrapy.Request("http://b.test/")))
     assert not gates.is_open(gate_key(second))
     delayed = [delay_s for delay_s in woken if delay_s > 0]
     assert delayed
     assert all(delay_s <= 1000 for delay_s in delayed)  # when the next start is due
+
+
+class StandInPauses:
+    """Host pauses of one paused host (the resilience middleware's shape)."""
+
+    def __init__(self, paused: str) -> None:
+        self.paused = paused
+
+    def observe(self, request: object, url: str, status: int, retry_after: bytes | None) -> None:
+        pass
+
+    def remaining(self, host: str) -> float:
+        return 5.0 if host == self.paused else 0.0
+
+    def is_open(self, host: str) -> bool:
+        return host != self.paused
+
+    async def wait_open(self, host: str) -> float:
+        return 0.0
+
+
+def test_host_pauses_plug_into_the_pacing_which_holds_the_queue_and_the_handler() -> None:
+    crawler = get_crawler(settings_dict={"ADDONS": {Addon: 0}})
+    runtime = runtime_of(crawler)
+    pacing = runtime.pacing
+    assert runtime.gates.is_open("|a.test")
+    pacing.plug(HOST_PAUSES, StandInPauses("a.test"))
+    assert not runtime.gates.is_open("|a.test")  # the queue holds it
+    assert runtime.gates.is_open("|b.test")
+    with pytest.raises(HostPaused):  # so does the handler, right before a start
+        pacing.check("a.test")
+    pacing.check("b.test")
+    with pytest.raises(KeyError, match="no place for"):
+        pacing.plug(PartKey[object]("something else"), object())

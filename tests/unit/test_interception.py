@@ -199,3 +199,31 @@ def test_the_body_guard_counts_only_the_watched_document() -> None:
         "Received 101 bytes which is larger than download max size (100) for http://a.test/"
     )
     assert guard.on_data({"requestId": "n1", "dataLength": 500}) is None  # told once
+
+
+@pytest_twisted.ensureDeferred
+async def test_only_a_fetch_no_content_length_bounds_is_counted_and_cut_once() -> None:
+    # issue 39 item 7: a chunked (or compressed) fetch() body is counted as it
+    # arrives; one with a Content-Length within the limit is not watched at all
+    page = StandInPage(Spec(maxsize=100), body_size=BodySizeGuard("http://a.test/", 100))
+    interceptor = FetchInterceptor(page)
+    bounded = [{"name": "Content-Length", "value": "50"}]
+    compressed = [
+        {"name": "Content-Length", "value": "50"},
+        {"name": "Content-Encoding", "value": "gzip"},
+    ]
+    for network_id, headers in (("n1", []), ("n2", bounded), ("n3", compressed)):
+        params = paused(
+            "http://a.test/api", "Fetch", responseStatusCode=200, responseHeaders=headers
+        )
+        await interceptor.on_paused({**params, "networkId": network_id})
+    assert answered(page) == [("Fetch.continueRequest", None)] * 3
+    guard = page.body_size
+    assert sorted(guard.unbounded) == ["n1", "n3"]
+    assert not guard.unbounded_past_limit({"requestId": "n2", "dataLength": 500})
+    assert not guard.unbounded_past_limit({"requestId": "n1", "dataLength": 60})
+    assert guard.unbounded_past_limit({"requestId": "n1", "dataLength": 41})
+    assert not guard.unbounded_past_limit({"requestId": "n1", "dataLength": 500})  # told once
+    assert guard.unbounded_past_limit(
+        {"requestId": "n3", "dataLength": 0, "encodedDataLength": 101}
+    )

@@ -92,3 +92,40 @@ def test_no_import_in_a_function_dodges_a_cycle() -> None:
                         continue
                     found.append(f"{name}: {inner.module}")
     assert found == []
+
+
+def _render_imports() -> dict[str, set[str]]:
+    """Each module of ``render/`` -> the modules of ``render/`` it imports,
+    those under ``if TYPE_CHECKING`` included (every ``from ... import``)."""
+    render = ROOT / "scrapy_cdp_pool" / "render"
+    graph: dict[str, set[str]] = {}
+    for path in render.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        graph[name] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "scrapy_cdp_pool.render."
+            ):
+                graph[name].add(str(node.module))
+    return graph
+
+
+def test_no_import_cycle_inside_render_type_level_included() -> None:
+    # issue 36: "the type-level cycle inside render/ goes" (16 modules through
+    # page.py, the action steps and spec.py before page_handle.py, action.py
+    # and capture_rule.py)
+    graph = _render_imports()
+    cycles = []
+    for start in graph:
+        stack = [(start, [start])]
+        seen: set[str] = set()
+        while stack:
+            module, path = stack.pop()
+            for imported in graph.get(module, ()):
+                if imported == start:
+                    cycles.append(" -> ".join([*path, start]))
+                elif imported not in seen:
+                    seen.add(imported)
+                    stack.append((imported, [*path, imported]))
+    assert cycles == []

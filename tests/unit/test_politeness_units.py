@@ -14,7 +14,8 @@ import pytest_twisted
 from scrapy import Request
 from twisted.internet.defer import Deferred
 
-from scrapy_cdp_pool.core.politeness import RequestSpacing, SlotConcurrency
+from scrapy_cdp_pool.core.pacing.concurrency import SlotConcurrency
+from scrapy_cdp_pool.core.pacing.spacing import RequestSpacing
 
 
 @dataclass

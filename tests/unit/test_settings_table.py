@@ -14,7 +14,9 @@ from scrapy.settings import Settings
 from scrapy_cdp_pool import Addon
 from scrapy_cdp_pool.settings import config as config_module
 from scrapy_cdp_pool.settings import parse as parse_module
+from scrapy_cdp_pool.settings import sections as sections_module
 from scrapy_cdp_pool.settings.config import PoolConfig
+from scrapy_cdp_pool.settings.sections import SECTIONS, BudgetConfig
 from scrapy_cdp_pool.settings.table import BY_NAME, SETTINGS, SHARED_POOL_SETTINGS
 
 #: the reference pages whose tables list every setting (docs/settings.md, and the
@@ -51,21 +53,51 @@ def test_the_docs_list_exactly_the_declared_settings_with_their_defaults() -> No
     assert not wrong
 
 
+def config_attributes() -> set[str]:
+    """PoolConfig's attributes, a section's as ``"section.name"``."""
+    names = {f.name for f in dataclasses.fields(PoolConfig)} - set(SECTIONS)
+    for section, cls in SECTIONS.items():
+        names |= {f"{section}.{f.name}" for f in dataclasses.fields(cls)}
+    return names
+
+
 def test_every_config_attribute_is_declared_once_with_the_same_default() -> None:
     declared = [setting.field for setting in SETTINGS if setting.field is not None]
     assert len(declared) == len(set(declared))
-    attributes = {f.name for f in dataclasses.fields(PoolConfig)}
-    assert set(declared) | SCRAPY_FIELDS == attributes
+    assert set(declared) | SCRAPY_FIELDS == config_attributes()
     # PoolConfig()'s defaults are what the table's defaults parse to
     assert PoolConfig.from_settings(Settings()) == PoolConfig()
+
+
+def test_each_feature_reads_its_own_section_checked_as_it_is_made() -> None:
+    config = PoolConfig.from_settings(
+        Settings(
+            {
+                "CDP_POOL_CLUSTER_LEASE_SECONDS": 12,
+                "CDP_POOL_HOST_RATE": 2,
+                "CDP_POOL_BUDGET_MIN": 2,
+                "CDP_POOL_RENDER": "auto",
+            }
+        )
+    )
+    assert config.cluster.lease_s == 12.0
+    assert config.resilience.host_rate == 2.0
+    assert (config.budget.min, config.budget.max) == (2, None)
+    assert config.ladder.mode == "auto"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.cluster.lease_s = 1.0  # type: ignore[misc]
+    with pytest.raises(ValueError, match=r"CDP_POOL_BUDGET_MAX: 2 .* CDP_POOL_BUDGET_MIN"):
+        BudgetConfig(min=3, max=2)
 
 
 def test_each_settings_parser_yields_its_config_attributes_type() -> None:
     # PoolConfig is built through a dict (one loop over the table), where mypy
     # cannot see that a parser's result fits its attribute: checked here, from
     # the annotations of both.
-    names = {**vars(config_module), **vars(parse_module)}
+    names = {**vars(config_module), **vars(sections_module), **vars(parse_module)}
     fields = typing.get_type_hints(PoolConfig, names)
+    for section, cls in SECTIONS.items():
+        fields |= {f"{section}.{k}": v for k, v in typing.get_type_hints(cls, names).items()}
     wrong = {
         setting.name: (parsed, fields[setting.field])
         for setting in SETTINGS

@@ -362,7 +362,11 @@ class CDPConnection:
             self._malformed(f"{e} ({excerpt(raw)})")
 
     def _dispatch(self, message: dict[str, Any]) -> None:
-        """Route one message.
+        """Route one message: an answer to its command's future, an event to
+        its session's handler. The hottest function of a crawl (every message
+        of every page goes through it): both common paths stay inline, the
+        rare branches (an error answer, a target attached, a handler failing)
+        are calls of their own.
 
         :raises Malformed: a field has the wrong type.
         """
@@ -375,44 +379,46 @@ class CDPConnection:
             entry = self._pending.get(msg_id)
             if entry is None or entry[1].done():
                 return  # answer to a command that timed out or was cancelled
-            method, future = entry
             if error is not None:
-                code = error.get("code", 0)
-                future.set_exception(
-                    CDPProtocolError(
-                        method,
-                        code if isinstance(code, int) else 0,
-                        str(error.get("message", "")),
-                    )
-                )
+                _fail_command(entry, error)
             else:
-                future.set_result(result if result is not None else {})
+                entry[1].set_result(result if result is not None else {})
             return
         method = message.get("method", "")
         if not isinstance(method, str):
             raise Malformed("an event whose method is not a string")
         params = optional(message, "params", dict) or {}
         session_id = optional(message, "sessionId", str)
-        if method == "Target.attachedToTarget" and self.auto_attach and session_id is None:
-            info = optional(params, "targetInfo", dict) or {}
-            target_id = optional(info, "targetId", str)
-            attached = optional(params, "sessionId", str)
-            if target_id and attached:
-                self._attached[target_id] = attached
-                if len(self._attached) > MAX_UNCLAIMED_TARGETS:
-                    del self._attached[next(iter(self._attached))]
-            return
-        if session_id is None and method == "Target.detachedFromTarget":
-            session_id = optional(params, "sessionId", str)  # tell the session it is gone
+        if session_id is None:
+            if method == "Target.attachedToTarget" and self.auto_attach:
+                self._note_attached(params)
+                return
+            if method == "Target.detachedFromTarget":
+                session_id = optional(params, "sessionId", str)  # tell the session it is gone
         handler = self._handlers.get(session_id or _BROWSER)
         if handler is not None:
             try:
                 handler(method, params)
             except (AttributeError, KeyError, TypeError, ValueError) as e:
-                # A handler reading a field of the wrong type: name it once,
-                # not an asyncio "Fatal error" traceback from data_received.
-                logger.debug("%s: handling %s failed", self.url, method, exc_info=True)
-                raise Malformed(f"an event {method} whose params could not be read ({e!r})") from e
+                raise self._unreadable(method, e) from e
+
+    def _note_attached(self, params: dict[str, Any]) -> None:
+        """Keep the session of a target the browser attached by itself
+        (``auto_attach``), for :meth:`take_attached_session`; at most
+        :data:`MAX_UNCLAIMED_TARGETS` unclaimed, the oldest dropped."""
+        info = optional(params, "targetInfo", dict) or {}
+        target_id = optional(info, "targetId", str)
+        attached = optional(params, "sessionId", str)
+        if target_id and attached:
+            self._attached[target_id] = attached
+            if len(self._attached) > MAX_UNCLAIMED_TARGETS:
+                del self._attached[next(iter(self._attached))]
+
+    def _unreadable(self, method: str, error: Exception) -> Malformed:
+        """A handler reading a field of the wrong type: named once, not an
+        asyncio "Fatal error" traceback from data_received."""
+        logger.debug("%s: handling %s failed", self.url, method, exc_info=error)
+        return Malformed(f"an event {method} whose params could not be read ({error!r})")
 
     def _malformed(self, what: str) -> None:
         self._fail(CDPMalformedMessage(f"{self.url} sent {what}"))
@@ -467,3 +473,14 @@ class CDPConnection:
         callbacks, self._close_callbacks = self._close_callbacks, []
         for callback in callbacks:
             callback()
+
+
+def _fail_command(entry: tuple[str, Waiter], error: dict[str, Any]) -> None:
+    """Fail a command's future with the error its answer carries."""
+    method, future = entry
+    code = error.get("code", 0)
+    future.set_exception(
+        CDPProtocolError(
+            method, code if isinstance(code, int) else 0, str(error.get("message", ""))
+        )
+    )

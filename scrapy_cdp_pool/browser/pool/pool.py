@@ -171,6 +171,28 @@ class ConnectionPool:
             await self.server.stop(grace_s=1.0)
 
     async def _start_once(self) -> None:
+        await self._discover_endpoints()
+        self._make_connections()
+        results = await asyncio.gather(
+            *(self._connect(c) for c in self.connections), return_exceptions=True
+        )
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if len(errors) == len(results):
+            raise PoolUnavailable(f"no CDP connection could be opened: {errors[0]}")
+        for connection, result in zip(self.connections, results, strict=True):
+            if isinstance(result, BaseException):
+                self._schedule_reconnect(connection)
+        self.state = PoolState.READY
+        self._log_ready()
+        self.slots.wake()
+
+    async def _discover_endpoints(self) -> None:
+        """Start the embedded server (if any) and ask each endpoint what it
+        is (:attr:`infos`; ``None`` for one that does not answer, named in
+        an ERROR).
+
+        :raises PoolUnavailable: the server cannot start, or no endpoint answers.
+        """
         if self.server is not None:
             try:
                 self.endpoints = [await self.server.ensure_running()]
@@ -192,6 +214,11 @@ class ConnectionPool:
         for endpoint, info in zip(self.endpoints, infos, strict=True):
             if isinstance(info, BaseException):
                 logger.error("CDP endpoint %s does not answer: %s", redact_url(endpoint), info)
+
+    def _make_connections(self) -> None:
+        """``CDP_POOL_CONNECTIONS`` connections per endpoint, each with the
+        contexts it may hold (``CDP_POOL_CONTEXTS_PER_CONNECTION``, lowered
+        with a warning to what the server allows)."""
         index = 0
         for endpoint_index, known in enumerate(self.infos):
             capacity = self.config.contexts_per_connection
@@ -212,16 +239,8 @@ class ConnectionPool:
                     PooledConnection(index, endpoint_index, capacity, reports=reports)
                 )
                 index += 1
-        results = await asyncio.gather(
-            *(self._connect(c) for c in self.connections), return_exceptions=True
-        )
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if len(errors) == len(results):
-            raise PoolUnavailable(f"no CDP connection could be opened: {errors[0]}")
-        for connection, result in zip(self.connections, results, strict=True):
-            if isinstance(result, BaseException):
-                self._schedule_reconnect(connection)
-        self.state = PoolState.READY
+
+    def _log_ready(self) -> None:
         logger.info(
             "CDP pool ready: %s; endpoints %s; %d connection(s) x %d context(s)",
             ", ".join(sorted({i.label for i in self.infos if i})),
@@ -238,7 +257,6 @@ class ConnectionPool:
                 'CDP_POOL_LIGHTPANDA_ARGS = ["--load-resources", "iframe"] loads them '
                 "(docs/backends.md: the cost, measured)"
             )
-        self.slots.wake()
 
     async def _discover(self, endpoint_index: int) -> ServerInfo:
         if self.server is not None and endpoint_index == 0:

@@ -14,7 +14,7 @@ from scrapy_cdp_pool.render._actions.keyboard import MODIFIERS, parse_combo
 from scrapy_cdp_pool.settings.url_patterns import check_pattern
 
 if TYPE_CHECKING:
-    from scrapy_cdp_pool.render._actions.actions import Action
+    from scrapy_cdp_pool.render._actions.action import Action
 
 LOAD_STATES = ("load", "domcontentloaded", "networkidle")
 

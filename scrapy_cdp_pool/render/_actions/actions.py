@@ -24,23 +24,12 @@ from scrapy_cdp_pool.browser.backends import Backend, Capability
 from scrapy_cdp_pool.errors import ActionUnsupported
 from scrapy_cdp_pool.render._actions import action_args as args
 from scrapy_cdp_pool.render._actions import input_steps, screenshots, wait_steps, wheel_scroll
+from scrapy_cdp_pool.render._actions.action import Action
 from scrapy_cdp_pool.render._actions.action_args import MAX_WAIT_S
 from scrapy_cdp_pool.render._actions.elements import report_grace_s, wait_for_selector
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.render._page.page import Page
-
-
-@dataclass(frozen=True)
-class Action:
-    """One parsed action: its name, positional and keyword arguments."""
-
-    name: str
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-
-    def describe(self) -> str:
-        return f"{self.name}{list(self.args)!r}"
 
 
 _TypeSpec = type | tuple[type, ...]

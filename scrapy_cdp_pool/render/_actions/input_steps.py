@@ -33,7 +33,7 @@ from scrapy_cdp_pool.render._actions.input_events import (
 from scrapy_cdp_pool.render._actions.shadow_keys import keys_by_script
 
 if TYPE_CHECKING:
-    from scrapy_cdp_pool.render._actions.actions import Action
+    from scrapy_cdp_pool.render._actions.action import Action
     from scrapy_cdp_pool.render._page.page import Page
 
 # Lightpanda, where the hit test found another element: the events a user's

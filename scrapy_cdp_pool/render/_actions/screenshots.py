@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_cdp_pool.render._actions.elements import deep, in_page_ms, js_template, poll_in_page
 
 if TYPE_CHECKING:
-    from scrapy_cdp_pool.render._actions.actions import Action
+    from scrapy_cdp_pool.render._actions.action import Action
     from scrapy_cdp_pool.render._page.page import Page
 
 # The element's box in document coordinates, once it is visible, scrolled

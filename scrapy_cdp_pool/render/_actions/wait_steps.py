@@ -14,7 +14,7 @@ from scrapy_cdp_pool.render._page.document import is_context_gone
 from scrapy_cdp_pool.settings.url_patterns import matches_any
 
 if TYPE_CHECKING:
-    from scrapy_cdp_pool.render._actions.actions import Action
+    from scrapy_cdp_pool.render._actions.action import Action
     from scrapy_cdp_pool.render._page.page import Page
 
 # The expression goes in as code (it is the user's script, as for

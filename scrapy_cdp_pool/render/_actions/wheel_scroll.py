@@ -21,7 +21,7 @@ from scrapy_cdp_pool.errors import PageScriptError
 from scrapy_cdp_pool.render._actions.elements import deep, js_template
 
 if TYPE_CHECKING:
-    from scrapy_cdp_pool.render._actions.actions import Action
+    from scrapy_cdp_pool.render._actions.action import Action
     from scrapy_cdp_pool.render._page.page import Page
 
 #: the most wheel steps of one pass down the page (a page taller than this

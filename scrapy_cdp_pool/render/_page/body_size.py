@@ -81,6 +81,10 @@ class BodySizeGuard:
         self._network_id: str | None = None
         self._decoded = 0  # bytes, as the browser holds them
         self._encoded = 0  # bytes on the wire
+        #: the page's own responses whose size no ``Content-Length`` bounds
+        #: (network id -> [decoded, encoded] bytes received so far), see
+        #: :meth:`watch_unbounded`
+        self.unbounded: dict[str, list[int]] = {}
 
     def watch(self, network_id: str | None) -> None:
         """Count the body of the document with this network id from now on
@@ -104,3 +108,25 @@ class BodySizeGuard:
             self._network_id = None  # told once
             return ResponseTooLarge(self.url, received, self.limit, expected=False)
         return None
+
+    def watch_unbounded(self, network_id: str) -> None:
+        """Count the body of one of the page's own responses (a ``fetch()``,
+        an XHR: not its main document) that no ``Content-Length`` bounds
+        (chunked, or compressed: the decoded size is what the page holds),
+        let through at the response stage; see :meth:`unbounded_past_limit`."""
+        if self.limit:
+            self.unbounded.setdefault(network_id, [0, 0])
+
+    def unbounded_past_limit(self, params: dict[str, Any]) -> bool:
+        """Feed one ``Network.dataReceived`` of a watched response (see
+        :meth:`watch_unbounded`): True, once, when its body has passed the
+        limit (decoded bytes or bytes on the wire, as for the document)."""
+        counted = self.unbounded.get(str(params.get("requestId")))
+        if counted is None:
+            return False
+        counted[0] += int(params.get("dataLength") or 0)
+        counted[1] += int(params.get("encodedDataLength") or 0)
+        if max(counted) > self.limit:
+            del self.unbounded[params["requestId"]]  # told once
+            return True
+        return False

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING, Any
 from scrapy_cdp_pool.errors import CDPError, ResponseTooLarge
 
 if TYPE_CHECKING:
-    from scrapy_cdp_pool.render._page.page import Page
+    from scrapy_cdp_pool.render._page.page_handle import PageHandle
 
 #: bytes asked for per ``IO.read`` of a streamed body
 STREAM_READ_BYTES = 1 << 20
 
 
-async def read_body_prefix(page: Page, request_id: str, limit: int) -> tuple[bytes, bool]:
+async def read_body_prefix(page: PageHandle, request_id: str, limit: int) -> tuple[bytes, bool]:
     """At most ``limit`` bytes of a paused response's body, read in chunks of
     :data:`STREAM_READ_BYTES`, and whether that is all of it; reading stops
     as soon as it passes ``limit`` (the stream is closed; the caller then
@@ -28,7 +28,7 @@ async def read_body_prefix(page: Page, request_id: str, limit: int) -> tuple[byt
     return body, complete
 
 
-async def read_body_stream(page: Page, request_id: str, url: str, maxsize: int) -> bytes:
+async def read_body_stream(page: PageHandle, request_id: str, url: str, maxsize: int) -> bytes:
     """A paused response's body read in chunks of :data:`STREAM_READ_BYTES`
     (``Fetch.takeResponseBodyAsStream``, ``IO.read``), stopped as soon as it
     passes ``maxsize`` bytes; the stream is closed either way (the caller
@@ -43,7 +43,7 @@ async def read_body_stream(page: Page, request_id: str, url: str, maxsize: int) 
 
 
 async def read_body_keeping_loss(
-    page: Page, request_id: str, url: str, maxsize: int, expected: int | None
+    page: PageHandle, request_id: str, url: str, maxsize: int, expected: int | None
 ) -> tuple[bytes, bool]:
     """A paused response's body as :func:`read_body_stream` reads it, and
     whether it was cut short: the transfer failed while it was read (what
@@ -65,7 +65,7 @@ async def read_body_keeping_loss(
 
 
 async def _read_stream(
-    page: Page, request_id: str, limit: int, chunks: list[bytes] | None = None
+    page: PageHandle, request_id: str, limit: int, chunks: list[bytes] | None = None
 ) -> tuple[bytes, int, bool]:
     """The body as a stream, read until its end or until more than ``limit``
     bytes came: ``(at most limit bytes, bytes read, whether it ended)``; the

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy_cdp_pool.browser.cdp import CDPError
 
 if TYPE_CHECKING:
-    from scrapy_cdp_pool.render._page.page import Page
+    from scrapy_cdp_pool.render._page.page_handle import PageHandle
 
 # the name it logged under before render/ went private (log lines, LOG filters)
 logger = logging.getLogger("scrapy_cdp_pool.render.dialogs")
@@ -34,7 +34,7 @@ class DialogAnswerer:
     order the dialogs opened (``response.meta["cdp_dialogs_seen"]``).
     """
 
-    def __init__(self, page: Page, *, accept: bool, browser_answers: bool) -> None:
+    def __init__(self, page: PageHandle, *, accept: bool, browser_answers: bool) -> None:
         self.page = page
         self.accept = accept and not browser_answers
         self.browser_answers = browser_answers

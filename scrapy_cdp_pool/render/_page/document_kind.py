@@ -1,8 +1,8 @@
 """What a main document is, from its status, headers and first bytes: taken
 as its bytes or rendered, HTML or not, labelled or not, shareable between
 profiles; and the request headers as a browser can send them. Pure functions
-(no browser), used by :mod:`~scrapy_cdp_pool.render._page.interception` at the
-``Fetch`` pauses."""
+(no browser), used by :mod:`~scrapy_cdp_pool.render._page.interception` and
+:mod:`~scrapy_cdp_pool.render._page.document_response` at the ``Fetch`` pauses."""
 
 from __future__ import annotations
 

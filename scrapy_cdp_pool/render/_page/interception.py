@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -26,32 +25,20 @@ from scrapy_cdp_pool.errors import (
     PrivateNavigationRefused,
     ResponseTooLarge,
 )
-from scrapy_cdp_pool.render._page.body_stream import (
-    read_body_keeping_loss,
-    read_body_prefix,
-    read_body_stream,
-)
-from scrapy_cdp_pool.render._page.document import DocumentResponse
+from scrapy_cdp_pool.render._page.body_stream import read_body_prefix
 from scrapy_cdp_pool.render._page.document_kind import (
-    NO_BODY_STATUSES,
-    bom_charset,
     content_length,
-    is_displayed_text,
-    is_raw_document,
-    is_unlabelled,
     joined,
-    looks_like_html,
-    names_no_charset,
     same_origin,
     shareable,
 )
-from scrapy_cdp_pool.render._page.downloads import PageDownload, download_name, is_download
+from scrapy_cdp_pool.render._page.document_response import DocumentResponses, abort
+from scrapy_cdp_pool.render._page.download_pause import is_page_download, take_download
 from scrapy_cdp_pool.render._page.private_network import PrivateNetworkRule
-from scrapy_cdp_pool.render._request.redirects import hands_back_redirects, is_handed_back
 from scrapy_cdp_pool.settings.url_patterns import matches_any
 
 if TYPE_CHECKING:
-    from scrapy_cdp_pool.render._page.page import Page
+    from scrapy_cdp_pool.render._page.page_handle import PageHandle
 
 # the name it logged under before render/ went private (log lines, LOG filters)
 logger = logging.getLogger("scrapy_cdp_pool.render.interception")
@@ -82,8 +69,10 @@ def _is_favicon(params: dict[str, Any]) -> bool:
 class FetchInterceptor:
     """Handles ``Fetch.requestPaused`` and ``Fetch.authRequired`` of ``page``."""
 
-    def __init__(self, page: Page) -> None:
+    def __init__(self, page: PageHandle) -> None:
         self.page = page
+        #: the main frame's document responses
+        self.documents = DocumentResponses(page)
         self.override_pending = page.spec.overrides_request
         self._credentials_given: set[str] = set()  # URLs answered with credentials
         #: see RenderHooks.allows_navigation
@@ -94,48 +83,14 @@ class FetchInterceptor:
         self.private_rule = None if spec.allow_private_networks else PrivateNetworkRule(spec.url)
 
     async def on_paused(self, params: dict[str, Any]) -> None:
+        """Answer one ``Fetch.requestPaused``: at the response stage (a
+        response or its error), else at the request stage."""
         request_id = params["requestId"]
-        resource_type = str(params.get("resourceType", "Other")).lower()
         try:
             if "responseStatusCode" in params or "responseErrorReason" in params:
                 await self._on_response(params)
-            elif resource_type in self.page.spec.block_resources:
-                await self._block(request_id, resource_type)
-            elif resource_type == "other" and _is_favicon(params):
-                await self._block(request_id, FAVICON)
-            elif self._blocks_url(params):
-                await self._block(request_id, "url")
-            elif await self._refuses_private(params, resource_type):
-                url = str(params.get("request", {}).get("url", ""))
-                self.page.tracker.private_hosts.add(urlsplit(url).netloc)
-                if resource_type == "document" and params.get("frameId") == self.page.target_id:
-                    # The page leaves for it: what is left is the browser's
-                    # error page, no page to hand back.
-                    self.page.fail(
-                        PrivateNavigationRefused(
-                            f"{self.page.spec.url}: the page's own navigation to {url} goes to "
-                            "a private network (CDP_POOL_ALLOW_PRIVATE_NETWORKS = False)"
-                        )
-                    )
-                await self._block(request_id, PRIVATE_NETWORK)
-            elif self._refuses_navigation(params, resource_type):
-                url = str(params.get("request", {}).get("url", ""))
-                await self._refuse_navigation(request_id, url)
-            elif (
-                resource_type == "document"
-                and params.get("frameId") == self.page.target_id
-                and not await self._may_leave(request_id)
-            ):
-                pass  # failed: the render ends with why
-            elif (
-                self.override_pending
-                and resource_type == "document"
-                and params.get("frameId") == self.page.target_id
-            ):
-                self.override_pending = False
-                await self.page.command("Fetch.continueRequest", self._overrides(params))
             else:
-                await self.page.command("Fetch.continueRequest", {"requestId": request_id})
+                await self._on_request(request_id, params)
         except CDPRequestTooLarge as e:  # the rewritten request (its body) was refused
             self.page.fail(e)
         except CDPError as e:
@@ -143,7 +98,65 @@ class FetchInterceptor:
             logger.debug("%s: answering a paused request: %r", self.page.spec.url, e)
         except ResponseTooLarge as e:
             self.page.fail(e)
-            await self._abort(request_id)
+            await abort(self.page, request_id)
+
+    async def _on_request(self, request_id: str, params: dict[str, Any]) -> None:
+        """A request paused at the request stage: blocked, refused (a
+        private network, robots.txt), rewritten (the request's own
+        navigation) or let through."""
+        resource_type = str(params.get("resourceType", "Other")).lower()
+        reason = self._blocked_as(params, resource_type)
+        if reason is not None:
+            await self._block(request_id, reason)
+        elif await self._refuses_private(params, resource_type):
+            await self._refuse_private(request_id, params, resource_type)
+        elif self._refuses_navigation(params, resource_type):
+            url = str(params.get("request", {}).get("url", ""))
+            await self._refuse_navigation(request_id, url)
+        elif resource_type == "document" and params.get("frameId") == self.page.target_id:
+            await self._on_navigation(request_id, params)
+        else:
+            await self.page.command("Fetch.continueRequest", {"requestId": request_id})
+
+    def _blocked_as(self, params: dict[str, Any], resource_type: str) -> str | None:
+        """The key a request paused at the request stage is blocked under
+        (its resource type, :data:`FAVICON`, ``"url"``), or None."""
+        if resource_type in self.page.spec.block_resources:
+            return resource_type
+        if resource_type == "other" and _is_favicon(params):
+            return FAVICON
+        if self._blocks_url(params):
+            return "url"
+        return None
+
+    async def _refuse_private(
+        self, request_id: str, params: dict[str, Any], resource_type: str
+    ) -> None:
+        """Fail a request to a private network the page may not reach; the
+        page's own navigation to one ends the render."""
+        url = str(params.get("request", {}).get("url", ""))
+        self.page.tracker.private_hosts.add(urlsplit(url).netloc)
+        if resource_type == "document" and params.get("frameId") == self.page.target_id:
+            # The page leaves for it: what is left is the browser's
+            # error page, no page to hand back.
+            self.page.fail(
+                PrivateNavigationRefused(
+                    f"{self.page.spec.url}: the page's own navigation to {url} goes to "
+                    "a private network (CDP_POOL_ALLOW_PRIVATE_NETWORKS = False)"
+                )
+            )
+        await self._block(request_id, PRIVATE_NETWORK)
+
+    async def _on_navigation(self, request_id: str, params: dict[str, Any]) -> None:
+        """The main frame's document request: let through when it may leave
+        (rewritten, the first time, when the Scrapy request needs it)."""
+        if not await self._may_leave(request_id):
+            return  # failed: the render ends with why
+        if self.override_pending:
+            self.override_pending = False
+            await self.page.command("Fetch.continueRequest", self._overrides(params))
+        else:
+            await self.page.command("Fetch.continueRequest", {"requestId": request_id})
 
     def _past_maxsize(self, params: dict[str, Any]) -> bool:
         """Whether a response of the page's own (not its main document),
@@ -299,74 +312,10 @@ class FetchInterceptor:
             answer["postData"] = base64.b64encode(spec.body).decode("ascii")
         return answer
 
-    def _is_page_download(self, params: dict[str, Any]) -> bool:
-        """Whether a document response paused at the response stage is a
-        download the page started (render/_page/downloads.py): any frame's, but
-        never the request's own document (the main frame's first)."""
-        if str(params.get("resourceType", "")).lower() != "document":
-            return False
-        if "responseErrorReason" in params or "responseStatusCode" not in params:
-            return False
-        main_frame = params.get("frameId") == self.page.target_id
-        if main_frame and self.page.tracker.document is None:
-            return False
-        if main_frame and not params.get("networkId"):
-            # Chromium's ``<a download>``: a main-frame document fetched by its
-            # download manager, not by a navigation (no loader, so no
-            # networkId): a download whatever its type (before, a text/csv
-            # without Content-Disposition replaced the page).
-            return True
-        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
-        return is_download(int(params["responseStatusCode"]), headers)
-
-    async def _take_download(self, params: dict[str, Any]) -> None:
-        """Record a download the page started, with at most
-        ``spec.download_max_bytes`` of its body when the request asked for
-        downloads, and stop it: the page stays."""
-        request_id = params["requestId"]
-        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
-        url = str(params.get("request", {}).get("url", ""))
-        length = content_length(headers)
-        content_type = next((v for k, v in headers if k.lower() == "content-type"), "")
-        record = PageDownload(
-            url=url,
-            name=download_name(url, headers),
-            type=content_type.split(";")[0].strip().lower(),
-            size=length,
-            body=None,
-            truncated=False,
-        )
-        spec = self.page.spec
-        try:
-            if spec.downloads:
-                bound = spec.download_max_bytes
-                if length is not None and length > bound:
-                    record.truncated = True
-                elif self.page.backend.streams_response_bodies:
-                    record.body, complete = await read_body_prefix(self.page, request_id, bound)
-                    record.truncated = not complete
-                    if complete:
-                        record.size = len(record.body)
-                elif length is not None:
-                    result = await self.page.command(
-                        "Fetch.getResponseBody", {"requestId": request_id}
-                    )
-                    data = result.get("body", "")
-                    body = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
-                    record.body = body[:bound]
-                    record.truncated = len(body) > bound
-                else:  # no size announced, and no reading in parts: not read
-                    record.truncated = True
-        finally:
-            if not self.page.backend.pauses_before_body:
-                self.page.tracker.downloads_fetched_whole += 1
-            self.page.tracker.on_download(record)
-            await self._abort(request_id)
-
     async def _on_response(self, params: dict[str, Any]) -> None:
         request_id = params["requestId"]
-        if self._is_page_download(params):
-            await self._take_download(params)
+        if is_page_download(self.page, params):
+            await take_download(self.page, params)
             return
         is_main = (
             params.get("frameId") == self.page.target_id
@@ -376,18 +325,7 @@ class FetchInterceptor:
         if not is_main:
             await self._on_subresource_response(request_id, params)
             return
-        status = int(params["responseStatusCode"])
-        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
-        url = params.get("request", {}).get("url", self.page.spec.url)
-        location = next((v for k, v in headers if k.lower() == "location"), None)
-        if 300 <= status < 400 and location:
-            if self._hands_back_redirect() and is_handed_back(status, headers):
-                await self._hand_back(request_id, url, status, headers, params)
-                return
-            self.page.tracker.on_redirect(url, status)
-            await self.page.command("Fetch.continueRequest", {"requestId": request_id})
-            return
-        await self._on_document(request_id, url, status, headers, params)
+        await self.documents.on_response(request_id, params)
 
     async def _on_subresource_response(self, request_id: str, params: dict[str, Any]) -> None:
         """A response of the page's own requests (not its main document):
@@ -398,161 +336,27 @@ class FetchInterceptor:
         elif self.page.guard_cache and not shareable(params.get("responseHeaders", [])):
             await self._fulfill_unstored(params)
         else:
+            self._watch_unbounded(params)
             await self.page.command("Fetch.continueRequest", {"requestId": request_id})
 
-    async def _on_document(
-        self,
-        request_id: str,
-        url: str,
-        status: int,
-        headers: list[tuple[str, str]],
-        params: dict[str, Any],
-    ) -> None:
-        """The main document's response (not a redirect): rendered by the
-        page, or taken as bytes (see :func:`is_raw_document`)."""
-        maxsize = self.page.spec.maxsize
-        expected = content_length(headers)
-        if maxsize and expected is not None and expected > maxsize:
-            raise ResponseTooLarge(self.page.spec.url, expected, maxsize, expected=True)
-        document = DocumentResponse(
-            url=url,
-            status=status,
-            headers=headers,
-            network_id=params.get("networkId"),
-            received_at=time.monotonic(),
-        )
-        method = params.get("request", {}).get("method")
-        has_body = status not in NO_BODY_STATUSES and method != "HEAD"
-        body: bytes | None = None
-        if has_body and is_unlabelled(headers):
-            # No Content-Type: what the body is decides, as Scrapy's
-            # responsetypes does for a plain request (Lightpanda rendered
-            # such a JSON or text body as an empty page)
-            body = await self._read_body(request_id, headers, expected, maxsize)
-            if looks_like_html(url, body):
-                self.page.tracker.on_document(document)
-                self.page.body_size.watch(document.network_id)
-                await self._fulfill(request_id, status, params, body)
-                return
-        elif (
-            has_body
-            and not self.page.backend.sniffs_byte_order_mark
-            and not is_raw_document(status, headers)
-            and names_no_charset(headers)
-        ):
-            # An HTML page without a charset: its byte order mark decides, as
-            # the HTML standard says (the browser would ignore it).
-            body = await self._read_body(request_id, headers, expected, maxsize)
-            self.page.tracker.on_document(document)
-            self.page.body_size.watch(document.network_id)
-            await self._fulfill(request_id, status, params, body, charset=bom_charset(body))
-            return
-        elif self._keeps_cut_short_body(has_body, status, headers, expected):
-            body, cut_short = await read_body_keeping_loss(
-                self.page, request_id, self.page.spec.url, maxsize, expected
-            )
-            self.page.tracker.on_document(document)
-            self.page.body_size.watch(document.network_id)
-            if cut_short:
-                self.page.tracker.cut_short(len(body), expected)
-            await self._fulfill(request_id, status, params, body)
-            return
-        elif not is_raw_document(status, headers):
-            self.page.tracker.on_document(document)
-            self.page.body_size.watch(document.network_id)
-            await self.page.command("Fetch.continueRequest", {"requestId": request_id})
-            return
-        if body is None and has_body:
-            body = await self._read_body(request_id, headers, expected, maxsize)
-        document.body = body or b""
-        if self.page.spec.actions and body and is_displayed_text(status, headers):
-            # taken as bytes, and shown for the actions to run on (as in Playwright)
-            document.displayed = True
-            self.page.tracker.on_document(document)
-            await self._fulfill(request_id, status, params, body)
-            return
-        self.page.tracker.on_document(document)
-        await self._abort(request_id)  # taken as bytes: neither render nor download it
+    def _watch_unbounded(self, params: dict[str, Any]) -> None:
+        """A response of the page's own let through whose size no
+        ``Content-Length`` bounds (chunked; or compressed, which bounds only
+        the bytes on the wire) is counted as it arrives
+        (:meth:`BodySizeGuard.watch_unbounded`): past the request's maxsize,
+        the page stops loading, which fails it (``Page._on_data``)."""
+        network_id = params.get("networkId")
+        if network_id and self._unbounded(params):
+            self.page.body_size.watch_unbounded(str(network_id))
 
-    def _keeps_cut_short_body(
-        self, has_body: bool, status: int, headers: list[tuple[str, str]], expected: int | None
-    ) -> bool:
-        """Whether an HTML document is read here before the page gets it,
-        so that what arrived of a body cut short is kept: under
-        ``DOWNLOAD_FAIL_ON_DATALOSS = False`` on a backend that streams
-        paused bodies (Chromium). Chromium itself lost it: a short HTML
-        body without a charset (waiting for 1024 bytes to look for one)
-        became an empty page when the transfer failed (measured on Scrapy's
-        ``/broken``: 7 of 20 bytes, an empty body where plain Scrapy kept
-        ``partial``). Only with a ``Content-Length``, which tells a body cut
-        short from a whole one (Chromium's stream of a chunked body missing
-        its last chunk just ends; Chromium keeps such a page itself, flagged
-        by its ``ERR_INCOMPLETE_CHUNKED_ENCODING``)."""
-        return (
-            expected is not None
-            and has_body
-            and not self.page.spec.fail_on_dataloss
-            and self.page.backend.streams_response_bodies
-            and not is_raw_document(status, headers)
-        )
-
-    async def _read_body(
-        self, request_id: str, headers: list[tuple[str, str]], expected: int | None, maxsize: int
-    ) -> bytes:
-        """The paused main document's body, within ``maxsize``."""
-        if maxsize and self._streams(headers, expected):
-            body = await read_body_stream(self.page, request_id, self.page.spec.url, maxsize)
-        else:
-            result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
-            data = result.get("body", "")
-            body = base64.b64decode(data) if result.get("base64Encoded") else data.encode()
-        if maxsize and len(body) > maxsize:
-            raise ResponseTooLarge(self.page.spec.url, len(body), maxsize, expected=False)
-        return body
-
-    async def _fulfill(
-        self,
-        request_id: str,
-        status: int,
-        params: dict[str, Any],
-        body: bytes,
-        charset: str | None = None,
-    ) -> None:
-        """Let the page load ``body``, read already, with the response's headers
-        (its body is decoded: no ``Content-Encoding``/``Content-Length``), its
-        ``Content-Type`` labelled ``charset`` when one is given."""
-        headers = [
-            h
-            for h in params.get("responseHeaders", [])
-            if h["name"].lower() not in ("content-encoding", "content-length")
-        ]
-        if charset is not None:
-            headers = [
-                {"name": h["name"], "value": f"{h['value']}; charset={charset}"}
-                if h["name"].lower() == "content-type"
-                else h
-                for h in headers
-            ]
-        await self.page.command(
-            "Fetch.fulfillRequest",
-            {
-                "requestId": request_id,
-                "responseCode": status,
-                "responseHeaders": headers,
-                "body": base64.b64encode(body).decode("ascii"),
-            },
-        )
-
-    def _streams(self, headers: list[tuple[str, str]], length: int | None) -> bool:
-        """Whether a raw document's body is read in chunks, to stop at the
-        maxsize: on a backend that can, when its size is not bounded by a
-        ``Content-Length`` (none, or a compressed body, whose decoded size
-        it does not bound); a body within its ``Content-Length`` is read in
-        one command, one round trip fewer."""
-        if not self.page.backend.streams_response_bodies:
+    def _unbounded(self, params: dict[str, Any]) -> bool:
+        """Whether the request has a maxsize that no ``Content-Length`` of
+        this response bounds (none, or a compressed body's)."""
+        if not self.page.spec.maxsize or "responseErrorReason" in params:
             return False
+        headers = [(h["name"], h["value"]) for h in params.get("responseHeaders", [])]
         encoded = any(k.lower() == "content-encoding" and v.strip() for k, v in headers)
-        return length is None or encoded
+        return encoded or content_length(headers) is None
 
     async def _fulfill_unstored(self, params: dict[str, Any]) -> None:
         """Answer a subresource that must not be shared (:func:`shareable`)
@@ -565,12 +369,24 @@ class FetchInterceptor:
         jar's ``Vary: Cookie``, ``Set-Cookie`` and ``private`` responses to
         the others). Measured on both, a fulfilled response is not stored.
         Its body is already decoded, so ``Content-Encoding`` and
-        ``Content-Length`` are dropped."""
+        ``Content-Length`` are dropped. A body that no ``Content-Length``
+        bounds is read as a stream, on a backend that can (Chromium), and the
+        response failed past the request's maxsize, counted as :data:`TOO_LARGE`
+        (``Fetch.getResponseBody`` read a 256 MiB chunked one whole: the
+        browser stopped answering and was restarted)."""
         request_id = params["requestId"]
-        result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
-        body = result.get("body", "")
-        if not result.get("base64Encoded"):
-            body = base64.b64encode(body.encode()).decode("ascii")
+        if self.page.backend.streams_response_bodies and self._unbounded(params):
+            maxsize = self.page.spec.maxsize
+            read, complete = await read_body_prefix(self.page, request_id, maxsize)
+            if not complete:
+                await self._block(request_id, TOO_LARGE)
+                return
+            body = base64.b64encode(read).decode("ascii")
+        else:
+            result = await self.page.command("Fetch.getResponseBody", {"requestId": request_id})
+            body = result.get("body", "")
+            if not result.get("base64Encoded"):
+                body = base64.b64encode(body.encode()).decode("ascii")
         headers = [
             h
             for h in params.get("responseHeaders", [])
@@ -586,42 +402,3 @@ class FetchInterceptor:
                 "body": body,
             },
         )
-
-    def _hands_back_redirect(self) -> bool:
-        """Whether a redirect of the main document goes back to Scrapy instead
-        of being followed: for the request's own navigation (no document yet)
-        without a profile, so Scrapy's ``RedirectMiddleware`` and
-        ``CookiesMiddleware`` handle every hop exactly as for a plain request
-        (see :mod:`scrapy_cdp_pool.render._request.redirects`). A profile keeps its
-        cookies in the browser, which then follows the redirects itself, as it
-        does for navigations an action starts."""
-        return hands_back_redirects(self.page.spec) and self.page.tracker.document is None
-
-    async def _hand_back(
-        self,
-        request_id: str,
-        url: str,
-        status: int,
-        headers: list[tuple[str, str]],
-        params: dict[str, Any],
-    ) -> None:
-        """Take a redirect as the document (no body: Chromium cannot read a
-        redirect's) and stop the navigation there."""
-        document = DocumentResponse(
-            url=url,
-            status=status,
-            headers=headers,
-            network_id=params.get("networkId"),
-            body=b"",
-            received_at=time.monotonic(),
-        )
-        self.page.tracker.on_document(document)
-        await self._abort(request_id)
-
-    async def _abort(self, request_id: str) -> None:
-        try:
-            await self.page.command(
-                "Fetch.failRequest", {"requestId": request_id, "errorReason": "Aborted"}
-            )
-        except CDPError as e:
-            logger.debug("%s: aborting a paused request: %r", self.page.spec.url, e)

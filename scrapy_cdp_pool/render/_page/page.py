@@ -45,60 +45,19 @@ from scrapy_cdp_pool.render._page.console import ConsoleLog
 from scrapy_cdp_pool.render._page.dialogs import DialogAnswerer
 from scrapy_cdp_pool.render._page.document import DocumentTracker, is_context_gone
 from scrapy_cdp_pool.render._page.events import EventHandler, EventRouter
-from scrapy_cdp_pool.render._page.interception import FetchInterceptor
+from scrapy_cdp_pool.render._page.interception import TOO_LARGE, FetchInterceptor
 from scrapy_cdp_pool.render._page.navigation_schemes import NAVIGATION_EVENTS, SchemeFilter
 from scrapy_cdp_pool.render._page.network_idle import NetworkActivity
+from scrapy_cdp_pool.render._page.page_scripts import (
+    PARSER_CAUGHT_UP,
+    READ_HTML,
+    READ_HTML_WITH_SHADOW_ROOTS,
+)
 from scrapy_cdp_pool.render._page.response_log import ResponseLog
 from scrapy_cdp_pool.render._request.spec import RenderSpec
 
 # the name it logged under before render/ went private (log lines, LOG filters)
 logger = logging.getLogger("scrapy_cdp_pool.render.page")
-
-# After one turn of the page's event loop: a navigation the page scheduled
-# (Lightpanda runs a form submitted from onload on its next turn) has started.
-# A document without a root element (a body cut short before it, a script
-# that removed it) reads as its doctype alone.
-_READ_HTML = (
-    "new Promise(r => setTimeout(r, 0)).then(() =>"
-    " (document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '')"
-    " + (document.documentElement ? document.documentElement.outerHTML : ''))"
-)
-#: :data:`_READ_HTML` with every open shadow root (declarative or attached by a
-#: script, nested ones too) serialized in place as ``<template
-#: shadowrootmode="open">``, as a server writes declarative shadow DOM
-#: (``Element.getHTML``'s ``shadowRoots``); the same string as
-#: :data:`_READ_HTML` when the page has none. Closed roots cannot be reached.
-_READ_HTML_WITH_SHADOW_ROOTS = """new Promise(r => setTimeout(r, 0)).then(() => {
-  const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '';
-  const html = document.documentElement;
-  if (!html) return doctype;  // no root element (a body cut short, a script removed it)
-  const roots = [];
-  const walk = (node) => {
-    const walker = document.createTreeWalker(node, NodeFilter.SHOW_ELEMENT);
-    for (let e = walker.nextNode(); e; e = walker.nextNode()) {
-      if (e.shadowRoot) { roots.push(e.shadowRoot); walk(e.shadowRoot); }
-    }
-  };
-  walk(html);
-  if (!roots.length || typeof html.getHTML !== 'function') return doctype + html.outerHTML;
-  const quoted = (v) => v.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
-  const attributes = Array.from(html.attributes, a => ` ${a.name}="${quoted(a.value)}"`).join('');
-  return `${doctype}<html${attributes}>${html.getHTML({shadowRoots: roots})}</html>`;
-})"""
-
-
-#: resolves once the document's serialized size held still over three checks
-#: 10 ms apart, or after 100 checks (see :meth:`Page._parser_caught_up`)
-_PARSER_CAUGHT_UP = """new Promise(r => {
-  let last = -1, same = 0, checks = 0;
-  const check = () => {
-    const size = document.documentElement ? document.documentElement.outerHTML.length : 0;
-    same = size === last ? same + 1 : 0;
-    last = size;
-    if (same >= 3 || ++checks >= 100) r(); else setTimeout(check, 10);
-  };
-  setTimeout(check, 0);
-})"""
 
 
 class Page:
@@ -283,31 +242,7 @@ class Page:
         state = "load" if wait_until == "networkidle" else wait_until
         async with asyncio.timeout(timeout_s):
             while True:
-                if self.too_large is not None:
-                    raise self.too_large
-                if tracker.documents > self.spec.max_self_navigations + 1:
-                    raise NavigationLoop(
-                        f"{self.spec.url}: the page navigated itself {tracker.documents - 1} "
-                        f"times in a row, more than REDIRECT_MAX_TIMES = "
-                        f"{self.spec.max_self_navigations} (a navigation loop); not retried"
-                    )
-                if tracker.crashed:
-                    # A connection closed for what its server sent fails by that name.
-                    raise self.cdp.close_error() or PageCrashed(
-                        f"{self.spec.url}: {tracker.crashed}"
-                    )
-                if self.schemes.left_for is not None:
-                    raise NavigationToOtherScheme(self.spec.url, self.schemes.left_for)
-                too_large = navigation_too_large(self.spec.url, tracker.failure, self.spec.maxsize)
-                if too_large is not None:
-                    raise too_large
-                if tracker.failure and tracker.document is None:
-                    raise NavigationFailed(self.spec.url, tracker.failure)
-                if tracker.body_lost:  # Scrapy's data loss (see boundary)
-                    if self.spec.fail_on_dataloss or not is_data_loss(tracker.body_lost):
-                        raise NavigationFailed(self.spec.url, tracker.body_lost)
-                    # DOWNLOAD_FAIL_ON_DATALOSS = False: what arrived is the page
-                    tracker.accept_data_loss()
+                self._raise_if_ended()
                 tracker.changed.clear()
                 if tracker.settled(state):
                     if state == wait_until or await self._network_idle_or_change():
@@ -316,6 +251,35 @@ class Page:
                         return
                     continue
                 await tracker.changed.wait()
+
+    def _raise_if_ended(self) -> None:
+        """Raise why the render ends now, if it does (see :meth:`wait_settled`);
+        a body cut short under ``DOWNLOAD_FAIL_ON_DATALOSS = False`` is
+        accepted as the page."""
+        tracker = self.tracker
+        if self.too_large is not None:
+            raise self.too_large
+        if tracker.documents > self.spec.max_self_navigations + 1:
+            raise NavigationLoop(
+                f"{self.spec.url}: the page navigated itself {tracker.documents - 1} "
+                f"times in a row, more than REDIRECT_MAX_TIMES = "
+                f"{self.spec.max_self_navigations} (a navigation loop); not retried"
+            )
+        if tracker.crashed:
+            # A connection closed for what its server sent fails by that name.
+            raise self.cdp.close_error() or PageCrashed(f"{self.spec.url}: {tracker.crashed}")
+        if self.schemes.left_for is not None:
+            raise NavigationToOtherScheme(self.spec.url, self.schemes.left_for)
+        too_large = navigation_too_large(self.spec.url, tracker.failure, self.spec.maxsize)
+        if too_large is not None:
+            raise too_large
+        if tracker.failure and tracker.document is None:
+            raise NavigationFailed(self.spec.url, tracker.failure)
+        if tracker.body_lost:  # Scrapy's data loss (see boundary)
+            if self.spec.fail_on_dataloss or not is_data_loss(tracker.body_lost):
+                raise NavigationFailed(self.spec.url, tracker.body_lost)
+            # DOWNLOAD_FAIL_ON_DATALOSS = False: what arrived is the page
+            tracker.accept_data_loss()
 
     async def _parser_caught_up(self, timeout_s: float) -> None:
         """Let the HTML parser insert what arrived of a document cut short:
@@ -326,7 +290,7 @@ class Page:
         checks 10 ms apart (at most 100 checks): two turns of its task queue
         were not always enough on a loaded machine (the paragraph missing
         once in a fresh-clone suite run)."""
-        await self.evaluate(_PARSER_CAUGHT_UP, min(timeout_s, 5.0))
+        await self.evaluate(PARSER_CAUGHT_UP, min(timeout_s, 5.0))
 
     async def _network_idle_or_change(self) -> bool:
         """Wait until the network is idle (True) or the tracker changed
@@ -404,7 +368,7 @@ class Page:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         read_deadline = deadline if read_until is None else max(deadline, read_until)
-        script = _READ_HTML_WITH_SHADOW_ROOTS if self.spec.shadow_roots == "open" else _READ_HTML
+        script = READ_HTML_WITH_SHADOW_ROOTS if self.spec.shadow_roots == "open" else READ_HTML
         last_chance = False
         while True:
             if tracker.document is not None and tracker.document.body is not None:
@@ -524,9 +488,30 @@ class Page:
         transfer)."""
         too_large = self.body_size.on_data(params)
         if too_large is None:
+            if self.body_size.unbounded and self.body_size.unbounded_past_limit(params):
+                self._cut_unbounded(params)
             return
         logger.debug("%s: %s; stopping the page", self.spec.url, too_large)
         self.fail(too_large)
+        task = asyncio.get_running_loop().create_task(self._stop_loading())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _cut_unbounded(self, params: dict[str, Any]) -> None:
+        """One of the page's own responses with no ``Content-Length`` (a
+        ``fetch()``, an XHR) passed the request's maxsize while it arrives:
+        the page stops loading (``Page.stopLoading``, as ``window.stop()``),
+        which cancels it in Chromium (the script's read of its body fails);
+        the render goes on, the response counted in
+        ``cdp_pool/resources_blocked/too_large`` as one whose
+        ``Content-Length`` announced it."""
+        blocked = self.tracker.blocked
+        blocked[TOO_LARGE] = blocked.get(TOO_LARGE, 0) + 1
+        logger.debug(
+            "%s: the page's own response %s passed download_maxsize (%d bytes) while it arrived; "
+            "stopping the page's loads",
+            self.spec.url, params.get("requestId"), self.spec.maxsize,
+        )  # fmt: skip
         task = asyncio.get_running_loop().create_task(self._stop_loading())
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

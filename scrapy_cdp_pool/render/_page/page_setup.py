@@ -6,6 +6,7 @@ patterns a render needs. The setup's commands go out pipelined, in one write.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from typing import Any
 
 from scrapy_cdp_pool.browser.backends import CHROMIUM, Backend
@@ -63,13 +64,7 @@ async def open_page(
     )  # fmt: skip
     page.applied["Fetch.enable"] = fetch
     commands = [page.command("Page.enable"), page.command("Fetch.enable", fetch)]
-    if (
-        network_events
-        or spec.wait_until == "networkidle"
-        or spec.capture is not None
-        or page.responses is not None
-        or (context is not None and context.needs_network_domain)
-    ):
+    if network_events or _needs_network_domain(page):
         commands.append(page.command("Network.enable"))
     if context is not None:
         for method, params in context.page_commands(default_user_agent, unsupported):
@@ -77,11 +72,7 @@ async def open_page(
     if user_agent is not None:
         commands.append(page.command(*user_agent))
         page.applied[user_agent[0]] = user_agent[1]
-    if spec.cookies:
-        cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
-        commands.append(page.command("Network.setCookies", {"cookies": cookies}))
-    if spec.console:
-        commands.append(page.command("Runtime.enable"))
+    commands.extend(_request_commands(page))
     for source in spec.init_scripts:
         commands.append(page.command("Page.addScriptToEvaluateOnNewDocument", {"source": source}))
     setup = asyncio.gather(*commands)
@@ -95,6 +86,36 @@ async def open_page(
     else:
         await setup
     return page
+
+
+def _needs_network_domain(page: Page) -> bool:
+    """Whether the request itself needs the page's ``Network`` events
+    (``networkidle``, a capture, responses waited for, the profile's options)."""
+    spec, context = page.spec, page.spec.context
+    return (
+        spec.wait_until == "networkidle"
+        or spec.capture is not None
+        or page.responses is not None
+        or (context is not None and context.needs_network_domain)
+    )
+
+
+def _set_cookies(page: Page) -> Coroutine[Any, Any, dict[str, Any]]:
+    """``Network.setCookies`` of the request's Scrapy cookies, for its URL."""
+    spec = page.spec
+    cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
+    return page.command("Network.setCookies", {"cookies": cookies})
+
+
+def _request_commands(page: Page) -> list[Coroutine[Any, Any, dict[str, Any]]]:
+    """The request's own setup commands after the profile's: its cookies,
+    the console's ``Runtime`` events."""
+    commands = []
+    if page.spec.cookies:
+        commands.append(_set_cookies(page))
+    if page.spec.console:
+        commands.append(page.command("Runtime.enable"))
+    return commands
 
 
 async def take_over_page(
@@ -141,8 +162,7 @@ async def take_over_page(
     if clear_cookies:
         commands.append(cdp.post("Storage.clearCookies", {"browserContextId": context_id}))
     if spec.cookies:
-        cookies = [{"name": n, "value": v, "url": spec.url} for n, v in spec.cookies]
-        commands.append(page.command("Network.setCookies", {"cookies": cookies}))
+        commands.append(_set_cookies(page))
     if commands:
         await asyncio.gather(*commands)
     page.applied.update(wanted)
@@ -185,7 +205,25 @@ def fetch_params(
         and not proxy_credentials_in_url
     )
     server_auth = spec.basic_credentials is not None
-    if server_auth:
+    patterns.extend(_request_stage_patterns(spec, proxy_auth))
+    if bound_page_fetches and spec.maxsize and not guard_cache:
+        patterns.append({"resourceType": "Fetch", "requestStage": "Response"})
+        patterns.append({"resourceType": "XHR", "requestStage": "Response"})
+    if block_favicon:
+        patterns.append({"urlPattern": FAVICON_URL_PATTERN, "resourceType": "Other",
+                         "requestStage": "Request"})  # fmt: skip
+    params: dict[str, Any] = {"patterns": patterns}
+    if proxy_auth or server_auth:
+        params["handleAuthRequests"] = True
+    return params
+
+
+def _request_stage_patterns(spec: RenderSpec, proxy_auth: bool) -> list[dict[str, str]]:
+    """The ``Fetch`` patterns of :func:`fetch_params` for the request
+    stage: the challenges to answer, the private-network rule, the blocked
+    resource types and URL patterns."""
+    patterns: list[dict[str, str]] = []
+    if spec.basic_credentials is not None:
         # The page's own calls may be challenged (HTTP basic auth): Lightpanda
         # raises Fetch.authRequired only for a request paused at the request
         # stage, so every request is.
@@ -201,13 +239,4 @@ def fetch_params(
         patterns.append({"resourceType": cdp_resource_type(resource_type)})
     for url_pattern in sorted({fetch_url_pattern(p) for p in spec.block_urls}):
         patterns.append({"urlPattern": url_pattern, "requestStage": "Request"})
-    if bound_page_fetches and spec.maxsize and not guard_cache:
-        patterns.append({"resourceType": "Fetch", "requestStage": "Response"})
-        patterns.append({"resourceType": "XHR", "requestStage": "Response"})
-    if block_favicon:
-        patterns.append({"urlPattern": FAVICON_URL_PATTERN, "resourceType": "Other",
-                         "requestStage": "Request"})  # fmt: skip
-    params: dict[str, Any] = {"patterns": patterns}
-    if proxy_auth or server_auth:
-        params["handleAuthRequests"] = True
-    return params
+    return patterns

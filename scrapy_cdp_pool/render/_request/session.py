@@ -26,8 +26,8 @@ from scrapy_cdp_pool.errors import (
     PageScriptStalled,
     ResponseTooLarge,
 )
+from scrapy_cdp_pool.render._actions.action import Action
 from scrapy_cdp_pool.render._actions.actions import (
-    Action,
     action_timeout_s,
     check_supported,
     run_action,
@@ -36,9 +36,9 @@ from scrapy_cdp_pool.render._actions.elements import deep
 from scrapy_cdp_pool.render._page.body_size import check_within_cap
 from scrapy_cdp_pool.render._page.document import DocumentResponse
 from scrapy_cdp_pool.render._page.page import Page
-from scrapy_cdp_pool.render._page.page_setup import open_page, take_over_page
 from scrapy_cdp_pool.render._request.certificate import server_certificate
 from scrapy_cdp_pool.render._request.cookies import browser_cookies
+from scrapy_cdp_pool.render._request.opening import page_for
 from scrapy_cdp_pool.render._request.redirects import is_handed_back
 from scrapy_cdp_pool.render._request.script_stall import (
     DEADLINE_ERRORS,
@@ -172,53 +172,7 @@ async def render(
         if cap is not None:
             check_within_cap(spec.url, spec.maxsize, *cap)
     options = spec.context
-    key = reuse_key(lease, spec)
-    idle = lease.take_idle_page(key) if key is not None else None
-    user_agent = user_agent_command(spec, lease.info)
-    if idle is not None:
-        page = await take_over_page(
-            lease.cdp,
-            idle.context_id,
-            idle.target_id,
-            idle.session_id,
-            spec,
-            # cleaned when it was kept: no cookie unless a profile's were set again
-            clear_cookies=(options is None or not options.name) and not idle.no_cookies,
-            user_agent=user_agent,
-            backend=lease.info.backend,
-            guard_cache=True,
-            applied=idle.applied,
-        )
-    else:
-        await lease.evict_idle_pages()
-        context_id = await lease.new_context(
-            options.context_params(
-                lease.info.unsupported,
-                credentials_in_url=lease.info.backend.proxy_credentials_in_url,
-            )
-            if options
-            else None,
-            options.storage_cookies() if options else None,
-        )
-        if options is not None and options.geolocation:
-            # Without the permission the page's geolocation API answers "denied".
-            await lease.cdp.send(
-                "Browser.grantPermissions",
-                {"permissions": ["geolocation"], "browserContextId": context_id},
-            )
-        page = await open_page(
-            lease.cdp,
-            context_id,
-            spec,
-            network_events=not lease.info.set_cookie_in_fetch_headers,
-            default_user_agent=lease.info.default_user_agent,
-            unsupported=lease.info.unsupported,
-            pipeline_navigation=lease.info.backend.pipeline_navigation,
-            user_agent=user_agent,
-            backend=lease.info.backend,
-            # A kept page's cache outlives this request (see FetchInterceptor).
-            guard_cache=lease.info.cache_ignores_cookies or key is not None,
-        )
+    page, key = await page_for(lease, spec, user_agent_command(spec, lease.info))
     lease.page_opened(page, key, options.storage_cookies() if options is not None else None)
     if hooks is not None:
         page.tracker.on_response = hooks.on_document
@@ -326,21 +280,7 @@ async def _render_page(
     # What follows reads a page that may be big (its cookies, storage, capture):
     # the rest of the request's download_timeout, not an action's timeout.
     finish_s = _remaining_s(lease, spec.action_timeout_s)
-    if page.too_large is not None:  # past maxsize while it was read (a slow stream)
-        raise page.too_large
-    document = tracker.document
-    if document is None:  # navigate() returns with a document or raises
-        raise PageCrashed(f"{spec.url}: no document")
-    if document.status == 0:
-        # Lightpanda, for a connection the server dropped before its status
-        # line or mid-body (an abort): a failed download, never an empty 200
-        raise NavigationFailed(spec.url, "the connection was lost before a response (status 0)")
-    if document.body is not None:
-        body, rendered = document.body, False
-    else:
-        body, rendered = html.encode("utf-8"), True
-        if spec.maxsize and len(body) > spec.maxsize:
-            raise ResponseTooLarge(spec.url, len(body), spec.maxsize, expected=False)
+    document, body, rendered = _document_and_body(page, html)
     storage_state = None
     if options is not None and options.save_state and not spec.include_page:
         # a live page's is read when the callback closes it (render/_request/storage_state.py)
@@ -352,13 +292,6 @@ async def _render_page(
     cookies = await _read_cookies_and_finish(lease, page, collect_cookies, finish_s)
     headers = [(k, v) for k, v in document.headers if k.lower() != "set-cookie"]
     headers.extend(("Set-Cookie", value) for value in tracker.set_cookie_values())
-    meta: dict[str, Any] = {"cdp_dialogs_seen": list(page.dialogs.seen)}
-    if tracker.page_url is not None and tracker.page_url != document.url:
-        meta["cdp_document_url"] = document.url  # the page's URL changed within it
-    if page.schemes.ignored:
-        meta["cdp_ignored_navigations"] = list(page.schemes.ignored)
-    if spec.downloads:
-        meta["cdp_downloaded"] = [d.as_meta() for d in tracker.downloads]
     result = RenderResult(
         remote_ip=document.remote_ip,
         protocol=document.protocol,
@@ -378,12 +311,50 @@ async def _render_page(
         latency_s=document.received_at - page.started_at,
         storage_state=storage_state,
         cookies=cookies,
-        meta=meta,
+        meta=_result_meta(page, document),
         network=network,
         console=page.console.messages() if page.console is not None else None,
         dataloss=tracker.dataloss is not None,
     )
     return result
+
+
+def _document_and_body(page: Page, html: str) -> tuple[DocumentResponse, bytes, bool]:
+    """The document the DOM ``html`` was read from, its body (its own bytes
+    for a raw document, else the DOM) and whether it was rendered.
+
+    :raises ResponseTooLarge: past maxsize (while it was read, or the DOM).
+    :raises PageCrashed: no document. :raises NavigationFailed: status 0.
+    """
+    spec = page.spec
+    if page.too_large is not None:  # past maxsize while it was read (a slow stream)
+        raise page.too_large
+    document = page.tracker.document
+    if document is None:  # navigate() returns with a document or raises
+        raise PageCrashed(f"{spec.url}: no document")
+    if document.status == 0:
+        # Lightpanda, for a connection the server dropped before its status
+        # line or mid-body (an abort): a failed download, never an empty 200
+        raise NavigationFailed(spec.url, "the connection was lost before a response (status 0)")
+    if document.body is not None:
+        return document, document.body, False
+    body = html.encode("utf-8")
+    if spec.maxsize and len(body) > spec.maxsize:
+        raise ResponseTooLarge(spec.url, len(body), spec.maxsize, expected=False)
+    return document, body, True
+
+
+def _result_meta(page: Page, document: DocumentResponse) -> dict[str, Any]:
+    """What the render adds to ``response.meta`` (``cdp_dialogs_seen``...)."""
+    tracker = page.tracker
+    meta: dict[str, Any] = {"cdp_dialogs_seen": list(page.dialogs.seen)}
+    if tracker.page_url is not None and tracker.page_url != document.url:
+        meta["cdp_document_url"] = document.url  # the page's URL changed within it
+    if page.schemes.ignored:
+        meta["cdp_ignored_navigations"] = list(page.schemes.ignored)
+    if page.spec.downloads:
+        meta["cdp_downloaded"] = [d.as_meta() for d in tracker.downloads]
+    return meta
 
 
 def _remaining_s(lease: ContextLease, at_least_s: float) -> float:
@@ -468,19 +439,3 @@ async def _named_crash(
         f"{url}: the page crashed at its JavaScript heap ceiling "
         f"(CDP_POOL_PAGE_HEAP_LIMIT_MB = {limit}); not retried"
     )
-
-
-def reuse_key(lease: ContextLease, spec: RenderSpec) -> str | None:
-    """The key under which this request's page may be reused
-    (:meth:`ContextLease.reuse_key <scrapy_cdp_pool.browser.pool.lease.ContextLease.reuse_key>`).
-    A profile whose state is saved back always gets a fresh context: saving
-    closes its page; a page is reused only with the state it was made with
-    (:attr:`ContextOptions.state_digest`); a page with init scripts is never
-    reused, nor given to one that has them; nor is a live page, the
-    callback's (``meta["cdp_include_page"]``)."""
-    options = spec.context
-    if spec.init_scripts or spec.include_page or (options is not None and options.save_state):
-        return lease.reuse_key(None)
-    if options is None:
-        return lease.reuse_key("")
-    return lease.reuse_key(f"{options.name}#{options.state_digest}{options.proxy_key}")

@@ -16,8 +16,8 @@ from urllib.parse import urlsplit
 from scrapy import Request
 
 from scrapy_cdp_pool.messages import redact_url
-from scrapy_cdp_pool.render._actions.actions import Action
-from scrapy_cdp_pool.render._page.capture import CaptureRule
+from scrapy_cdp_pool.render._actions.action import Action
+from scrapy_cdp_pool.render._page.capture_rule import CaptureRule
 from scrapy_cdp_pool.render._request.context_options import ContextOptions
 from scrapy_cdp_pool.settings.config import PoolConfig
 from scrapy_cdp_pool.settings.signed_out import SignedOutRule

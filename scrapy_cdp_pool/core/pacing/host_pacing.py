@@ -1,8 +1,21 @@
-"""HostGate: the one place the render path consults host pauses (a 429 or 503
-with ``Retry-After`` received for a host, :class:`~scrapy_cdp_pool.core.gates.HostPauses`,
-registered on the gates by the resilience feature) and the spacing of a
-slot's requests (:class:`~scrapy_cdp_pool.core.politeness.RequestSpacing`:
-``DOWNLOAD_DELAY``, ``CDP_POOL_HOST_RATE``).
+"""HostPacing: the crawler's host pacing, the one interface the download
+handler calls before a request reaches a site, and the one place each rule
+of when it may is enforced:
+
+- Scrapy's delays (``DOWNLOAD_DELAY`` and its jitter, ``DOWNLOAD_SLOTS``,
+  AutoThrottle) and ``CDP_POOL_HOST_RATE`` where the site sees them:
+  :class:`~scrapy_cdp_pool.core.pacing.spacing.RequestSpacing`, a slot's
+  concurrency: :class:`~scrapy_cdp_pool.core.pacing.concurrency.SlotConcurrency`;
+- ``CDP_POOL_HOST_RATE`` where the queue hands requests out:
+  :class:`~scrapy_cdp_pool.core.pacing.host_rate.HostRate`, and across a
+  cluster's workers the fleet's claim (:data:`~scrapy_cdp_pool.core.pacing.plugs.FLEET_SPACING`);
+- host pauses (a 429 or 503 with ``Retry-After``,
+  :data:`~scrapy_cdp_pool.core.pacing.plugs.HOST_PAUSES`): held here, in the
+  queue (a host gate of :class:`~scrapy_cdp_pool.core.gates.RequestGates`) and
+  for the requests past it.
+
+Features plug their parts in one way, :meth:`HostPacing.plug` (see
+:mod:`~scrapy_cdp_pool.core.pacing.plugs`); the core imports none of them.
 
 A rendered or plain request waits while its host is paused, before it takes
 a browser slot, again once it has one (the slot is given back,
@@ -18,19 +31,25 @@ four.
 from __future__ import annotations
 
 from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from scrapy_cdp_pool.core.gates import HostPauses, RequestGates, host_of
-from scrapy_cdp_pool.core.politeness import Turn
+from scrapy_cdp_pool.core.gates import RequestGates, host_of
+from scrapy_cdp_pool.core.pacing.concurrency import SlotConcurrency
+from scrapy_cdp_pool.core.pacing.host_rate import HostRate
+from scrapy_cdp_pool.core.pacing.plugs import FLEET_SPACING, HOST_PAUSES, FleetSpacing, HostPauses
+from scrapy_cdp_pool.core.pacing.spacing import RequestSpacing, Turn
 from scrapy_cdp_pool.errors import CDPPoolError
 from scrapy_cdp_pool.render import RenderHooks
 
 if TYPE_CHECKING:
     from scrapy import Request
+    from scrapy.crawler import Crawler
     from scrapy.http import Response
-    from scrapy.statscollectors import StatsCollector
 
+    from scrapy_cdp_pool.core.parts import PartKey
     from scrapy_cdp_pool.render import DocumentResponse
+
+T = TypeVar("T")
 
 
 class HostPaused(CDPPoolError):
@@ -38,23 +57,64 @@ class HostPaused(CDPPoolError):
     or right before its navigation: the slot is given back and it waits."""
 
 
-class HostGate:
-    """Host pauses for one crawler's download handler; a no-op while no
-    pause feature is registered on ``gates``."""
+class HostPacing:
+    """The host pacing of one crawler (``runtime.pacing``, made with its
+    request gates). ``host_rate``: ``CDP_POOL_HOST_RATE``, starts a second
+    per host (``None``: no rate)."""
 
-    def __init__(self, gates: RequestGates, stats: StatsCollector) -> None:
+    def __init__(self, crawler: Crawler, gates: RequestGates, host_rate: float | None) -> None:
+        self.crawler = crawler
         self._gates = gates
-        self._stats = stats
+        interval_s = 1.0 / host_rate if host_rate else 0.0
+        #: the delays between starts of one slot, as the site sees them
+        self.spacing = RequestSpacing(crawler, interval_s)
+        #: a downloader slot's concurrency, held in the download handler
+        self.concurrency = SlotConcurrency(crawler)
+        #: the host rate where the queue hands requests out (``None``: no rate)
+        self.rate = HostRate(gates, interval_s) if interval_s else None
+        self._pauses: HostPauses | None = None
+        self._fleet: FleetSpacing | None = None
+        self._in_queue = False
+        if self.rate is not None:
+            gates.add_dequeue_hook(self.rate.on_dequeued)
+            self._hold_queue()
 
-    @property
-    def _pauses(self) -> HostPauses | None:
-        return self._gates.host_pauses  # read per call: set by a middleware's constructor
+    def plug(self, key: PartKey[T], part: T) -> None:
+        """Plug a feature's ``part`` in under ``key`` (a key of
+        :mod:`~scrapy_cdp_pool.core.pacing.plugs`), in place of any before it.
+
+        :raises KeyError: ``key`` is not one of those.
+        """
+        if key is HOST_PAUSES:
+            self._pauses = cast(HostPauses, part)
+            self._hold_queue()
+        elif key is FLEET_SPACING:
+            self._fleet = cast(FleetSpacing, part)
+        else:
+            raise KeyError(f"host pacing has no place for {key!r}")
+
+    def _hold_queue(self) -> None:
+        """Register :meth:`queue_open` on the request gates (once)."""
+        if not self._in_queue:
+            self._in_queue = True
+            self._gates.add_host_check(self.queue_open)
+
+    def queue_open(self, host: str) -> bool:
+        """Host gate of the scheduler queue: the host rate's next hand-out
+        is due and the host is not paused (each wakes the engine when it
+        will be)."""
+        rate = self.rate
+        if rate is not None and not rate.is_open(host):
+            return False
+        pauses = self._pauses
+        return pauses is None or pauses.is_open(host)
 
     async def wait(self, host: str) -> None:
         """Wait while ``host`` is paused (counted in ``cdp_pool/host_pause_waits``)."""
         pauses = self._pauses
         if pauses is not None and pauses.remaining(host) > 0:
-            self._stats.inc_value("cdp_pool/host_pause_waits")
+            stats: Any = self.crawler.stats
+            stats.inc_value("cdp_pool/host_pause_waits")
             await pauses.wait_open(host)
 
     def check(self, host: str) -> None:
@@ -74,16 +134,16 @@ class HostGate:
     def slot_place(self, request: Request) -> AbstractAsyncContextManager[None]:
         """One of the places of ``request``'s downloader slot, held for the
         block (``CONCURRENT_REQUESTS_PER_DOMAIN``, see
-        :class:`~scrapy_cdp_pool.core.politeness.SlotConcurrency`)."""
-        return self._gates.concurrency.held(request)
+        :class:`~scrapy_cdp_pool.core.pacing.concurrency.SlotConcurrency`)."""
+        return self.concurrency.held(request)
 
     async def reserve(self, request: Request) -> Turn | None:
         """Wait for ``request``'s turn in its spaced slots (holding no
         browser slot), and, in a cluster with a host rate, until the fleet's
         next start of its host could be claimed; ``None`` when no delay
         applies to it. A turn must be :meth:`end`-ed, whatever happens."""
-        turn = await self._gates.spacing.reserve(request)
-        fleet = self._gates.fleet_spacing
+        turn = await self.spacing.reserve(request)
+        fleet = self._fleet
         if turn is not None and fleet is not None:
             try:
                 while True:
@@ -101,13 +161,13 @@ class HostGate:
         """The request of ``turn`` is over (see ``RequestSpacing.end``); a
         fleet start it claimed counts as answered."""
         self._answered(turn)
-        self._gates.spacing.end(turn)
+        self.spacing.end(turn)
 
     async def start_plain(self, request: Request, host: str) -> Turn | None:
         """Before a plain request's download: wait while ``host`` is paused
         and for its turn, then claim the start (see the module's order). The
         turn must be :meth:`end`-ed once the download is over."""
-        spacing = self._gates.spacing
+        spacing = self.spacing
         while True:
             await self.wait(host)
             turn = await spacing.reserve(request)
@@ -132,10 +192,10 @@ class HostGate:
         await."""
         if turn is None:
             return
-        spacing = self._gates.spacing
+        spacing = self.spacing
         while True:
             await spacing.wait(turn)
-            fleet = self._gates.fleet_spacing
+            fleet = self._fleet
             if fleet is None or turn.fleet is not None:
                 return
             left, token = fleet.claim(host)
@@ -150,7 +210,7 @@ class HostGate:
         """``turn``'s fleet claim has its answer (called again, a redirect
         the browser followed, it moves the next start on, as long as the
         claim is still the host's last); ``last``: its request ended."""
-        fleet = self._gates.fleet_spacing
+        fleet = self._fleet
         if turn is not None and turn.fleet is not None and fleet is not None:
             host, token = turn.fleet
             if last:
@@ -173,7 +233,7 @@ class HostGate:
         gates = self._gates
         if pauses is None and turn is None and not gates.has_launch_checks:
             return None
-        spacing = self._gates.spacing
+        spacing = self.spacing
 
         async def before_navigate() -> None:
             await self._ready(host, turn)

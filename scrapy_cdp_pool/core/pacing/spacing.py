@@ -1,8 +1,8 @@
-"""Scrapy's politeness as the site sees it: :class:`RequestSpacing`, the one
-place where the delay between two requests of one slot is enforced for what
-the site sees (``DOWNLOAD_DELAY`` and its jitter,
-``DOWNLOAD_SLOTS``, a request's ``download_slot``, AutoThrottle, and the
-spacings features register, such as ``CDP_POOL_HOST_RATE``).
+"""RequestSpacing: the one place where the delay between two starts of one
+slot is enforced for what the site sees: Scrapy's (``DOWNLOAD_DELAY`` and its
+jitter, ``DOWNLOAD_SLOTS``, a request's ``download_slot``, AutoThrottle) and,
+as a slot of its own per host, ``1 / CDP_POOL_HOST_RATE``
+(:class:`~scrapy_cdp_pool.core.pacing.host_rate.HostRate`).
 
 Why here and not only in Scrapy's downloader: Scrapy spaces the *dispatch*
 of a slot's requests (its ``Slot.lastseen``); a rendered request then waits
@@ -31,14 +31,6 @@ A delay is drawn for each request as Scrapy's slot draws it
 (``Slot.download_delay()``, read when the request reserves its turn: the
 ``jitter`` of the slot, and a delay AutoThrottle changed, are used as they
 are). Nothing is waited for where no delay applies.
-
-:class:`SlotConcurrency` holds a slot's concurrency (``CONCURRENT_REQUESTS_PER_DOMAIN``,
-``CONCURRENT_REQUESTS_PER_IP``, a ``DOWNLOAD_SLOTS`` entry's ``concurrency``)
-for the requests in the download handler: Scrapy 2.19's downloader, under the
-asyncio reactor and without a delay, hands a slot's queued requests to the
-handler all at once (it counts a request as transferring only once its
-download task runs), so the site saw 4 to 6 pages at once with
-``CONCURRENT_REQUESTS_PER_DOMAIN = 2``, plain requests included.
 """
 
 from __future__ import annotations
@@ -46,21 +38,16 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from scrapy.utils.httpobj import urlparse_cached
 
 from scrapy_cdp_pool.scrapy_internals import downloader_slot
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
-
-SpacingRule = Callable[["Request"], "tuple[str, float] | None"]
-"""``rule(request) -> (key, seconds)``: requests with the same ``key`` start
-at least ``seconds`` apart (``None``: the rule does not apply)."""
 
 
 @dataclass
@@ -88,23 +75,23 @@ class Turn:
     started: bool = False
     ended: bool = False
     #: ``(host, token)``: the fleet's start this turn claimed
-    #: (:class:`~scrapy_cdp_pool.core.gates.FleetSpacing`), until its answer
+    #: (:class:`~scrapy_cdp_pool.core.pacing.plugs.FleetSpacing`), until its answer
     fleet: tuple[str, str] | None = None
 
 
 class RequestSpacing:
     """The crawler's request spacing; one per crawler, held by its
-    :class:`~scrapy_cdp_pool.core.gates.RequestGates` (``gates.spacing``)."""
+    :class:`~scrapy_cdp_pool.core.pacing.HostPacing` (``pacing.spacing``).
 
-    def __init__(self, crawler: Crawler) -> None:
+    ``host_interval_s``: the least time between two starts of one host
+    (``1 / CDP_POOL_HOST_RATE``), ``0.0`` for none.
+    """
+
+    def __init__(self, crawler: Crawler, host_interval_s: float = 0.0) -> None:
         self.crawler = crawler
-        self._rules: list[SpacingRule] = []
+        self.host_interval_s = host_interval_s
         self._clocks: dict[str, _Clock] = {}
         self._next_prune = 0.0
-
-    def add_rule(self, rule: SpacingRule) -> None:
-        """Space requests by ``rule`` too (a feature's, e.g. a host rate)."""
-        self._rules.append(rule)
 
     def _spacings(self, request: Request) -> list[tuple[str, float]]:
         spacings: dict[str, float] = {}
@@ -114,10 +101,8 @@ class RequestSpacing:
             delay = float(slot.download_delay())
             if delay > 0:
                 spacings[f"slot:{key}"] = delay
-        for rule in self._rules:
-            spacing = rule(request)
-            if spacing is not None and spacing[1] > 0:
-                spacings[spacing[0]] = max(spacing[1], spacings.get(spacing[0], 0.0))
+        if self.host_interval_s > 0:
+            spacings[f"host:{urlparse_cached(request).hostname or ''}"] = self.host_interval_s
         return sorted(spacings.items())  # batons taken in one order: no deadlock
 
     async def reserve(self, request: Request) -> Turn | None:
@@ -215,59 +200,3 @@ class RequestSpacing:
             if clock is not None and clock.owner is turn and not clock.answered.is_set():
                 clock.anchor = max(clock.anchor, now)
                 clock.answered.set()
-
-
-@dataclass
-class _Permits:
-    in_use: int = 0
-    waiters: deque[asyncio.Future[None]] = field(default_factory=deque)
-
-
-class SlotConcurrency:
-    """At most Scrapy's ``Slot.concurrency`` requests of one downloader slot
-    in the download handler's hands at once (see the module); one per
-    crawler, held by its :class:`~scrapy_cdp_pool.core.gates.RequestGates`
-    (``gates.concurrency``)."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self._slots: dict[str, _Permits] = {}
-
-    @asynccontextmanager
-    async def held(self, request: Request) -> AsyncIterator[None]:
-        """Hold one of the slot's places for the block (waited for in FIFO
-        order); no wait outside a running crawl."""
-        found = downloader_slot(self.crawler, request)
-        if found is None:
-            yield
-            return
-        key, slot = found
-        limit = max(1, int(slot.concurrency))
-        permits = self._slots.setdefault(key, _Permits())
-        if permits.in_use >= limit or permits.waiters:
-            waiter = asyncio.get_running_loop().create_future()
-            permits.waiters.append(waiter)
-            try:
-                await waiter  # the place is handed over by the one leaving
-            except BaseException:
-                if waiter.done() and not waiter.cancelled():
-                    self._release(key, permits)  # handed over, then cancelled
-                else:
-                    permits.waiters.remove(waiter)
-                raise
-        else:
-            permits.in_use += 1
-        try:
-            yield
-        finally:
-            self._release(key, permits)
-
-    def _release(self, key: str, permits: _Permits) -> None:
-        while permits.waiters:
-            waiter = permits.waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)  # the place goes to it: in_use unchanged
-                return
-        permits.in_use -= 1
-        if permits.in_use <= 0:
-            del self._slots[key]
