@@ -4,6 +4,12 @@
     python benchmarks/cluster_shards.py --shards 1,2,3 [--seconds 20] [--procs 2] \
         [--workers 4] [--profiles 200] [--hosts 50] [--host-concurrency 8]
     python benchmarks/cluster_shards.py --shards 3 --procs 4 --workers 25 --seconds 60
+    python benchmarks/cluster_shards.py --idle 45
+
+``--idle S`` (instead): one real worker (``tests/cluster_worker.py``: the
+add-on, embedded Lightpanda) with ``CDP_POOL_CLUSTER_KEEP_OPEN`` and nothing to
+do, on a 3-node Redis Cluster (6 buckets): its round trips a second over S
+seconds (every node's ``total_reads_processed``), 25 s after it started.
 
 For each shard count it starts a real Redis Cluster of that many primaries
 (``redis-server --cluster-enabled yes`` on loopback, slots split evenly, no
@@ -252,6 +258,39 @@ def run(nodes: int, args: argparse.Namespace) -> dict[str, Any]:
         cluster.stop()
 
 
+def idle(seconds: float) -> None:
+    import json
+
+    from tests.redis_cluster import RedisClusterServers
+
+    servers = RedisClusterServers()
+    try:
+        settings = {
+            "CDP_POOL_CLUSTER_REDIS_URL": servers.url(0),
+            "CDP_POOL_CLUSTER_NAME": "idle",
+            "CDP_POOL_CLUSTER_KEEP_OPEN": True,
+            "CLOSESPIDER_TIMEOUT": seconds + 30,
+        }
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "tests.cluster_worker", json.dumps(settings)],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        nodes = [redis.Redis(port=port) for port in servers.ports]
+
+        def reads() -> int:
+            return sum(int(node.info("stats")["total_reads_processed"]) for node in nodes)
+
+        time.sleep(25)  # started, its first takes done
+        first, started = reads(), time.monotonic()
+        time.sleep(seconds)
+        # this script's own INFO calls (one per node) left out
+        rate = (reads() - first - len(nodes)) / (time.monotonic() - started)
+        print(f"an idle worker, 6 buckets on 3 nodes: {rate:.2f} round trips a second")
+        worker.wait(timeout=120)
+    finally:
+        servers.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shards", default="1,2,3")
@@ -265,7 +304,11 @@ def main() -> None:
     parser.add_argument(
         "--per-primary", type=int, default=PER_PRIMARY, help="buckets per primary (the default's)"
     )
+    parser.add_argument("--idle", type=float, default=0.0, metavar="SECONDS")
     args = parser.parse_args()
+    if args.idle:
+        idle(args.idle)
+        return
     print(
         f"{args.procs} processes x {args.workers} simulated workers, {args.seconds:g} s, "
         f"{args.profiles} profiles, {args.hosts} hosts (slots {args.host_concurrency})"
