@@ -47,7 +47,7 @@ def test_the_leases_that_ran_out_are_counted_and_the_last_is_poisoned(
     assert (second.data, second.requeued, second.poisoned) == (b"bad", 1, 0)
     expire(two, second.lease or "")
     client.delete(f"{one.prefix}identity:id-a")
-    assert status(client, one.prefix, 30, 0)["expired"] == 1
+    assert status(client, [one.prefix], 30, 0)["expired"] == 1
     third = one.take()
     # handed out at the open gate (no identity lock, no host slot), marked
     assert (third.data, third.requeued, third.poisoned, third.token) == (b"bad", 1, 2, None)

@@ -7,7 +7,11 @@ as you like: the add-on installs :class:`ClusterScheduler` and
 
 Redis keys. Every key starts with ``P = cdp_pool:{<CDP_POOL_CLUSTER_NAME>}:``
 (:func:`~scrapy_cdp_pool.cluster.keys.key_prefix`; the braces are a Redis
-Cluster hash tag). Times are Redis's clock, in ms.
+Cluster hash tag), or, in a crawl split into buckets across a Redis
+Cluster's shards, with another bucket's ``cdp_pool:shard:{<name>|<i>}:``,
+which holds the same keys for the requests routed to it
+(:mod:`~scrapy_cdp_pool.cluster.shards`; ``P shards``, in bucket 0 only,
+lists the buckets' hash tags as JSON). Times are Redis's clock, in ms.
 
 =======================  ======  ===================================================
 key                      type    holds

@@ -1,5 +1,7 @@
 """ClusterDupeFilter: ``DUPEFILTER_CLASS`` of a cluster crawl; its fingerprints
-are one Redis set (``<prefix>seen``) shared by every worker.
+are one Redis set (``<prefix>seen``) shared by every worker, one per bucket
+of the crawl (:mod:`~scrapy_cdp_pool.cluster.shards`: a request's fingerprint
+is in its profile's bucket, else its host's).
 
 Fingerprints come from the crawler's ``REQUEST_FINGERPRINTER_CLASS`` (Scrapy's
 default: 20 bytes of SHA-1), so a project's own fingerprinter decides what a
@@ -22,6 +24,7 @@ from scrapy.dupefilters import RFPDupeFilter
 from scrapy_cdp_pool.cluster.bloom import BLOOM_COUNT, Bloom
 from scrapy_cdp_pool.cluster.frontier import SEEN
 from scrapy_cdp_pool.cluster.link import ClusterLink, link_for
+from scrapy_cdp_pool.core.gates import host_of, profile_of
 
 if TYPE_CHECKING:
     from typing import Self
@@ -58,13 +61,13 @@ class ClusterDupeFilter(RFPDupeFilter):
     def request_seen(self, request: Request) -> bool:
         """Add the request's fingerprint to the shared set (or Bloom filter);
         whether it was there. :raises RedisUnavailable: Redis could not be reached."""
-        frontier = self.link.frontier
+        frontier = self.link.shards.of(host_of(request), profile_of(request))
         fp = self.fingerprint(request)
         bloom = frontier.bloom
         if bloom is not None:
             return self.link.call("seen", lambda: bloom_add(frontier, bloom, fp))
         key = f"{frontier.prefix}{SEEN}"
-        return not self.link.call("seen", lambda: self.link.client.sadd(key, fp))
+        return not self.link.call("seen", lambda: frontier.client.sadd(key, fp))
 
 
 def bloom_add(frontier: Frontier, bloom: Bloom, fp: bytes) -> bool:

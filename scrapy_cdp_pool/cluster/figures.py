@@ -17,6 +17,31 @@ from scrapy_cdp_pool.cluster.keys import glob_escaped, redis_time_ms
 from scrapy_cdp_pool.telemetry.cluster_figures import ClusterFigures
 
 
+def read_all_figures(client: Any, prefixes: list[str], lease_s: float) -> ClusterFigures:
+    """:func:`read_figures` of each bucket of the crawl (``prefixes``, bucket
+    0's first: :mod:`~scrapy_cdp_pool.cluster.shards`), summed; the live
+    workers are bucket 0's (where every worker's heartbeat is).
+
+    :raises redis.exceptions.RedisError: Redis did not answer."""
+    total = read_figures(client, prefixes[0], lease_s)
+    for prefix in prefixes[1:]:
+        more = read_figures(client, prefix, lease_s)
+        owners = dict(total.leases_by_owner)
+        for owner, count in more.leases_by_owner.items():
+            owners[owner] = owners.get(owner, 0) + count
+        paused = {**more.paused_hosts, **total.paused_hosts}
+        total = ClusterFigures(
+            queued_total=total.queued_total + more.queued_total,
+            leased=total.leased + more.leased,
+            leases_by_owner=owners,
+            busy_identities=total.busy_identities + more.busy_identities,
+            paused_hosts=paused,
+            workers=total.workers,
+            requeued=total.requeued + more.requeued,
+        )
+    return total
+
+
 def read_figures(client: Any, prefix: str, lease_s: float) -> ClusterFigures:
     """The cluster under ``prefix`` now; ``lease_s``: how recent a worker's
     heartbeat must be (seconds) for it to count as alive.

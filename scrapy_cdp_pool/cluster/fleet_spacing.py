@@ -79,8 +79,10 @@ class FleetSpacing:
         return self._ask(host, "", "peek")
 
     def _ask(self, host: str, token: str, mode: str) -> float:
+        # the claim lives in the host's home bucket (its answer is published
+        # on bucket 0's channel: ``run_keyed`` passes bucket 0's prefix)
         frontier = self.link.frontier
-        keys = scripts.host_keys(frontier.prefix, host)
+        keys = scripts.host_keys(self.link.shards.of_host(host).prefix, host)
         try:
             left_ms = int(
                 self.link.call(
@@ -112,7 +114,7 @@ class FleetSpacing:
         """The start claimed with ``token`` has its answer (or ended): the
         next start of ``host`` may come one interval from now."""
         frontier = self.link.frontier
-        keys = scripts.host_keys(frontier.prefix, host)
+        keys = scripts.host_keys(self.link.shards.of_host(host).prefix, host)
         try:
             self.link.call(
                 "navigation answer",

@@ -17,15 +17,21 @@ the finished crawl's figures stay readable with ``cluster status`` until then.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy.settings import BaseSettings
 
 from scrapy_cdp_pool.cluster.keys import glob_escaped
 
+if TYPE_CHECKING:
+    from scrapy_cdp_pool.cluster.shards import Buckets
+
 #: what a flush keeps, after the prefix (profiles stored in Redis and their
 #: health, the fleet budget, an operator's pause; the live workers' heartbeats)
-KEPT = ("profile:", "identity:", "profiles", "profile_health:", "budget:", "paused", "workers")
+KEPT = (
+    "profile:", "identity:", "profiles", "profile_health:", "budget:", "paused", "workers",
+    "shards",
+)  # fmt: skip
 
 FLUSH_IF_ALONE = r"""--!df flags=allow-undeclared-keys
 local P = ARGV[1]
@@ -82,3 +88,19 @@ def flush_if_alone(client: Any, route_key: str, prefix: str, worker: str, lease_
     script = client.register_script(FLUSH_IF_ALONE)
     pattern = f"{glob_escaped(prefix)}*"
     return int(script(keys=[route_key], args=[prefix, pattern, lease_ms, worker, *KEPT]))
+
+
+def flush_buckets(buckets: Buckets) -> int:
+    """:func:`flush_if_alone` on bucket 0 (whose live workers decide), then,
+    when it flushed, on every other bucket of the crawl
+    (:mod:`~scrapy_cdp_pool.cluster.shards`): the keys deleted in all, or -1."""
+    home = buckets.home
+    deleted = flush_if_alone(home.client, home.route_key, home.prefix, home.worker, home.lease_ms)
+    if deleted < 0:
+        return deleted
+    for frontier in buckets.frontiers[1:]:
+        # a lease of 0 ms: no other worker counts as live there (bucket 0 said so)
+        deleted += flush_if_alone(
+            frontier.client, frontier.route_key, frontier.prefix, frontier.worker, 0
+        )
+    return deleted

@@ -193,7 +193,11 @@ class Frontier:
         max_deliveries: int = 3,
         call_timeout_s: float | None = CALL_TIMEOUT_S,
         bloom: Bloom | None = None,
+        prefix: str | None = None,
     ) -> None:
+        """``prefix``: the keys' prefix (default: the crawl's,
+        :func:`~scrapy_cdp_pool.cluster.keys.key_prefix`; another bucket's:
+        :mod:`~scrapy_cdp_pool.cluster.shards`)."""
         self.client = client
         #: the crawl's fingerprints in a Bloom filter instead of the set
         #: :data:`SEEN` (``CDP_POOL_CLUSTER_DUPEFILTER = "bloom"``)
@@ -205,7 +209,7 @@ class Frontier:
         #: Redis's clock (ms) minus this process's monotonic clock (ms), as
         #: of the last take's answer (``None`` before one)
         self._clock_offset_ms: float | None = None
-        self.prefix = key_prefix(name)
+        self.prefix = prefix or key_prefix(name)
         #: declared first by every script: a Redis Cluster runs it on the
         #: crawl's shard (see redis_client)
         self.route_key = route_key(self.prefix)
@@ -368,10 +372,19 @@ class Frontier:
     def unlock_profile(self, profile: str, token: int) -> bool:
         return bool(self._run(self._unlock, profile, token))
 
-    def pause_host(self, host: str, seconds: float) -> float:
-        """Pause ``host`` fleet-wide; the seconds its pause has left."""
+    def pause_host(self, host: str, seconds: float, channel: str | None = None) -> float:
+        """Pause ``host`` fleet-wide; the seconds its pause has left.
+        ``channel``: the prefix of the channel the pause is published on
+        (default: this frontier's; a crawl's other buckets publish on bucket
+        0's, :mod:`~scrapy_cdp_pool.cluster.shards`)."""
         keys = [scripts.host_keys(self.prefix, host)[0], f"{self.prefix}pauses"]
-        left_ms = int(self.run_keyed(self._pause, keys, max(1, round(seconds * 1000)), host))
+        self.calls += 1
+        left_ms = int(
+            self._pause(
+                keys=keys,
+                args=[channel or self.prefix, max(1, round(seconds * 1000)), host],
+            )
+        )
         return max(0, left_ms) / 1000
 
     def pause_left(self, host: str) -> float:

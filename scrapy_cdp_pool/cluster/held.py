@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.asyncio import call_later
 
-from scrapy_cdp_pool.cluster.figures import read_figures
+from scrapy_cdp_pool.cluster.figures import read_all_figures
 from scrapy_cdp_pool.cluster.link import ClusterLink
 from scrapy_cdp_pool.core.gates import _TOKEN_META_KEY, RequestGates
 from scrapy_cdp_pool.errors import LeaseLost, RedisUnavailable
@@ -155,7 +155,7 @@ class HeldRequests:
         if idle_s < self.link.lease_s * SURE_HELD:
             return None
         try:
-            held = self.link.call("lease check", lambda: self.link.frontier.holds(lease))
+            held = self.link.call("lease check", lambda: self.link.shards.holds(lease))
         except RedisUnavailable:
             return None  # within its lease by this worker's clock
         if not held:
@@ -203,6 +203,12 @@ class HeldRequests:
         if self._flush_timer is None:
             self._flush_timer = call_later(RELEASE_FLUSH_S, self._flush_late)
 
+    def flush_soon(self) -> None:
+        """Send the releases waiting within :data:`RELEASE_FLUSH_S` (those of
+        buckets the scheduler's take did not go to)."""
+        if self._ops and self._flush_timer is None:
+            self._flush_timer = call_later(RELEASE_FLUSH_S, self._flush_late)
+
     def _flush_late(self) -> None:
         self._flush_timer = None
         self.flush()
@@ -214,7 +220,7 @@ class HeldRequests:
             return True
         ops = list(self._ops)
         try:
-            self.link.call("release", lambda: self.link.frontier.settle(ops))
+            self.link.call("release", lambda: self.link.shards.settle(ops))
         except RedisUnavailable:
             return False
         del self._ops[: len(ops)]
@@ -260,15 +266,15 @@ class HeldRequests:
     def _renew_now(self) -> None:
         locks = getattr(self.gates.locks, "direct", {})
         leases = list(self._requests)
-        if not (leases or locks):
-            return
+        if not (leases or locks or self.link.shards.count > 1):
+            return  # with buckets: bucket 0's heartbeat all the same (shards.Buckets.renew)
         sent = time.monotonic()
         try:
             # tried during an outage's backoff too: a Redis that refuses
             # writes for lack of memory still renews (the script may use memory)
             lost = self.link.call(
                 "renew",
-                lambda: self.link.frontier.renew(leases, list(locks.items())),
+                lambda: self.link.shards.renew(leases, list(locks.items())),
                 in_outage=True,
             )
         except RedisUnavailable:
@@ -292,8 +298,8 @@ class HeldRequests:
         try:
             figures = self.link.call(
                 "figures",
-                lambda: read_figures(
-                    self.link.client, self.link.frontier.prefix, self.link.lease_s
+                lambda: read_all_figures(
+                    self.link.client, self.link.shards.prefixes, self.link.lease_s
                 ),
             )
         except RedisUnavailable:

@@ -82,7 +82,7 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
         shared_s = min(seconds, self.max_s)
         if shared_s > 0:
             try:
-                self.link.call("pause", lambda: self.link.frontier.pause_host(host, shared_s))
+                self.link.call("pause", lambda: self.link.shards.pause_host(host, shared_s))
             except RedisUnavailable:
                 logger.warning(
                     "Pause of %s (%.1f s) not shared with the fleet: Redis unreachable",
@@ -104,7 +104,7 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
         if pushed is not None and pushed > 0:
             return max(local, pushed)
         try:
-            shared = self.link.call("pause", lambda: self.link.frontier.pause_left(host))
+            shared = self.link.call("pause", lambda: self.link.shards.pause_left(host))
         except RedisUnavailable:
             return local
         return max(local, shared)

@@ -53,7 +53,13 @@ from redis.exceptions import RedisClusterException, RedisError
 from scrapy_cdp_pool.cluster.bloom import Bloom
 from scrapy_cdp_pool.cluster.feed import feed_key_for
 from scrapy_cdp_pool.cluster.frontier import Frontier, redis_outage, worker_id
-from scrapy_cdp_pool.cluster.redis_client import CALL_TIMEOUT_S, connect, in_other_slot
+from scrapy_cdp_pool.cluster.redis_client import (
+    CALL_TIMEOUT_S,
+    connect,
+    in_other_slot,
+    is_cluster_url,
+)
+from scrapy_cdp_pool.cluster.shards import Buckets, SlotOwner, bucket_prefix, resolve_layout
 from scrapy_cdp_pool.core.exit_status import fail_exit_on
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import RedisUnavailable
@@ -89,20 +95,30 @@ class ClusterLink:
         self.feed_key = feed_key_for(crawler.spidercls, crawler.settings, config.cluster.feed_key)
         self.worker = worker_id()
         self.client = connect(self.url, CALL_TIMEOUT_S)
-        self.frontier = Frontier(
-            self.client,
-            self.name,
-            self.worker,
-            lease_s=config.cluster.lease_s,
-            host_concurrency=config.resilience.host_concurrency,
-            host_rate=config.resilience.host_rate,
-            max_deliveries=config.cluster.max_deliveries,
-            bloom=(
-                Bloom.sized(config.cluster.bloom_capacity, config.cluster.bloom_error_rate)
-                if config.cluster.dupefilter == "bloom"
-                else None
-            ),
+        bloom = (
+            Bloom.sized(config.cluster.bloom_capacity, config.cluster.bloom_error_rate)
+            if config.cluster.dupefilter == "bloom"
+            else None
         )
+        #: the crawl's buckets, bucket 0 first (:mod:`~scrapy_cdp_pool.cluster.shards`)
+        self.shards = Buckets(
+            [
+                Frontier(
+                    self.client,
+                    self.name,
+                    self.worker,
+                    lease_s=config.cluster.lease_s,
+                    host_concurrency=config.resilience.host_concurrency,
+                    host_rate=config.resilience.host_rate,
+                    max_deliveries=config.cluster.max_deliveries,
+                    bloom=bloom,
+                    prefix=bucket_prefix(self.name, tag),
+                )
+                for tag in self._layout(config.cluster.shards)
+            ]
+        )
+        #: bucket 0: the crawl's own prefix (its epoch, the live workers, the feed)
+        self.frontier = self.shards.home
         #: on a Redis Cluster, the feed key is in another hash slot than the
         #: crawl's keys: the worker moves its items to the crawl's own
         #: (:meth:`~scrapy_cdp_pool.cluster.frontier.Frontier.move_feed`)
@@ -128,6 +144,20 @@ class ClusterLink:
         self.opened = False
         # a worker whose crawl was lost, or stopped by an error, exits 1
         fail_exit_on(crawler, [STATE_LOST, REDIS_ERROR], unasked_shutdown=True)
+
+    def _layout(self, requested: int) -> list[str]:
+        """The crawl's bucket tags (:func:`~scrapy_cdp_pool.cluster.shards.resolve_layout`).
+
+        :raises ValueError: the stored layout disagrees with
+            ``CDP_POOL_CLUSTER_SHARDS``, or Redis does not answer."""
+        try:
+            owner = SlotOwner(self.client) if is_cluster_url(self.url) else None
+            return resolve_layout(self.client, self.name, requested, owner)
+        except (RedisError, RedisClusterException, OSError) as e:
+            raise ValueError(
+                f"CDP_POOL_CLUSTER_REDIS_URL: Redis at {redact_url(self.url)} did not answer "
+                f"the crawl's layout read: {scrub_secrets(e, self.url)}"
+            ) from None
 
     @property
     def down(self) -> bool:

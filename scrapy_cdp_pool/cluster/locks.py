@@ -11,7 +11,7 @@ be reached, a profile counts as busy and cannot be locked.
 
 from __future__ import annotations
 
-from scrapy_cdp_pool.cluster.keys import profile_lock_key
+from scrapy_cdp_pool.cluster.keys import glob_escaped, profile_lock_key
 from scrapy_cdp_pool.cluster.link import ClusterLink
 from scrapy_cdp_pool.errors import RedisUnavailable
 
@@ -31,7 +31,7 @@ class ClusterProfileLocks:
         if self._tokens.get(profile) == token:
             return True
         try:
-            fence = self.link.call("lock", lambda: self.link.frontier.lock_profile(profile))
+            fence = self.link.call("lock", lambda: self.link.shards.lock_profile(profile))
         except RedisUnavailable:
             return False
         if fence is None:
@@ -48,24 +48,30 @@ class ClusterProfileLocks:
         fence = self.direct.pop(profile)
         del self._tokens[profile]
         try:
-            self.link.call("unlock", lambda: self.link.frontier.unlock_profile(profile, fence))
+            self.link.call("unlock", lambda: self.link.shards.unlock_profile(profile, fence))
         except RedisUnavailable:
             pass  # its lease runs out
         return True
 
     def is_busy(self, profile: str) -> bool:
-        key = profile_lock_key(self.link.frontier.prefix, profile)
+        key = profile_lock_key(self.link.shards.prefix_of_profile(profile), profile)
         try:
             return bool(self.link.call("busy", lambda: self.link.client.exists(key)))
         except RedisUnavailable:
             return True
 
     def busy(self) -> frozenset[str]:
-        prefix = profile_lock_key(self.link.frontier.prefix, "")
-        try:
-            keys = self.link.call(
-                "busy", lambda: list(self.link.client.scan_iter(match=prefix + "*", count=1000))
-            )
-        except RedisUnavailable:
-            return frozenset()
-        return frozenset(key.decode()[len(prefix) :] for key in keys)
+        found: set[str] = set()
+        for bucket_prefix in self.link.shards.prefixes:
+            prefix = profile_lock_key(bucket_prefix, "")
+            try:
+                keys = self.link.call(
+                    "busy",
+                    lambda prefix=prefix: list(  # type: ignore[misc]
+                        self.link.client.scan_iter(match=glob_escaped(prefix) + "*", count=1000)
+                    ),
+                )
+            except RedisUnavailable:
+                return frozenset()
+            found.update(key.decode()[len(prefix) :] for key in keys)
+        return frozenset(found)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -60,11 +61,20 @@ class FleetHealthBook(HealthBook):
     """
 
     def __init__(
-        self, stats: Any, max_failures: int, redis: Redis, prefix: str, crawler: Any = None
+        self,
+        stats: Any,
+        max_failures: int,
+        redis: Redis,
+        prefix: str,
+        crawler: Any = None,
+        prefix_of: Callable[[str], str] | None = None,
     ) -> None:
+        """``prefix_of(name)``: the prefix of the bucket holding profile
+        ``name`` (default ``prefix``; :mod:`~scrapy_cdp_pool.cluster.shards`)."""
         super().__init__(stats, max_failures)
         self.redis = redis
         self.prefix = prefix
+        self.prefix_of = prefix_of or (lambda _name: prefix)
         self.crawler = crawler
         self._failed_script = redis.register_script(_FAILED)
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdp-pool-health")
@@ -74,7 +84,7 @@ class FleetHealthBook(HealthBook):
         self._failing = False
 
     def key(self, name: str) -> str:
-        return f"{self.prefix}profile_health:{name}"
+        return f"{self.prefix_of(name)}profile_health:{name}"
 
     # HealthBook ------------------------------------------------------------
 

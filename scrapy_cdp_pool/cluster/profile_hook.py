@@ -107,6 +107,7 @@ class SharedProfilesMiddleware:
         if config.cluster.redis_url is None:
             raise NotConfigured
         prefix = cluster_prefix(config, crawler)
+        shards = link_for(crawler).shards  # a profile lives in its bucket
         # read and written in threads: bounded, so a Redis that does not
         # answer fails a profile read or save-back by name, never hangs it
         client = connect(config.cluster.redis_url, PROFILE_CALL_TIMEOUT_S)
@@ -117,9 +118,16 @@ class SharedProfilesMiddleware:
             directory=config.profiles.dir,
             stats=crawler.stats,
             crawler=crawler,
+            prefix_of=shards.prefix_of_profile,
+            prefixes=shards.prefixes,
         )
         health = FleetHealthBook(
-            crawler.stats, config.profiles.max_failures, client, prefix, crawler=crawler
+            crawler.stats,
+            config.profiles.max_failures,
+            client,
+            prefix,
+            crawler=crawler,
+            prefix_of=shards.prefix_of_profile,
         )
         install_shared_profiles(profiles_of(runtime), shared, health)
         return cls(crawler, shared, health)

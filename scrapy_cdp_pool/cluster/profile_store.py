@@ -47,6 +47,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -142,9 +143,16 @@ class SharedProfiles:
         directory: str | Path | None = None,
         stats: Any = None,
         crawler: Any = None,
+        prefix_of: Callable[[str], str] | None = None,
+        prefixes: list[str] | None = None,
     ) -> None:
+        """``prefix_of(name)``: the prefix of the crawl's bucket holding
+        profile ``name`` (its lock's: :mod:`~scrapy_cdp_pool.cluster.shards`;
+        default ``prefix``); ``prefixes``: every bucket's (default ``[prefix]``)."""
         self.redis = redis
         self.prefix = prefix
+        self.prefix_of = prefix_of or (lambda _name: prefix)
+        self.prefixes = prefixes or [prefix]
         self.owner = owner
         self.directory = Path(directory) if directory else Path(f"redis:{prefix}profiles")
         self.files = ProfileStore(directory) if directory else None
@@ -160,14 +168,19 @@ class SharedProfiles:
     # Keys ------------------------------------------------------------------
 
     def profile_key(self, name: str) -> str:
-        return f"{self.prefix}profile:{name}"
+        return f"{self.prefix_of(name)}profile:{name}"
 
     def lock_key(self, name: str) -> str:
-        return f"{self.prefix}identity:{name}"
+        return f"{self.prefix_of(name)}identity:{name}"
 
     @property
     def names_key(self) -> str:
+        """Bucket 0's set of names (each bucket has its own: :meth:`names_key_of`)."""
         return f"{self.prefix}profiles"
+
+    def names_key_of(self, name: str) -> str:
+        """The set of names of the bucket holding ``name``."""
+        return f"{self.prefix_of(name)}profiles"
 
     # Seeding ---------------------------------------------------------------
 
@@ -186,7 +199,7 @@ class SharedProfiles:
             profile = store.load(name)
             identity = _dump(profile.identity)
             created = self._seed(
-                keys=[self.profile_key(name), self.names_key],
+                keys=[self.profile_key(name), self.names_key_of(name)],
                 args=[_dump(profile.storage_state), identity, self.owner, _now_ms(), name],
             )
             if created:
@@ -203,7 +216,9 @@ class SharedProfiles:
 
     def names(self) -> list[str]:
         """The stored profiles, sorted (read from Redis; blocks)."""
-        members = self.redis.smembers(self.names_key)
+        members: set[Any] = set()
+        for prefix in self.prefixes:
+            members.update(self.redis.smembers(f"{prefix}profiles"))
         self._names = sorted(m.decode() if isinstance(m, bytes) else str(m) for m in members)
         return list(self._names)
 
@@ -328,7 +343,7 @@ class SharedProfiles:
             raise self._stale(name, key, None, None)
         try:
             written, value = self._save(
-                keys=[self.lock_key(name), key, self.names_key],
+                keys=[self.lock_key(name), key, self.names_key_of(name)],
                 args=[str(token), _dump(state), self.owner, _now_ms(), name],
             )
         except (RedisError, RedisClusterException, OSError) as e:

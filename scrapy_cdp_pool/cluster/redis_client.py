@@ -5,12 +5,12 @@ for one Redis (a primary, with or without replicas), or ``redis+cluster://``
 / ``rediss+cluster://`` for a Redis Cluster: the URL names any one node, and
 redis-py's cluster client finds the others and follows ``MOVED``/``ASK``.
 
-A crawl keeps all its keys in one hash slot (the ``{<name>}`` hash tag of
-:func:`~scrapy_cdp_pool.cluster.keys.key_prefix`), so one crawl lives on one
-shard of a Redis Cluster, and each script declares a key of that slot first
-(:data:`route_key`), so the cluster client sends it to that shard; several
-crawls (``CDP_POOL_CLUSTER_NAME``) spread over the shards by their names. The
-feed key may be in any slot (:func:`in_other_slot`).
+A crawl keeps each bucket's keys in one hash slot (the ``{<name>}`` hash tag
+of :func:`~scrapy_cdp_pool.cluster.keys.key_prefix` for bucket 0; on a Redis
+Cluster the crawl has several buckets spread over the shards:
+:mod:`~scrapy_cdp_pool.cluster.shards`), and each script declares a key of its
+bucket's slot first (:data:`route_key`), so the cluster client sends it to
+that shard. The feed key may be in any slot (:func:`in_other_slot`).
 """
 
 from __future__ import annotations

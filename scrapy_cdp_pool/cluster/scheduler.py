@@ -58,6 +58,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable
 from contextlib import suppress
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from scrapy.core.scheduler import BaseScheduler
@@ -70,8 +71,8 @@ from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.cluster.bloom import check_crawl
 from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
 from scrapy_cdp_pool.cluster.feed import adopt_redis_spider, requests_from_feed
-from scrapy_cdp_pool.cluster.flush import flush_if_alone, flushes_at_start
-from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN
+from scrapy_cdp_pool.cluster.flush import flush_buckets, flushes_at_start
+from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN, Taken
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
 from scrapy_cdp_pool.cluster.keys import PROFILE_COPY_META_KEY, gate_of
 from scrapy_cdp_pool.cluster.link import REDIS_ERROR, ClusterLink, link_for
@@ -141,12 +142,19 @@ class ClusterScheduler(BaseScheduler):
         self._local: deque[Request] = deque()  # unserializable: fail by name here
         self._pending: tuple[float, bool] = (0.0, False)
         self._queued: tuple[float, int] = (-math.inf, 0)  # (when, fleet-wide queued)
-        #: no take before this (monotonic), unless something changed: the
-        #: last take found nothing to start (see the module)
-        self._idle_until = 0.0
-        self._last_take = 0.0
-        self._changed = True
-        self.wake = WakeListener(link.url, link.frontier.prefix, self._woken)
+        self.shards = link.shards
+        #: each bucket's takes (:mod:`~scrapy_cdp_pool.cluster.shards`)
+        self._buckets = [_Bucket() for _ in range(self.shards.count)]
+        self._turn = 0  # the bucket the next take starts from
+        self.wakes = [
+            WakeListener(
+                link.url,
+                frontier.prefix,
+                partial(self._woken, bucket),
+                fallback_s=FALLBACK_S * self.shards.count,
+            )
+            for bucket, frontier in enumerate(self.shards.frontiers)
+        ]
         self._feed_type = ""  # the feed key's type when the last look could not read it
         self._feed_next = 0.0  # when to look at a feed key in another slot again
         self._feed_kept: list[bytes] = []  # popped from it, not stored yet
@@ -173,7 +181,8 @@ class ClusterScheduler(BaseScheduler):
         start = self._start_state()
         self.link.remember_crawl()
         self.held.start_renewal()
-        self.wake.start()
+        for wake in self.wakes:
+            wake.start()
         logger.info(
             "Cluster crawl %r: worker %s, lease %.1f s; %s", self.link.name, self.link.worker,
             self.link.lease_s, start, extra={"crawler": self.crawler},
@@ -193,13 +202,7 @@ class ClusterScheduler(BaseScheduler):
         frontier = self.frontier
         try:
             if setting is not None:
-                deleted = self.link.call(
-                    "flush",
-                    lambda: flush_if_alone(
-                        self.link.client, frontier.route_key, frontier.prefix,
-                        frontier.worker, frontier.lease_ms,
-                    ),
-                )  # fmt: skip
+                deleted = self.link.call("flush", lambda: flush_buckets(self.shards))
                 said = (
                     f"{setting}: other workers are live, joining their crawl unflushed; "
                     if deleted < 0
@@ -210,31 +213,34 @@ class ClusterScheduler(BaseScheduler):
             )
             seen = added
             if added is None:
-                seen = int(
-                    self.link.call("resume", lambda: self.link.client.scard(frontier.prefix + SEEN))
-                )
-            queued, leased = self.link.call("resume", frontier.pending)
+                seen = self.link.call("resume", self._seen_count)
+            queued, leased = self.link.call("resume", self.shards.pending)
         except RedisUnavailable:
             return f"{said}Redis unreachable: the seen fingerprints could not be counted"
         bloom = frontier.bloom
         in_bloom = "" if bloom is None else f" (in a Bloom filter of {bloom.params})"
+        buckets = f" in {self.shards.count} buckets" if self.shards.count > 1 else ""
         return (
             f"{said}resuming with {seen} seen fingerprints{in_bloom}, {queued} requests queued, "
-            f"{leased} leased"
+            f"{leased} leased{buckets}"
         )
+
+    def _seen_count(self) -> int:
+        """Fingerprints in every bucket's set (one round trip per bucket, at start)."""
+        return sum(int(self.link.client.scard(prefix + SEEN)) for prefix in self.shards.prefixes)
 
     def close(self, reason: str) -> Any:
         self.held.stop_renewal()
-        stopping = self.wake.stop()
+        stopping = [wake.stop() for wake in self.wakes]
         self._flush_unstored()
         done = self._finished_leases()
         unfinished = [lease for lease in self.held if lease not in done]
         ops = self.held.take_ops() + [f"a:{lease}" for lease in done]
         ops += [f"g:{lease}" for lease in unfinished]
         try:
-            self.link.call("close", lambda: self.frontier.settle(ops))
+            self.link.call("close", lambda: self.shards.settle(ops))
             self.stats.inc_value("cdp_pool/cluster/acked", len(done))
-            self.link.call("leave", self.frontier.leave)
+            self.link.call("leave", self.shards.leave)
         except RedisUnavailable:
             # stopped by a Redis error: already the one ERROR (link.stop)
             logger.log(
@@ -245,7 +251,7 @@ class ClusterScheduler(BaseScheduler):
                 "answered with an error" if self.link.stopped else "unreachable",
                 len(self.held), len(self._unstored), extra={"crawler": self.crawler},
             )  # fmt: skip
-        self.stats.set_value("cdp_pool/cluster/round_trips", self.frontier.calls)
+        self.stats.set_value("cdp_pool/cluster/round_trips", self.shards.calls)
         logger.info(
             "Cluster crawl %r: worker %s closing (%s); %d requests given back to the queue",
             self.link.name, self.link.worker, reason, len(unfinished),
@@ -253,9 +259,10 @@ class ClusterScheduler(BaseScheduler):
         )  # fmt: skip
         self.held.forget(list(self.held))
         closed = self.df.close(reason)
-        if stopping is None:
+        waits = [wait for wait in stopping if wait is not None]
+        if not waits:
             return closed
-        return deferred_from_coro(_after(stopping, closed))
+        return deferred_from_coro(_after(waits, closed))
 
     # -- in ----------------------------------------------------------------
 
@@ -295,10 +302,13 @@ class ClusterScheduler(BaseScheduler):
                 seen, fp = SEEN, self.df.fingerprint(request)
             elif self.df.request_seen(request):
                 return False
-        gate = gate_of(host_of(request), profile_of(request), self._not_before_ms(request))
+        host, profile = host_of(request), profile_of(request)
+        gate = gate_of(host, profile, self._not_before_ms(request))
+        bucket = self.shards.index(host, profile)
+        frontier = self.shards.frontiers[bucket]
         try:
             stored = self.link.call(
-                "store", lambda: self.frontier.push(data, gate, request.priority, seen, fp)
+                "store", lambda: frontier.push(data, gate, request.priority, seen, fp)
             )
         except ValueError as e:  # a priority the frontier cannot order
             request.meta[UNSERIALIZABLE_META_KEY] = str(e)
@@ -306,7 +316,7 @@ class ClusterScheduler(BaseScheduler):
             return True
         if stored:
             self.stats.inc_value("cdp_pool/cluster/stored")
-            self._changed = True  # its gate may be open
+            self._buckets[bucket].changed = True  # its gate may be open
         self._pending = (time.monotonic(), True)
         return stored
 
@@ -338,55 +348,118 @@ class ClusterScheduler(BaseScheduler):
 
     # -- out ---------------------------------------------------------------
 
-    def _woken(self) -> None:
-        """A wake token popped (gates became ready), or none for
-        :data:`~scrapy_cdp_pool.cluster.wake.FALLBACK_S`: take again."""
-        self._changed = True
+    def _woken(self, bucket: int = 0) -> None:
+        """A wake token popped in ``bucket`` (gates became ready), or none for
+        its listener's fallback: take there again."""
+        self._buckets[bucket].changed = True
         self.gates.wake()
 
-    def _idle(self) -> bool:
-        """Whether the last take, which found nothing, still stands (see the
-        module): nothing due yet, and, without the wake listener, the last
-        take under :data:`~scrapy_cdp_pool.cluster.wake.FALLBACK_S` old."""
+    def _idle(self, bucket: int) -> bool:
+        """Whether the bucket's last take, which found nothing, still stands
+        (see the module): nothing due yet, and, without its wake listener,
+        the last take under :data:`~scrapy_cdp_pool.cluster.wake.FALLBACK_S` old."""
+        state = self._buckets[bucket]
         now = time.monotonic()
-        if now >= self._idle_until:
+        if now >= state.idle_until:
             return False
-        return self.wake.connected or now - self._last_take < FALLBACK_S
+        return self.wakes[bucket].connected or now - state.last_take < FALLBACK_S
 
     def next_request(self) -> Request | None:
         if self._local:
             return self._local.popleft()
         if self.link.down or not self._flush_unstored():
-            self._changed = True  # look again once Redis is back
+            for state in self._buckets:
+                state.changed = True  # look again once Redis is back
             self.gates.wake(self.link.retry_in_s)
             return None
         if not self.gates.may_start():  # e.g. a used-up budget; it wakes the engine
             self.held.flush()  # no take to ride on
             return None
-        done = self._finished_leases()
-        releases = self.held.take_ops()  # the downloads ended: ride on this take
-        if not (releases or self._changed or self.held.unreleased(done)) and self._idle():
-            return None  # the last take found nothing, and nothing changed since
-        self._changed = False
-        self.wake.waiting(False)
-        if self.link.feed_moved:
+        done = self._by_bucket(self._finished_leases())
+        releases = self._by_bucket(self.held.take_ops(), ops=True)
+        count = self.shards.count
+        start, self._turn = self._turn, (self._turn + 1) % count
+        request: Request | None = None
+        for step in range(count):  # round-robin from a rotating start: none starved
+            bucket = (start + step) % count
+            acks, ops = done.get(bucket, []), releases.pop(bucket, [])
+            changed = ops or self._buckets[bucket].changed or self.held.unreleased(acks)
+            if not changed and self._idle(bucket):
+                continue  # its last take found nothing, and nothing changed since
+            request, reached = self._take_from(bucket, acks, ops)
+            if request is not None or not reached:
+                break
+        left = [op for ops in releases.values() for op in ops]
+        if left:  # other buckets' releases: on their own, soon
+            self.held.keep_ops(left)
+            self.held.flush_soon()
+        return request
+
+    def _by_bucket(self, leases: list[str], *, ops: bool = False) -> dict[int, list[str]]:
+        """``leases`` (or settle ops, ``<op>:<lease>``) by their bucket, as named here."""
+        grouped: dict[int, list[str]] = {}
+        for item in leases:
+            bucket = self.shards.split(item[2:] if ops else item)[0]
+            grouped.setdefault(bucket, []).append(item)
+        return grouped
+
+    def _take_from(
+        self, bucket: int, acks: list[str], releases: list[str]
+    ) -> tuple[Request | None, bool]:
+        """Take from ``bucket``, with its acknowledgements and releases (as
+        named here); ``(request or None, whether Redis answered)``."""
+        state = self._buckets[bucket]
+        state.changed = False
+        wake = self.wakes[bucket]
+        wake.waiting(False)
+        if bucket == 0 and self.link.feed_moved:
             self._move_feed()
-        sent = self._last_take = time.monotonic()
+        frontier = self.shards.frontiers[bucket]
+        split = self.shards.split
+        local_acks = [split(lease)[1] for lease in acks]
+        local_ops = [op[:2] + split(op[2:])[1] for op in releases]
+        feed_key = self.link.take_feed_key if bucket == 0 else ""
+        sent = state.last_take = time.monotonic()
         try:
             taken = self.link.call(
                 "take",
-                lambda: self.frontier.take(
-                    done, self.link.take_feed_key, releases, profile_copy=True
-                ),
+                lambda: frontier.take(local_acks, feed_key, local_ops, profile_copy=True),
             )
         except RedisUnavailable:
             self.held.keep_ops(releases)
-            self._changed = True
+            state.changed = True
             self.gates.wake(self.link.retry_in_s)
-            return None
-        self.held.forget(done)
-        if not self.link.feed_moved:
+            return None, False
+        self.held.forget(acks)
+        if bucket == 0 and not self.link.feed_moved:
             self._feed_type_seen(taken.feed_type)
+        self._counted(taken)
+        state.queued, state.leased = taken.queued, taken.leased
+        now = time.monotonic()
+        queued = sum(other.queued for other in self._buckets)
+        self._pending = (now, bool(queued or any(other.leased for other in self._buckets)))
+        self._queued = (now, queued)
+        if taken.lease is None or not taken.ready_left:
+            # nothing (more) may start there: the engine is woken when a gate
+            # or lease is due, or a token is popped
+            wait = math.inf if taken.wait_s is None else taken.wait_s
+            state.idle_until = now + wait
+            wake.waiting(True)
+            if not wake.connected:  # no tokens: poll
+                wait = min(wait, FALLBACK_S)
+            if (taken.queued or taken.leased or self.keep_open) and wait < math.inf:
+                self.gates.wake(max(0.001, wait))
+        else:
+            state.changed = True  # another take may find a gate open
+        if taken.lease is None:
+            return None, True
+        lease = self.shards.lease(bucket, taken.lease)
+        request = self._hand_out(lease, taken.data, taken.token, taken.poisoned, sent)
+        if request is not None and taken.profile is not None:
+            request.meta[PROFILE_COPY_META_KEY] = taken.profile  # read with the take
+        return request, True
+
+    def _counted(self, taken: Taken) -> None:
         if taken.settled:
             self.stats.inc_value("cdp_pool/cluster/acked", taken.settled)
         if taken.requeued:
@@ -395,26 +468,6 @@ class ClusterScheduler(BaseScheduler):
                 "Cluster crawl %r: %d requests whose lease expired queued again",
                 self.link.name, taken.requeued, extra={"crawler": self.crawler},
             )  # fmt: skip
-        self._pending = (time.monotonic(), bool(taken.queued or taken.leased))
-        self._queued = (time.monotonic(), taken.queued)
-        if taken.lease is None or not taken.ready_left:
-            # nothing (more) may start: the engine is woken when a gate or
-            # lease is due, or a token is popped
-            wait = math.inf if taken.wait_s is None else taken.wait_s
-            self._idle_until = time.monotonic() + wait
-            self.wake.waiting(True)
-            if not self.wake.connected:  # no tokens: poll
-                wait = min(wait, FALLBACK_S)
-            if (taken.queued or taken.leased or self.keep_open) and wait < math.inf:
-                self.gates.wake(max(0.001, wait))
-        else:
-            self._changed = True  # another take may find a gate open
-        if taken.lease is None:
-            return None
-        request = self._hand_out(taken.lease, taken.data, taken.token, taken.poisoned, sent)
-        if request is not None and taken.profile is not None:
-            request.meta[PROFILE_COPY_META_KEY] = taken.profile  # read with the take
-        return request
 
     def _feed_type_seen(self, kind: str) -> None:
         """The feed key's type when it cannot be read ('' when it can): one
@@ -450,8 +503,9 @@ class ClusterScheduler(BaseScheduler):
         """Count ``stat`` and keep ``data`` in the crawl's 'unloadable' hash
         (on an outage its lease expires, and it is looked at again)."""
         self.stats.inc_value(stat)
+        frontier, lease_id = self.shards.of_lease(lease)
         with suppress(RedisUnavailable):
-            self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
+            self.link.call("unloadable", lambda: frontier.park_unloadable(lease_id, data))
 
     def _hand_out(
         self, lease: str, data: bytes, token: int | None, poisoned: int = 0, sent: float = 0.0
@@ -506,9 +560,8 @@ class ClusterScheduler(BaseScheduler):
                 type(e).__name__, e, exc_info=not isinstance(e, ValueError),
                 extra={"crawler": self.crawler},
             )  # fmt: skip
-            self.stats.inc_value("cdp_pool/cluster/unloadable")
-            with suppress(RedisUnavailable):  # else its lease expires, it is looked at again
-                self.link.call("unloadable", lambda: self.frontier.park_unloadable(lease, data))
+            # else its lease expires, it is looked at again
+            self._park_unloadable(lease, data, "cdp_pool/cluster/unloadable")
             return
         if not requests:
             logger.warning(
@@ -519,7 +572,7 @@ class ClusterScheduler(BaseScheduler):
             if self.enqueue_request(request) and self._unstored:
                 return  # not stored yet: the item's lease expires and it is fed again
         with suppress(RedisUnavailable):
-            self.link.call("feed", lambda: self.frontier.settle([f"a:{lease}"]))
+            self.link.call("feed", lambda: self.shards.settle([f"a:{lease}"]))
             self.stats.inc_value("cdp_pool/cluster/fed")
         self.gates.wake()
 
@@ -537,11 +590,11 @@ class ClusterScheduler(BaseScheduler):
         try:
             if done:
                 settled = self.link.call(
-                    "ack", lambda: self.frontier.settle([f"a:{lease}" for lease in done])
+                    "ack", lambda: self.shards.settle([f"a:{lease}" for lease in done])
                 )
                 self.stats.inc_value("cdp_pool/cluster/acked", settled)
                 self.held.forget(done)
-            queued, leased = self.link.call("pending", self.frontier.pending)
+            queued, leased = self.link.call("pending", self.shards.pending)
         except RedisUnavailable:
             return True
         self._pending = (time.monotonic(), bool(queued or leased))
@@ -558,7 +611,7 @@ class ClusterScheduler(BaseScheduler):
         at, queued = self._queued
         if time.monotonic() - at >= PENDING_FRESH_S:
             try:
-                queued = self.link.call("pending", self.frontier.pending)[0]
+                queued = self.link.call("pending", self.shards.pending)[0]
             except RedisUnavailable:
                 queued = 0
             else:
@@ -566,8 +619,24 @@ class ClusterScheduler(BaseScheduler):
         return queued + len(self._unstored)
 
 
-async def _after(stopping: Awaitable[None], closed: Any) -> None:
-    """The wake listener's connection closed, then the dupefilter's close."""
-    await stopping
+class _Bucket:
+    """What the scheduler knows of one bucket's takes."""
+
+    def __init__(self) -> None:
+        #: something may have changed since its last take
+        self.changed = True
+        #: no take before this (monotonic), unless something changed: the
+        #: last take found nothing to start (see the module)
+        self.idle_until = 0.0
+        self.last_take = 0.0
+        #: (queued, leased) as of its last take
+        self.queued = 0
+        self.leased = 0
+
+
+async def _after(stopping: list[Awaitable[None]], closed: Any) -> None:
+    """The wake listeners' connections closed, then the dupefilter's close."""
+    for wait in stopping:
+        await wait
     if isinstance(closed, Deferred):
         await maybe_deferred_to_future(closed)

@@ -41,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 FALLBACK_S = 5.0
 """Longest a waiting worker goes without a take, seconds."""
+CLOSE_S = 1.0
+"""Longest the close of the listener's connection is waited for at stop, seconds."""
 RETRY_S = (0.5, 30.0)
 """Backoff of a lost connection: first wait, longest wait (seconds)."""
 
@@ -54,8 +56,19 @@ class WakeListener:
     """While :meth:`waiting`, pops the crawl's wake tokens and calls
     ``on_change()`` for each, and when none came for :data:`FALLBACK_S`."""
 
-    def __init__(self, url: str, prefix: str, on_change: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        url: str,
+        prefix: str,
+        on_change: Callable[[], None],
+        *,
+        fallback_s: float = FALLBACK_S,
+    ) -> None:
+        """``fallback_s``: how long a pop waits before ``on_change()`` is
+        called all the same, seconds (a crawl of N buckets listens to each,
+        N times :data:`FALLBACK_S`: its idle worker's calls stay those of one)."""
         self.url = url
+        self.fallback_s = fallback_s
         self.key = wake_key(prefix)
         self.on_change = on_change
         #: the listener's connection answers (else the scheduler polls)
@@ -101,13 +114,19 @@ class WakeListener:
 
     async def _finished(self, task: asyncio.Task[None]) -> None:
         """Wait for the listener to end: a pop under way is cut short by
-        closing its connection (redis-py does not let a cancel cut a command
-        short: it shields it)."""
+        closing its connection (redis-py's client of one Redis shields a
+        command from a cancel), else by a cancel (its Redis Cluster client
+        leaves a pop running on a closed connection until its timeout: 30 s
+        with 6 buckets, measured)."""
         done, _ = await asyncio.wait({task}, timeout=0.05)
-        if not done and self._client is not None:
-            with contextlib.suppress(Exception):
-                await _disconnect(self._client)
-        done, _ = await asyncio.wait({task}, timeout=FALLBACK_S + 5.0)
+        client = self._client
+        if not done and client is not None:
+            with contextlib.suppress(Exception):  # a close that hangs too: bounded
+                await asyncio.wait_for(_disconnect(client), CLOSE_S)
+            done, _ = await asyncio.wait({task}, timeout=0.05)
+        if not done:
+            task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=self.fallback_s + 5.0)
         if not done:  # cannot happen: the pop times out by then
             task.cancel()
 
@@ -118,14 +137,14 @@ class WakeListener:
                 return
             client: Any = None
             try:
-                client = self._client = connect_async(self.url, FALLBACK_S + 5.0)
+                client = self._client = connect_async(self.url, self.fallback_s + 5.0)
                 while True:
                     await waiting.wait()
                     if self._stopping:
                         return
                     self.connected = True
                     # the fallback take rides on the pop's timeout
-                    popped = await client.blpop([self.key], timeout=FALLBACK_S)
+                    popped = await client.blpop([self.key], timeout=self.fallback_s)
                     backoff_s = RETRY_S[0]
                     if self._stopping:
                         return

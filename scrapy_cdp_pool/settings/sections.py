@@ -150,6 +150,9 @@ class ClusterConfig:
     dupefilter: str = "set"
     bloom_capacity: int = 100_000_000
     bloom_error_rate: float = 0.001
+    #: buckets the crawl's state is split into, each its own hash tag (0: one
+    #: on one Redis, two per primary on a Redis Cluster; docs/cluster.md)
+    shards: int = 0
     budget_max: int | None = None
     budget_lease_s: float = 30.0
 

@@ -52,6 +52,7 @@ from scrapy_cdp_pool.cluster.frontier import REDIS_ERRORS, redis_outage
 from scrapy_cdp_pool.cluster.keys import glob_escaped, key_prefix, redis_time_ms
 from scrapy_cdp_pool.cluster.profile_store import SharedProfiles, export_profiles
 from scrapy_cdp_pool.cluster.redis_client import connect
+from scrapy_cdp_pool.cluster.shards import Buckets, stored_prefixes
 from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.messages import redact_url, scrub_secrets
 from scrapy_cdp_pool.tools.cluster_records import leases, poisoned, settle_poisoned
@@ -146,22 +147,25 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 1
+        prefixes = stored_prefixes(client, name)  # the crawl's buckets (cluster/shards.py)
         if args.cluster_command == "status":
-            print(json.dumps(status(client, prefix, args.lease, args.interval), indent=1))
+            print(json.dumps(status(client, prefixes, args.lease, args.interval), indent=1))
         elif args.cluster_command == "leases":
-            _print_leases(leases(client, prefix), args.json)
+            _print_leases(_each_bucket(client, prefixes, leases), args.json)
         elif args.cluster_command == "poisoned":
-            return _poisoned_command(client, prefix, name, args)
-        elif args.cluster_command == "pause":
-            client.set(f"{prefix}paused", str(time.time()))
-            print(f"cluster crawl {name!r} paused: workers finish what they hold")
+            return _poisoned_command(client, prefixes, name, args)
+        elif args.cluster_command in ("pause", "resume"):
+            _pause(client, prefixes, name, args.cluster_command == "pause")
         elif args.cluster_command == "export":
-            shared = SharedProfiles(client, prefix, owner="export")
+            shared = SharedProfiles(
+                client,
+                prefix,
+                owner="export",
+                prefixes=prefixes,
+                prefix_of=Buckets.profile_prefixes(prefixes),
+            )
             written = export_profiles(shared, args.dir, args.profile)
             print(f"cluster crawl {name!r}: {len(written)} profile files written to {args.dir}")
-        elif args.cluster_command == "resume":
-            client.delete(f"{prefix}paused")
-            print(f"cluster crawl {name!r} resumed")
         else:
             live = _workers(client, prefix, args.lease)["live"]
             if live and not args.force:
@@ -171,7 +175,8 @@ def run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
                 return 1
-            print(f"cluster crawl {name!r}: {purge(client, prefix)} keys deleted")
+            deleted = sum(purge(client, bucket) for bucket in prefixes[::-1])  # bucket 0 last
+            print(f"cluster crawl {name!r}: {deleted} keys deleted")
     except _UNREACHABLE as e:
         _unreachable(url, e)
         return 1
@@ -216,15 +221,47 @@ def _print_leases(found: list[dict[str, Any]], as_json: bool) -> None:
         )
 
 
-def _poisoned_command(client: Any, prefix: str, name: str, args: argparse.Namespace) -> int:
-    found = poisoned(client, prefix)
+def _pause(client: Any, prefixes: list[str], name: str, pause: bool) -> None:
+    """Pause (or resume) every bucket's takes."""
+    for bucket in prefixes:
+        if pause:
+            client.set(f"{bucket}paused", str(time.time()))
+        else:
+            client.delete(f"{bucket}paused")
+    print(
+        f"cluster crawl {name!r} paused: workers finish what they hold"
+        if pause
+        else f"cluster crawl {name!r} resumed"
+    )
+
+
+def _each_bucket(client: Any, prefixes: list[str], read: Any) -> list[dict[str, Any]]:
+    """``read(client, prefix)`` of each bucket, concatenated, each record's
+    ``id`` named as the workers name it (``<bucket>/<id>`` past bucket 0)."""
+    found = []
+    for bucket, prefix in enumerate(prefixes):
+        for record in read(client, prefix):
+            found.append({**record, "id": Buckets.lease(bucket, record["id"])})
+    return found
+
+
+def _settle_poisoned(client: Any, prefixes: list[str], ids: list[str], action: str) -> list[str]:
+    done = []
+    for bucket, bucket_ids in Buckets.group_ids(ids).items():
+        for item in settle_poisoned(client, prefixes[bucket], bucket_ids, action):
+            done.append(Buckets.lease(bucket, item))
+    return done
+
+
+def _poisoned_command(client: Any, prefixes: list[str], name: str, args: argparse.Namespace) -> int:
+    found = _each_bucket(client, prefixes, poisoned)
     action = "requeue" if args.requeue is not None else "drop" if args.drop is not None else ""
     wanted: list[str] = (args.requeue if action == "requeue" else args.drop) or []
     if not action:
         _print_poisoned(found, args.json)
         return 0
     chosen, unknown = _chosen(found, wanted)
-    done = settle_poisoned(client, prefix, [record["id"] for record in chosen], action)
+    done = _settle_poisoned(client, prefixes, [record["id"] for record in chosen], action)
     verb = "requeued" if action == "requeue" else "dropped"
     print(f"cluster crawl {name!r}: {len(done)} poisoned requests {verb}")
     left = [record["id"] for record in chosen if record["id"] not in done]
@@ -289,31 +326,82 @@ def _workers(client: Any, prefix: str, lease_s: float) -> dict[str, Any]:
     }
 
 
-def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[str, Any]:
-    """The crawl's state (see the module's docstring)."""
-    acked_before = int(client.hget(f"{prefix}stats", "acked") or 0)
+def status(client: Any, prefixes: list[str], lease_s: float, interval_s: float) -> dict[str, Any]:
+    """The crawl's state (see the module's docstring), summed over its
+    buckets (``prefixes``, bucket 0's first: :mod:`~scrapy_cdp_pool.cluster.shards`)."""
+    prefix = prefixes[0]
+    acked_before = _acked(client, prefixes)
     started = time.monotonic()
     per_priority: dict[int, int] = {}
+    leases: list[dict[str, Any]] = []
+    leased = 0
+    profiles: dict[str, Any] = {}
+    paused: dict[str, float] = {}
+    for bucket, bucket_prefix in enumerate(prefixes):
+        _count_priorities(client, bucket_prefix, per_priority)
+        count, first = _first_leases(client, bucket_prefix, bucket)
+        leased += count
+        leases += first
+        profiles.update(_profile_locks(client, bucket_prefix))
+        pause_prefix = f"{bucket_prefix}pause:"
+        for key in _scan(client, f"{glob_escaped(pause_prefix)}*"):
+            paused[key[len(pause_prefix) :]] = round(max(0, client.pttl(key)) / 1000, 1)
+    if interval_s > 0:
+        time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
+    acked_after = _acked(client, prefixes)
+    elapsed = time.monotonic() - started
+    return {
+        "queued": sum(int(client.get(f"{p}queued") or 0) for p in prefixes),
+        "queued_per_priority": {str(p): n for p, n in sorted(per_priority.items(), reverse=True)},
+        "leased": leased,
+        "leases": leases[:100],
+        "busy_identities": profiles,
+        "paused_hosts_s_left": paused,
+        "workers": _workers(client, prefix, lease_s),
+        "paused": bool(client.exists(f"{prefix}paused")),
+        "done": acked_after,
+        "requeued": sum(int(client.hget(f"{p}stats", "requeued") or 0) for p in prefixes),
+        "expired": sum(int(client.hlen(f"{p}expired")) for p in prefixes),
+        "poisoned": sum(int(client.hlen(f"{p}poisoned")) for p in prefixes),
+        "buckets": len(prefixes),
+        "pages_per_s": round((acked_after - acked_before) / elapsed, 2) if interval_s > 0 else None,
+    }
+
+
+def _acked(client: Any, prefixes: list[str]) -> int:
+    return sum(int(client.hget(f"{p}stats", "acked") or 0) for p in prefixes)
+
+
+def _count_priorities(client: Any, prefix: str, per_priority: dict[int, int]) -> None:
     for key in _scan(client, f"{glob_escaped(prefix)}q:*"):
         for _, score in client.zrange(key, 0, -1, withscores=True):
             priority = -math.floor(score / _SCORE_STEP)
             per_priority[priority] = per_priority.get(priority, 0) + 1
-    leases: list[dict[str, Any]] = []
+
+
+def _first_leases(client: Any, prefix: str, bucket: int) -> tuple[int, list[dict[str, Any]]]:
+    """A bucket's lease count and its first 100 leases (ids as the workers name them)."""
     with client.pipeline(transaction=True) as pipe:  # the count and the list of one moment
         pipe.time()
         pipe.zcard(f"{prefix}leases")
         pipe.zrange(f"{prefix}leases", 0, 99, withscores=True)
         now, leased, first_leases = pipe.execute()
     now_ms = redis_time_ms(now)
+    found = []
     for lease, expiry in first_leases:
         info = {
             k.decode(): v.decode()
             for k, v in client.hgetall(f"{prefix}lease:{lease.decode()}").items()
         }
-        leases.append({
-            "id": lease.decode(), "owner": info.get("owner"), "identity": info.get("identity"),
-            "host": info.get("host"), "expires_in_s": round((expiry - now_ms) / 1000, 1),
+        found.append({
+            "id": Buckets.lease(bucket, lease.decode()), "owner": info.get("owner"),
+            "identity": info.get("identity"), "host": info.get("host"),
+            "expires_in_s": round((expiry - now_ms) / 1000, 1),
         })  # fmt: skip
+    return int(leased), found
+
+
+def _profile_locks(client: Any, prefix: str) -> dict[str, Any]:
     profiles = {}
     profile_prefix = f"{prefix}identity:"
     for key in _scan(client, f"{glob_escaped(profile_prefix)}*"):
@@ -322,30 +410,7 @@ def status(client: Any, prefix: str, lease_s: float, interval_s: float) -> dict[
             "owner": lock.get("owner"), "token": int(lock.get("token", 0) or 0),
             "expires_in_s": round(max(0, client.pttl(key)) / 1000, 1),
         }  # fmt: skip
-    pause_prefix = f"{prefix}pause:"
-    paused = {
-        key[len(pause_prefix) :]: round(max(0, client.pttl(key)) / 1000, 1)
-        for key in _scan(client, f"{glob_escaped(pause_prefix)}*")
-    }
-    if interval_s > 0:
-        time.sleep(max(0.0, interval_s - (time.monotonic() - started)))
-    acked_after = int(client.hget(f"{prefix}stats", "acked") or 0)
-    elapsed = time.monotonic() - started
-    return {
-        "queued": int(client.get(f"{prefix}queued") or 0),
-        "queued_per_priority": {str(p): n for p, n in sorted(per_priority.items(), reverse=True)},
-        "leased": int(leased),
-        "leases": leases,
-        "busy_identities": profiles,
-        "paused_hosts_s_left": paused,
-        "workers": _workers(client, prefix, lease_s),
-        "paused": bool(client.exists(f"{prefix}paused")),
-        "done": acked_after,
-        "requeued": int(client.hget(f"{prefix}stats", "requeued") or 0),
-        "expired": int(client.hlen(f"{prefix}expired")),
-        "poisoned": int(client.hlen(f"{prefix}poisoned")),
-        "pages_per_s": round((acked_after - acked_before) / elapsed, 2) if interval_s > 0 else None,
-    }
+    return profiles
 
 
 def purge(client: Any, prefix: str) -> int:
