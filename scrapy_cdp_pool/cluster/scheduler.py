@@ -408,49 +408,15 @@ class ClusterScheduler(BaseScheduler):
     ) -> tuple[Request | None, bool]:
         """Take from ``bucket``, with its acknowledgements and releases (as
         named here); ``(request or None, whether Redis answered)``."""
-        state = self._buckets[bucket]
-        state.changed = False
-        wake = self.wakes[bucket]
-        wake.waiting(False)
-        if bucket == 0 and self.link.feed_moved:
-            self._move_feed()
-        frontier = self.shards.frontiers[bucket]
-        split = self.shards.split
-        local_acks = [split(lease)[1] for lease in acks]
-        local_ops = [op[:2] + split(op[2:])[1] for op in releases]
-        feed_key = self.link.take_feed_key if bucket == 0 else ""
-        sent = state.last_take = time.monotonic()
-        try:
-            taken = self.link.call(
-                "take",
-                lambda: frontier.take(local_acks, feed_key, local_ops, profile_copy=True),
-            )
-        except RedisUnavailable:
-            self.held.keep_ops(releases)
-            state.changed = True
-            self.gates.wake(self.link.retry_in_s)
+        sent = time.monotonic()
+        taken = self._send_take(bucket, acks, releases)
+        if taken is None:
             return None, False
         self.held.forget(acks)
         if bucket == 0 and not self.link.feed_moved:
             self._feed_type_seen(taken.feed_type)
         self._counted(taken)
-        state.queued, state.leased = taken.queued, taken.leased
-        now = time.monotonic()
-        queued = sum(other.queued for other in self._buckets)
-        self._pending = (now, bool(queued or any(other.leased for other in self._buckets)))
-        self._queued = (now, queued)
-        if taken.lease is None or not taken.ready_left:
-            # nothing (more) may start there: the engine is woken when a gate
-            # or lease is due, or a token is popped
-            wait = math.inf if taken.wait_s is None else taken.wait_s
-            state.idle_until = now + wait
-            wake.waiting(True)
-            if not wake.connected:  # no tokens: poll
-                wait = min(wait, FALLBACK_S)
-            if (taken.queued or taken.leased or self.keep_open) and wait < math.inf:
-                self.gates.wake(max(0.001, wait))
-        else:
-            state.changed = True  # another take may find a gate open
+        self._note_figures(bucket, taken)
         if taken.lease is None:
             return None, True
         lease = self.shards.lease(bucket, taken.lease)
@@ -458,6 +424,57 @@ class ClusterScheduler(BaseScheduler):
         if request is not None and taken.profile is not None:
             request.meta[PROFILE_COPY_META_KEY] = taken.profile  # read with the take
         return request, True
+
+    def _send_take(self, bucket: int, acks: list[str], releases: list[str]) -> Taken | None:
+        """The take script on ``bucket``'s shard (its leases and ops named as
+        the bucket knows them); ``None`` when Redis could not answer (the
+        releases kept for the next take, the engine woken to try again)."""
+        state = self._buckets[bucket]
+        state.changed = False
+        self.wakes[bucket].waiting(False)
+        if bucket == 0 and self.link.feed_moved:
+            self._move_feed()
+        frontier = self.shards.frontiers[bucket]
+        split = self.shards.split
+        local_acks = [split(lease)[1] for lease in acks]
+        local_ops = [op[:2] + split(op[2:])[1] for op in releases]
+        feed_key = self.link.take_feed_key if bucket == 0 else ""
+        state.last_take = time.monotonic()
+        try:
+            return self.link.call(
+                "take",
+                lambda: frontier.take(local_acks, feed_key, local_ops, profile_copy=True),
+            )
+        except RedisUnavailable:
+            self.held.keep_ops(releases)
+            state.changed = True
+            self.gates.wake(self.link.retry_in_s)
+            return None
+
+    def _note_figures(self, bucket: int, taken: Taken) -> None:
+        """The bucket's queued and leased figures from ``taken``, and when
+        the engine should ask again: at once if gates are still ready there,
+        else when a gate or lease is due or a wake token is popped (polled
+        when the bucket's wake list is not listened to)."""
+        state = self._buckets[bucket]
+        state.queued, state.leased = taken.queued, taken.leased
+        now = time.monotonic()
+        queued = sum(other.queued for other in self._buckets)
+        self._pending = (now, bool(queued or any(other.leased for other in self._buckets)))
+        self._queued = (now, queued)
+        if taken.lease is not None and taken.ready_left:
+            state.changed = True  # another take may find a gate open
+            return
+        # nothing (more) may start there: the engine is woken when a gate
+        # or lease is due, or a token is popped
+        wake = self.wakes[bucket]
+        wait = math.inf if taken.wait_s is None else taken.wait_s
+        state.idle_until = now + wait
+        wake.waiting(True)
+        if not wake.connected:  # no tokens: poll
+            wait = min(wait, FALLBACK_S)
+        if (taken.queued or taken.leased or self.keep_open) and wait < math.inf:
+            self.gates.wake(max(0.001, wait))
 
     def _counted(self, taken: Taken) -> None:
         if taken.settled:
