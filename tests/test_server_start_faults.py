@@ -94,3 +94,19 @@ def test_a_browser_that_never_starts_ends_the_crawl_with_exit_status_1(
     assert "'finish_reason': 'cdp_pool_unavailable'" in run.log
     assert "exit status 1" in run.log
     assert [item for item in run.items if item["rendered"]] == []
+
+
+@pytest_twisted.ensureDeferred
+async def test_settings_past_lightpandas_flag_ranges_still_start_it(site: SiteServer) -> None:
+    """A ``DOWNLOAD_TIMEOUT`` over 24.8 days and a ``CDP_POOL_MAX_MESSAGE_MB``
+    of 4096 or more: Lightpanda refused the flags they became (``range
+    overflow``), so the crawl ended ``cdp_pool_unavailable`` after three
+    starts (found by a fresh-user trial). Now the flags are held to their
+    ranges: the page renders."""
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url(f"/js?n=2&k={token()}"), meta={"cdp": True})],
+        {"DOWNLOAD_TIMEOUT": 2_147_484, "CDP_POOL_MAX_MESSAGE_MB": 8192},
+    )
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    assert len(spider.responses[0].css("p.item")) == 2
+    assert crawler.stats.get_value("finish_reason") == "finished"

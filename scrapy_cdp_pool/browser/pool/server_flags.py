@@ -41,15 +41,28 @@ from scrapy_cdp_pool.browser.backends import sets_flag
 from scrapy_cdp_pool.settings.config import PoolConfig
 
 
+#: the largest values Lightpanda's flags take (``range overflow`` at start
+#: past them, measured on the wheel's binary): ``--cdp-max-message-size`` is
+#: an unsigned 32-bit count of bytes, ``--http-timeout`` a signed 32-bit
+#: count of milliseconds (24.8 days)
+LIGHTPANDA_MAX_MESSAGE_BYTES = (1 << 32) - 1
+LIGHTPANDA_MAX_HTTP_TIMEOUT_MS = (1 << 31) - 1
+
+
 def max_message_bytes(config: PoolConfig) -> int:
-    """The largest CDP message, in bytes, an embedded Lightpanda server takes."""
-    return config.max_message_bytes
+    """The largest CDP message, in bytes, an embedded Lightpanda server takes:
+    ``CDP_POOL_MAX_MESSAGE_MB``, at most what its flag holds (4 GiB - 1; no
+    message of ours comes near it)."""
+    return min(config.max_message_bytes, LIGHTPANDA_MAX_MESSAGE_BYTES)
 
 
 def http_timeout_ms(config: PoolConfig) -> int:
     """Lightpanda's ``--http-timeout`` (milliseconds per transfer): the larger
-    of ``DOWNLOAD_TIMEOUT`` and the navigation timeout."""
-    return int(1000 * max(config.download_timeout_s, config.navigation_timeout_s))
+    of ``DOWNLOAD_TIMEOUT`` and the navigation timeout, at most what its flag
+    holds (24.8 days: the plugin's own deadlines end a render first). Before,
+    a ``DOWNLOAD_TIMEOUT`` past it kept Lightpanda from starting at all."""
+    timeout_s = max(config.download_timeout_s, config.navigation_timeout_s)
+    return min(int(1000 * timeout_s), LIGHTPANDA_MAX_HTTP_TIMEOUT_MS)
 
 
 #: Lightpanda's own ``--http-max-response-size`` (bytes), ``lightpanda help serve``
