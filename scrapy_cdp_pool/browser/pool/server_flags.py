@@ -40,7 +40,6 @@ from pathlib import Path
 from scrapy_cdp_pool.browser.backends import sets_flag
 from scrapy_cdp_pool.settings.config import PoolConfig
 
-
 #: the largest values Lightpanda's flags take (``range overflow`` at start
 #: past them, measured on the wheel's binary): ``--cdp-max-message-size`` is
 #: an unsigned 32-bit count of bytes, ``--http-timeout`` a signed 32-bit
