@@ -15,7 +15,7 @@ import pytest_twisted
 import scrapy
 
 from scrapy_cdp_pool.browser.pool.embedded_server import free_port
-from scrapy_cdp_pool.tools.cli import SUBCOMMANDS, main
+from scrapy_cdp_pool.tools.cli import SUBCOMMANDS, build_parser, main
 from tests.crawl import crawl
 from tests.profiles import MOZILLA_UA, write_profile
 from tests.servers import ROOT, SiteServer
@@ -36,6 +36,23 @@ def test_subcommands() -> None:
     with pytest.raises(SystemExit) as exited:
         main(["--help"])
     assert exited.value.code == 0
+
+
+def test_every_command_and_action_says_what_it_does_in_its_own_help() -> None:
+    """``--help`` of each subcommand and of each of its actions starts with a
+    description (a fresh-user trial found ``profile create``, ``check`` and
+    ``list`` showing their usage line only)."""
+    import argparse
+
+    def described(parser: argparse.ArgumentParser, path: str) -> list[str]:
+        missing = [] if parser.description else [path]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    missing += described(child, f"{path} {name}")
+        return missing
+
+    assert described(build_parser(), "scrapy-cdp-pool")[1:] == []  # the top level has its usage
 
 
 @pytest_twisted.ensureDeferred

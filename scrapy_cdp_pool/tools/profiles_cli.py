@@ -44,7 +44,8 @@ PROG = "scrapy-cdp-pool profile"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="profile_command", required=True, metavar="ACTION")
-    create = actions.add_parser("create", help="open a URL, sign in, save the profile")
+    text = "open a URL, sign in, save the profile"
+    create = actions.add_parser("create", help=text, description=text)
     create.add_argument("name", help="the profile's name (NAME.json, NAME.identity.json)")
     create.add_argument("--url", required=True, help="the page to open first")
     create.add_argument("--script", type=Path, help="a Python file with async def sign_in(page)")
@@ -78,11 +79,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"environment variable {PROXY_PASSWORD_ENV}",
     )
     create.add_argument("--signed-out", help='identity: signed-out rule, "url:REGEX" or "css:SEL"')
-    check = actions.add_parser("check", help="validate every profile file")
+    text = "validate every profile file"
+    check = actions.add_parser("check", help=text, description=text)
     _dir_argument(check)
-    listing = actions.add_parser(
-        "list", help="each stored profile: last saved, identity, cookies, problem if any"
-    )
+    text = "each stored profile: last saved, identity, cookies, problem if any"
+    listing = actions.add_parser("list", help=text, description=text)
     _dir_argument(listing)
 
 
