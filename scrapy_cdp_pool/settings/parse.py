@@ -390,7 +390,7 @@ def _callable(settings: BaseSettings, name: str, default: Any) -> str | Callable
     if callable(raw):
         function: Callable[..., Any] = raw
         return function
-    allowed = "a callable or its import path, like 'myproject.auth.sign_in'"
+    allowed = "a callable or its import path ('package.module.name')"
     if not isinstance(raw, str):
         raise ValueError(f"{name}: {raw!r} is not {allowed}")
     try:
