@@ -30,9 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.cluster_harness import Worker, wait_for_item  # noqa: E402
-from tests.jobdir_project.harness import Job  # noqa: E402
-from tests.profiles import token, write_profile  # noqa: E402
+from tests.cluster_harness import Worker, jobsite_job, wait_for_item  # noqa: E402
 from tests.redis_server import RedisServer  # noqa: E402
 from tests.servers import SiteServer  # noqa: E402
 
@@ -42,20 +40,12 @@ HUBS = 5
 
 def one_run(site: SiteServer, args: argparse.Namespace) -> dict[str, object]:
     directory = Path(tempfile.mkdtemp(prefix="redis-outage-"))
-    profiles = directory / "profiles"
-    profiles.mkdir()
-    tag = token()
-    names = [f"id{i}-{tag}" for i in range(PROFILES)]
-    for name in names:
-        write_profile(profiles, name, session=f"s-{name}")
-    job = Job(site, directory, tag, total=args.pages, hubs=HUBS)
+    job = jobsite_job(site, directory, pages=args.pages, identities=PROFILES, hubs=HUBS)
     (directory / "redis").mkdir()
     server = RedisServer(directory / "redis", appendonly=True)
     assert server.proc is not None
     settings = {
-        "JOBSITE_URL": job.url(), "JOBSITE_HUBS": str(HUBS), "PROFILES": ",".join(names),
-        "CDP_POOL_PROFILES_DIR": str(profiles), "CDP_POOL_CLUSTER_NAME": f"outage-{tag}",
-        "START_DONT_FILTER": "True", "CONCURRENT_REQUESTS": "4", "CDP_POOL_CONNECTIONS": "2",
+        **job.settings, "JOBSITE_URL": job.url(), "CDP_POOL_CLUSTER_NAME": f"outage-{job.tag}",
         "CDP_POOL_CLUSTER_LEASE_SECONDS": str(args.lease), "LOG_LEVEL": "INFO",
     }  # fmt: skip
     started = time.monotonic()

@@ -18,8 +18,10 @@ from typing import Any, ClassVar, Self
 
 import psutil
 
-from tests.jobdir_project.harness import EXIT_DEADLINE_S, LINE_DEADLINE_S, PROJECT
+from tests.jobdir_project.harness import EXIT_DEADLINE_S, LINE_DEADLINE_S, PROJECT, Job
+from tests.profiles import token, write_profile
 from tests.redis_server import REDIS_SERVER, RedisServer
+from tests.servers import SiteServer
 
 __all__ = ["REDIS_SERVER", "RedisServer"]  # re-exported: the cluster tests' one Redis
 
@@ -178,3 +180,25 @@ class WorkerProcesses:
                 p.wait()
             if p.stdout is not None:
                 p.stdout.close()
+
+
+def jobsite_job(
+    site: SiteServer, directory: Path, pages: int = 300, identities: int = 12, hubs: int = 5,
+) -> Job:  # fmt: skip
+    """The cluster crawl of ``/jobsite``: ``pages`` pages, leaves sent as
+    ``identities`` profiles (written to ``directory``/profiles)."""
+    profiles = directory / "profiles"
+    profiles.mkdir()
+    tag = token()
+    names = [f"id{i}-{tag}" for i in range(identities)]
+    for name in names:
+        write_profile(profiles, name, session=f"s-{name}")
+    return Job(
+        site, directory, tag, total=pages, hubs=hubs,
+        settings={
+            "PROFILES": ",".join(names), "CDP_POOL_PROFILES_DIR": str(profiles),
+            "JOBSITE_HUBS": str(hubs), "CDP_POOL_CLUSTER_NAME": f"jobsite-{tag}",
+            "START_DONT_FILTER": "True", "CONCURRENT_REQUESTS": "4",
+            "CDP_POOL_CONNECTIONS": "2",
+        },
+    )  # fmt: skip

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_harness import RedisServer, Worker, all_items, wait_for_item
+from tests.cluster_harness import RedisServer, Worker, all_items, jobsite_job, wait_for_item
 from tests.fault_records import records, storm_violations
 from tests.jobdir_project.harness import EXIT_DEADLINE_S, LINE_DEADLINE_S, Job
-from tests.profiles import token, write_profile
+from tests.profiles import token
 from tests.servers import SiteServer
 
 pytestmark = pytest.mark.timeout(600)
@@ -37,32 +37,9 @@ def once(pages: int) -> dict[int, int]:
 ONCE = once(PAGES)
 
 
-def jobsite_job(
-    site: SiteServer, directory: Path, pages: int = PAGES, identities: int = IDENTITIES,
-    hubs: int = HUBS,
-) -> Job:  # fmt: skip
-    """The cluster crawl of ``/jobsite``: ``pages`` pages, leaves sent as
-    ``identities`` profiles (written to ``directory``/profiles)."""
-    profiles = directory / "profiles"
-    profiles.mkdir()
-    tag = token()
-    names = [f"id{i}-{tag}" for i in range(identities)]
-    for name in names:
-        write_profile(profiles, name, session=f"s-{name}")
-    return Job(
-        site, directory, tag, total=pages, hubs=hubs,
-        settings={
-            "PROFILES": ",".join(names), "CDP_POOL_PROFILES_DIR": str(profiles),
-            "JOBSITE_HUBS": str(hubs), "CDP_POOL_CLUSTER_NAME": f"jobsite-{tag}",
-            "START_DONT_FILTER": "True", "CONCURRENT_REQUESTS": "4",
-            "CDP_POOL_CONNECTIONS": "2",
-        },
-    )  # fmt: skip
-
-
 @pytest.fixture
 def job(site: SiteServer, tmp_path: Path) -> Job:
-    return jobsite_job(site, tmp_path)
+    return jobsite_job(site, tmp_path, pages=PAGES, identities=IDENTITIES, hubs=HUBS)
 
 
 def start_workers(job: Job, redis_url: str, count: int = 3, **extra: str) -> list[Worker]:

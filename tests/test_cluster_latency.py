@@ -16,14 +16,13 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.cluster_harness import RedisServer, all_items, kill_left
+from tests.cluster_harness import RedisServer, all_items, jobsite_job, kill_left
 from tests.latency_proxy import LatencyProxy
 from tests.profiles import token
 from tests.servers import SiteServer
 from tests.test_cluster_crawl import (
     check_identities,
     check_storm,
-    jobsite_job,
     once,
     start_storm,
     start_workers,
