@@ -53,6 +53,25 @@ async def test_a_big_pages_dom_is_read_within_the_download_timeout_not_the_actio
     assert not stats.get("cdp_pool/server_restarts"), stats
 
 
+async def _fetch_is_cut_on_chromium(site: SiteServer, path: str) -> None:
+    """The page at ``path`` (``/big/fetch``) rendered on Chromium with
+    ``DOWNLOAD_MAXSIZE`` at 4 MiB: its own fetch of the big body failed, the
+    page itself answered, one response counted as too large."""
+    spider, crawler = await crawl(
+        [
+            scrapy.Request(
+                site.url(path),
+                meta={"cdp": True, "cdp_actions": [["wait_for_selector", "#got:not(:empty)"]]},
+            )
+        ],
+        {"CDP_POOL_BROWSER": "chromium", "DOWNLOAD_MAXSIZE": 4 << 20},
+    )
+    assert not spider.failures, [str(f.value) for f in spider.failures]
+    [response] = spider.responses
+    assert response.css("#got::text").get() == "failed"
+    assert crawler.stats.get_value("cdp_pool/resources_blocked/too_large") == 1
+
+
 @pytest_twisted.ensureDeferred
 async def test_a_pages_own_fetch_of_a_body_past_download_maxsize_is_cut_on_chromium(
     site: SiteServer,
@@ -63,19 +82,7 @@ async def test_a_pages_own_fetch_of_a_body_past_download_maxsize_is_cut_on_chrom
     67,108,864 bytes. Now the response, its ``Content-Length`` past the
     limit, is failed at its headers: the script's fetch fails, the page
     itself is answered, counted in ``cdp_pool/resources_blocked/too_large``."""
-    spider, crawler = await crawl(
-        [
-            scrapy.Request(
-                site.url("/big/fetch?mb=64"),
-                meta={"cdp": True, "cdp_actions": [["wait_for_selector", "#got:not(:empty)"]]},
-            )
-        ],
-        {"CDP_POOL_BROWSER": "chromium", "DOWNLOAD_MAXSIZE": 4 << 20},
-    )
-    assert not spider.failures, [str(f.value) for f in spider.failures]
-    [response] = spider.responses
-    assert response.css("#got::text").get() == "failed"
-    assert crawler.stats.get_value("cdp_pool/resources_blocked/too_large") == 1
+    await _fetch_is_cut_on_chromium(site, "/big/fetch?mb=64")
 
 
 def _sent(site: SiteServer, key: str) -> dict[str, Any]:
@@ -103,19 +110,7 @@ async def test_a_pages_own_fetch_of_a_chunked_body_past_download_maxsize_is_cut_
     restarted (``BrowserUnresponsive``); now read as a stream up to the limit
     and failed there."""
     key = uuid.uuid4().hex
-    spider, crawler = await crawl(
-        [
-            scrapy.Request(
-                site.url(f"/big/fetch?mb=256&stream={key}&private={int(private)}"),
-                meta={"cdp": True, "cdp_actions": [["wait_for_selector", "#got:not(:empty)"]]},
-            )
-        ],
-        {"CDP_POOL_BROWSER": "chromium", "DOWNLOAD_MAXSIZE": 4 << 20},
-    )
-    assert not spider.failures, [str(f.value) for f in spider.failures]
-    [response] = spider.responses
-    assert response.css("#got::text").get() == "failed"
-    assert crawler.stats.get_value("cdp_pool/resources_blocked/too_large") == 1
+    await _fetch_is_cut_on_chromium(site, f"/big/fetch?mb=256&stream={key}&private={int(private)}")
     record = _sent(site, key)
     assert record["ended"], record
     assert not record["finished"], record
