@@ -139,6 +139,24 @@ def all_items(workers: list[Worker]) -> Counter[int]:
     return Counter(item["n"] for worker in workers for item in worker.items())
 
 
+def lease_trail(workers: list[Worker]) -> str:
+    """Each worker's log lines about leases and Redis outages, with the
+    pages it printed twice: what a failed "every page once" needs to say
+    which worker redid what, and why."""
+    said = []
+    for worker in workers:
+        twice = sorted(
+            n for n, times in Counter(i["n"] for i in worker.items()).items() if times > 1
+        )
+        log = worker.log_file.read_text(encoding="utf-8", errors="replace")
+        lines = [
+            line for line in log.splitlines()
+            if any(word in line for word in ("lease", "cannot serve", "closing (", "requeued"))
+        ]  # fmt: skip
+        said.append(f"worker {worker.number}: pages twice {twice}\n" + "\n".join(lines[-40:]))
+    return "\n".join(said)
+
+
 def cluster(redis_url: str, name: str, **extra: Any) -> dict[str, Any]:
     """Settings of an in-process worker of cluster crawl ``name`` on the
     Redis at ``redis_url``, every request rendered, plus ``extra``."""

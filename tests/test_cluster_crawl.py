@@ -15,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_harness import RedisServer, Worker, all_items, jobsite_job, wait_for_item
+from tests.cluster_harness import (
+    RedisServer,
+    Worker,
+    all_items,
+    jobsite_job,
+    lease_trail,
+    wait_for_item,
+)
 from tests.fault_records import records, storm_violations
 from tests.jobdir_project.harness import EXIT_DEADLINE_S, LINE_DEADLINE_S, Job
 from tests.profiles import token
@@ -116,9 +123,9 @@ def test_a_worker_stopped_cleanly_leaves_nothing_undone_or_done_twice(
     stopped.interrupt()
     (other,) = [worker for worker in workers if worker is not stopped]
     other.finish()
-    assert all_items(workers) == ONCE
-    assert job.fetches() == ONCE
-    assert other.stat("cdp_pool/cluster/requeued") == 0
+    assert all_items(workers) == ONCE, lease_trail(workers)
+    assert job.fetches() == ONCE, lease_trail(workers)
+    assert other.stat("cdp_pool/cluster/requeued") == 0, lease_trail(workers)
     check_identities(job)
 
 

@@ -18,7 +18,9 @@ hostile attempts: ``NORMAL_RETRIES`` in tests/hostile_pages_crawl.py). The
 hostile pages themselves end by name (a
 response, or an errback's failure). The crawl runs in its own process, as
 ``scrapy crawl`` does; the only bound is the harness's, far above the crawl's
-~40-80 s (each hostile page tried once)."""
+~20-40 s (each hostile page tried once; one round of the three: two
+rounds cost the suite ~65 s of CPU where one costs about half, and the
+deterministic cases are in tests/test_browser_unresponsive.py)."""
 
 from __future__ import annotations
 
@@ -63,4 +65,4 @@ def test_hostile_pages_beside_normal_ones_every_request_ends_and_the_crawl_exits
     # every normal page fetched, whatever the hostile ones did to the browser
     assert {end for end in normal.values()} == {"response 200"}, normal
     hostile = [end for url, end in result["ended"].items() if "/hostile/" in url]
-    assert len(hostile) == 6
+    assert len(hostile) == 3
