@@ -12,6 +12,7 @@ import json
 import math
 import os
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -431,7 +432,14 @@ def _share(settings: BaseSettings, name: str, default: Any) -> float:
 
 
 def _expectation(settings: BaseSettings, name: str, default: Any) -> Expectation | None:
+    """A string that is a JSON object or list (``-s CDP_POOL_EXPECT='{"css":
+    "li", "min": 3}'`` on the command line) is read as JSON, as Scrapy's
+    ``getdict``/``getlist`` read such settings; any other string is a CSS
+    selector (``[data-id]`` is not JSON: a selector)."""
     raw: Any = settings.get(name, default)
+    if isinstance(raw, str) and raw.lstrip()[:1] in ("{", "["):
+        with suppress(ValueError):
+            raw = json.loads(raw)
     if raw is None or raw == "" or raw == []:
         return None
     return parse_expectation(raw, name)

@@ -154,3 +154,23 @@ def test_the_addon_refuses_a_bad_ladder_setting_and_a_missing_fallback_browser()
     with pytest.raises(ValueError, match="CDP_POOL_CHROMIUM_PATH: '/nonexistent/chromium'"):
         Addon().update_settings(Settings(missing))
     Addon().update_settings(Settings({"CDP_POOL_FALLBACK": "chromium"}))
+
+
+@pytest.mark.parametrize(
+    ("given", "means"),
+    [
+        ('{"css": "li", "min": 3}', "'li' x3"),
+        ('["p.price", {"css": "li", "min": 2}]', "'p.price' and 'li' x2"),
+        ("[data-id]", "'[data-id]'"),
+        ("li.item", "'li.item'"),
+    ],
+)
+def test_an_expectation_given_on_the_command_line_as_json_is_read_as_json(
+    given: str, means: str
+) -> None:
+    """``-s CDP_POOL_EXPECT='{"css": "li", "min": 3}'`` is a string: read as
+    JSON, as Scrapy reads dict and list settings given so (it was taken for a
+    CSS selector and refused as one); a selector that is not JSON stays one."""
+    config = PoolConfig.from_settings(Settings({"CDP_POOL_EXPECT": given}))
+    assert config.ladder.expect is not None
+    assert config.ladder.expect.describe() == means
