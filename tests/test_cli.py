@@ -92,6 +92,18 @@ def test_plot_without_samples_fails_with_a_message(
     assert main(["plot", str(tmp_path / "missing.jsonl")]) == 1
 
 
+@pytest.mark.parametrize("url", ["notaurl", "example.com/x", "ftp://example.com/"])
+def test_measure_refuses_a_url_it_cannot_open_before_starting_a_server(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused by argparse, naming the value (before: a browser started and
+    the error came from its navigation; fresh-user trial)."""
+    with pytest.raises(SystemExit) as exited:
+        main(["measure", url])
+    assert exited.value.code == 2
+    assert f"{url!r} is not an absolute URL" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("steps", ["3,1", "0,2", "a,b", ""])
 def test_measure_rejects_steps_that_do_not_increase(steps: str) -> None:
     with pytest.raises(SystemExit) as exited:

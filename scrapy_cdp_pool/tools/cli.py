@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from scrapy_cdp_pool.browser.backends import LIGHTPANDA
 from scrapy_cdp_pool.settings.config import BROWSERS
@@ -84,6 +85,18 @@ def _steps(value: str) -> list[int]:
     return steps
 
 
+def _page_url(value: str) -> str:
+    """An absolute http(s) URL, checked before any server starts."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https", "file") or not (
+        parts.netloc or parts.scheme == "file"
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an absolute URL (http://..., https://... or file://...)"
+        )
+    return value
+
+
 def _positive_int(value: str) -> int:
     try:
         number = int(value)
@@ -110,7 +123,7 @@ def _timeout(value: str) -> float:
 
 
 def _measure_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("url", help="the page to open again and again")
+    parser.add_argument("url", type=_page_url, help="the page to open again and again")
     server = parser.add_mutually_exclusive_group()
     server.add_argument(
         "--browser",
