@@ -142,7 +142,9 @@ def test_a_script_that_imports_the_package_warns_once_per_crawler(tmp_path: Path
     ("settings", "status", "expected"),
     [
         ("", 1, ["add-on: not enabled; add to the project's settings: " + ADDON_LINE,
-                 "settings: valid (CDP_POOL_BROWSER, CDP_POOL_CONNECTIONS)"]),
+                 ("settings: valid as parsed (CDP_POOL_BROWSER, CDP_POOL_CONNECTIONS); "
+                 "paths, browser binaries and the reactor are checked when a crawl starts, "
+                 "not here")]),
         (f"{ADDON_LINE}\nCDP_POOL_CONECTIONS = 2\n", 1,
          ["add-on: enabled (ADDONS)", ("settings: refused: CDP_POOL_CONECTIONS is not a "
           "scrapy_cdp_pool setting; did you mean CDP_POOL_CONNECTIONS?")]),

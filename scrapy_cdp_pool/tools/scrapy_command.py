@@ -26,10 +26,16 @@ from scrapy.commands import ScrapyCommand
 from scrapy_cdp_pool.settings import without_addon  # connects the warning's receiver
 
 DISTRIBUTION = "scrapy-cdp-pool"
+NOT_CHECKED_HERE = (
+    "paths, browser binaries and the reactor are checked when a crawl starts, not here"
+)
+"""Said after "valid": a check that makes directories or starts a browser is
+not run by this command (before, "valid" read as if those had passed)."""
 
 
 class Command(ScrapyCommand):
-    """``scrapy cdp-pool``: prints three lines (version, add-on, settings)."""
+    """``scrapy cdp-pool``: prints three lines (version, add-on, settings:
+    what is parsed and what is left to a crawl's start)."""
 
     requires_project = False
     requires_crawler_process = False
@@ -64,7 +70,10 @@ class Command(ScrapyCommand):
             print(f"settings: refused: {e}")
             self.exitcode = 1
             return
-        print(f"settings: valid ({', '.join(named) or 'no CDP_POOL_* setting set'})")
+        print(
+            f"settings: valid as parsed ({', '.join(named) or 'no CDP_POOL_* setting set'}); "
+            f"{NOT_CHECKED_HERE}"
+        )
         if named and not enabled:
             self.exitcode = 1  # set, but nothing would read them
 
