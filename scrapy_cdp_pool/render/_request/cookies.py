@@ -34,6 +34,7 @@ at most :data:`MAX_COOKIE_HEADER_BYTES` of them (:func:`cap_cookie_header`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.cookiejar import Cookie
 from typing import TYPE_CHECKING, Any
@@ -81,6 +82,61 @@ def cap_cookie_header(
         if size > max_bytes:
             return pairs[:index]
     return pairs
+
+
+def cap_stored_cookies(
+    cookies: list[dict[str, Any]], held: set[tuple[str, str, str]]
+) -> tuple[list[dict[str, Any]], int]:
+    """``cookies`` (a profile's ``storageState`` cookies, read back from its
+    context) within the caps a browser's store keeps, so that the profile's
+    later requests carry a ``Cookie`` header its servers accept: none whose
+    name and value pass :data:`MAX_COOKIE_BYTES`; per cookie domain at most
+    :data:`MAX_COOKIES_PER_DOMAIN`, and no more than
+    :data:`MAX_COOKIE_HEADER_BYTES` of ``name=value; `` pairs. The cookies
+    the profile held before (``held``: ``(domain, path, name)``) are kept
+    first, the others in the browser's order: a server's session cookie is
+    not pushed out by a page's script. Returns ``(kept, dropped)``.
+    Lightpanda caps nothing: a page writing 500 cookies was saved whole and
+    every later request of the profile was answered 400."""
+    first = sorted(
+        range(len(cookies)),
+        key=lambda i: _stored_key(cookies[i]) not in held,  # stable: browser order kept
+    )
+    counts: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    kept: list[int] = []
+    for index in first:
+        cookie = cookies[index]
+        pair = len(str(cookie.get("name", "")).encode()) + len(
+            str(cookie.get("value", "")).encode()
+        )
+        domain = _domain_key(str(cookie.get("domain", "")))
+        size = sizes.get(domain, 0) + pair + 3  # "=" and "; "
+        if (
+            pair > MAX_COOKIE_BYTES
+            or counts.get(domain, 0) >= MAX_COOKIES_PER_DOMAIN
+            or size > MAX_COOKIE_HEADER_BYTES
+        ):
+            continue
+        counts[domain] = counts.get(domain, 0) + 1
+        sizes[domain] = size
+        kept.append(index)
+    kept.sort()
+    return [cookies[i] for i in kept], len(cookies) - len(kept)
+
+
+def _stored_key(cookie: dict[str, Any]) -> tuple[str, str, str]:
+    return (
+        _domain_key(str(cookie.get("domain", ""))),
+        str(cookie.get("path") or "/"),
+        str(cookie.get("name", "")),
+    )
+
+
+def stored_keys(cookies: Iterable[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    """``(domain, path, name)`` of a profile's stored cookies, for
+    :func:`cap_stored_cookies`'s ``held``."""
+    return {_stored_key(cookie) for cookie in cookies}
 
 
 async def browser_cookies(page: Page, timeout_s: float) -> list[dict[str, Any]]:

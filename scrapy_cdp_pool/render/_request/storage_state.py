@@ -17,6 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.errors import CDPError, CDPProtocolError, LivePageFailed
 from scrapy_cdp_pool.render._request.context_options import ContextOptions, playwright_cookie
+from scrapy_cdp_pool.render._request.cookies import (
+    MAX_COOKIE_BYTES,
+    MAX_COOKIE_HEADER_BYTES,
+    MAX_COOKIES_PER_DOMAIN,
+    cap_stored_cookies,
+    stored_keys,
+)
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.browser.cdp import CDPConnection
@@ -50,7 +57,10 @@ def merged_state(
 ) -> dict[str, Any]:
     """The ``storageState``: ``cdp_cookies`` (CDP ``Network.Cookie`` objects)
     and ``origin``'s ``items``, replacing that origin's entry among the
-    profile's origins (an opaque ``"null"`` or empty origin is not stored)."""
+    profile's origins (an opaque ``"null"`` or empty origin is not stored).
+    The cookies are kept within a browser's caps
+    (:func:`~scrapy_cdp_pool.render._request.cookies.cap_stored_cookies`),
+    with a WARNING naming the profile when some are left out."""
     origins = [
         {"origin": o, "localStorage": [{"name": k, "value": v} for k, v in kv]}
         for o, kv in options.local_storage
@@ -58,7 +68,16 @@ def merged_state(
     ]
     if origin and origin != "null":
         origins.append({"origin": origin, "localStorage": items})
-    return {"cookies": [playwright_cookie(c) for c in cdp_cookies], "origins": origins}
+    cookies, dropped = cap_stored_cookies(
+        [playwright_cookie(c) for c in cdp_cookies], stored_keys(options.cookies)
+    )
+    if dropped:
+        logger.warning(
+            "Profile %r: %d cookies its pages set are not saved (past a browser's caps: %d a "
+            "domain, %d bytes a cookie, a %d-byte Cookie header)", options.name, dropped,
+            MAX_COOKIES_PER_DOMAIN, MAX_COOKIE_BYTES, MAX_COOKIE_HEADER_BYTES,
+        )  # fmt: skip
+    return {"cookies": cookies, "origins": origins}
 
 
 async def render_state(
