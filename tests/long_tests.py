@@ -10,8 +10,10 @@ below, longest first, are moved to the start of the shares, dealt round-robin
 the short tests fill in around them.
 
 Of the install tests only the first is moved: the others wait for its
-build of the distributions (their shared fixture), so started beside it they
-held two more workers idle for that long (76 s each in a loaded run).
+build of the distributions and download of their wheelhouse (their shared
+fixtures), so started beside it they held two more workers idle for that
+long (76 s each in a loaded run, before the wheelhouse; its 70 s are the
+build, the wheelhouse and the test at ``-n 0``, load ~4).
 
 The seconds are what each took in a suite run at ``-n 3`` (load ~10:
 ``pytest --durations=100``); only their order matters. A test renamed or
@@ -24,8 +26,8 @@ import pytest
 
 #: node id (without parameters' brackets for all of a test's cases) -> seconds
 LONG_TESTS: dict[str, float] = {
-    "tests/test_install.py::test_the_built_sdist_installs_with_lightpanda_and_crawls_on_the_default_backend": 100,
     "tests/test_hostile_pages_exit.py::test_hostile_pages_beside_normal_ones_every_request_ends_and_the_crawl_exits": 77,
+    "tests/test_install.py::test_the_built_sdist_installs_with_lightpanda_and_crawls_on_the_default_backend": 70,
     "tests/test_cluster_politeness.py::test_a_429_seen_by_one_worker_pauses_every_worker": 48,
     "tests/test_resilience_storm.py::test_no_request_reaches_a_host_inside_a_pause_it_announced": 40,
     "tests/test_cluster_crawl.py::test_redis_out_of_memory_mid_crawl_loses_nothing_and_does_nothing_twice": 41,
