@@ -11,8 +11,9 @@ README's ``-n 3`` on 2 cores), where the suite is CPU-bound:
   are moved to the start of the shares, dealt round-robin: a test of a minute
   that a worker reaches last is the suite's tail, the other workers having
   nothing left to take. Of the install tests only the first is moved: the
-  others wait for its build of the distributions (their shared fixture), so
-  started beside it they held two more workers idle for that long.
+  others wait for its build of the distributions and download of their
+  wheelhouse (their shared fixtures), so started beside it they held two
+  more workers idle for that long.
 - :data:`WAITING_TESTS`, tests of many seconds that mostly wait (pauses a
   site announced, timeouts, leases running out: under half a core), are dealt
   round-robin too but spread evenly through each share, at staggered places:
@@ -31,7 +32,7 @@ import pytest
 
 #: node id (without parameters' brackets for all of a test's cases) -> seconds
 LONG_TESTS: dict[str, float] = {
-    "tests/test_install.py::test_the_built_sdist_installs_with_lightpanda_and_crawls_on_the_default_backend": 120,
+    "tests/test_install.py::test_the_built_sdist_installs_with_lightpanda_and_crawls_on_the_default_backend": 70,
     "tests/test_hostile_pages_exit.py::test_hostile_pages_beside_normal_ones_every_request_ends_and_the_crawl_exits": 40,
     "tests/test_jobdir_crawl.py::test_sigkill_anywhere_then_resume_loses_nothing_and_redoes_only_what_was_in_flight": 26,
     "tests/test_cluster_crawl.py::test_a_worker_killed_mid_crawl_loses_nothing": 21,

@@ -1,26 +1,38 @@
 """Issue 29, items 1 and 5: the built distributions, as a user gets them.
 
-``python -m build`` makes the sdist and, from it, the wheel. Then:
+``python -m build`` makes the sdist and, from it, the wheel. Then pip
+downloads, from the index, wheels only, what the wheel with ``[lightpanda]``
+needs on this machine and the sdist's build requirement (the wheelhouse:
+one resolution per test run, shared by the xdist workers). Then:
 
 - the wheel's dependencies resolve for Windows, macOS 11 and an older
   manylinux (glibc 2.17), wheels only, with no ``lightpanda`` (an extra);
-  with ``[lightpanda]`` where it has a wheel, it is in;
-- the wheel and the sdist install into fresh venvs (not the checkout) and the
-  example crawl runs from a copy of ``example_project`` outside the checkout:
-  the wheel without the extra on Chromium (its default backend refused at
-  start, by name: a venv truly without ``lightpanda``), the sdist with
-  ``[lightpanda]`` on the default backend.
+  with ``[lightpanda]`` where it has a wheel (this machine: glibc 2.35 or
+  later, as the suite's default backend needs), it is in: the wheelhouse;
+- the wheel and the sdist install into fresh venvs (not the checkout) from
+  that wheelhouse alone (``--no-index``: what the index resolved, without
+  resolving it again per venv) and the example crawl runs from a copy of
+  ``example_project`` outside the checkout: the wheel without the extra on
+  Chromium (its default backend refused at start, by name: a venv truly
+  without ``lightpanda``), the sdist with ``[lightpanda]`` on the default
+  backend, built in an isolated env from the wheelhouse's setuptools.
 
-Marked ``pypi``: building (setuptools in an isolated env) and installing
-need the public package index, which CI has.
+The venvs are made without pip and installed into by this interpreter's pip
+(``pip --python``, pip 22.3 or later): users install with pip, and a pip per
+venv (``ensurepip``) cost ~6 s of CPU each.
+
+Marked ``pypi``: building (setuptools in an isolated env), the wheelhouse
+and the resolutions need the public package index, which CI has.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -29,20 +41,39 @@ from filelock import FileLock  # a dependency of Scrapy's (tldextract)
 
 from tests.scrapy_command import CrawlRun, run_crawl
 
-# building and two fresh installs take ~40 s with a warm pip cache; a cold one
-# downloads ~60 MB, so more than the suite's 180 s per test is allowed
+# building and the wheelhouse take ~35 s with a warm pip cache; a cold one
+# downloads ~100 MB, so more than the suite's 180 s per test is allowed
 pytestmark = [pytest.mark.pypi, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "scrapy_cdp_pool"
 PIP_DEADLINE_S = 600  # a hung index fails the test instead of holding its worker
 PRODUCTS = 20  # the demo shop's (example_project/shop/demo_site.py)
+#: the sdist's build requirements (``[build-system] requires``)
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+BUILD_REQUIRES: list[str] = PYPROJECT["build-system"]["requires"]
+#: the environment minus ``PYTHONPATH``: a checkout on it would be what a
+#: venv's ``import scrapy_cdp_pool`` finds
+ENVIRON = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
 
 
 def _run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # type: ignore[call-overload, no-any-return]
-        argv, capture_output=True, text=True, timeout=PIP_DEADLINE_S, check=False, **kwargs
-    )
+        argv, capture_output=True, text=True, timeout=PIP_DEADLINE_S, check=False,
+        env=ENVIRON, **kwargs,
+    )  # fmt: skip
+
+
+def _shared(
+    tmp_path_factory: pytest.TempPathFactory, worker_id: str, testrun_uid: str, name: str
+) -> Path:
+    """A directory ``name`` for this test run, the same for every xdist
+    worker (lock it with ``FileLock(f"{directory}.lock")``)."""
+    if worker_id == "master":
+        return tmp_path_factory.mktemp(name)
+    shared = tmp_path_factory.getbasetemp().parent / f"{name}-{testrun_uid}"
+    shared.mkdir(exist_ok=True)
+    return shared
 
 
 @pytest.fixture(scope="module")
@@ -52,11 +83,7 @@ def dists(
     """(wheel, sdist) built from a copy of this checkout (two builds in one
     tree collide on its ``.egg-info``), the wheel from the sdist; once per
     test run, shared by the xdist workers (the first one builds)."""
-    if worker_id == "master":
-        shared = tmp_path_factory.mktemp("dist")
-    else:
-        shared = tmp_path_factory.getbasetemp().parent / f"dist-{testrun_uid}"
-    shared.mkdir(exist_ok=True)
+    shared = _shared(tmp_path_factory, worker_id, testrun_uid, "dist")
     with FileLock(f"{shared}.lock"):
         if not (shared / "built").exists():
             source = tmp_path_factory.mktemp("source") / "scrapy-cdp-pool"
@@ -70,6 +97,31 @@ def dists(
     [wheel] = (shared / "out").glob("scrapy_cdp_pool-*.whl")
     [sdist] = (shared / "out").glob("scrapy_cdp_pool-*.tar.gz")
     return wheel, sdist
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(
+    dists: tuple[Path, Path],
+    tmp_path_factory: pytest.TempPathFactory,
+    worker_id: str,
+    testrun_uid: str,
+) -> Path:
+    """A directory of wheels (pip's ``--find-links``): what pip resolves from
+    the index, wheels only, for the wheel with ``[lightpanda]`` on this
+    machine, and the sdist's ``BUILD_REQUIRES``; both venvs install from it
+    alone. Once per test run, shared by the xdist workers (the first one
+    downloads)."""
+    shared = _shared(tmp_path_factory, worker_id, testrun_uid, "wheelhouse")
+    wheels = shared / "wheels"
+    with FileLock(f"{shared}.lock"):
+        if not (shared / "done").exists():
+            got = _run([
+                sys.executable, "-m", "pip", "download", "-q", "--only-binary", ":all:",
+                "--dest", str(wheels), f"{dists[0]}[lightpanda]", *BUILD_REQUIRES,
+            ])  # fmt: skip
+            assert got.returncode == 0, got.stdout + got.stderr
+            (shared / "done").touch()
+    return wheels
 
 
 def test_the_build_warns_of_no_deprecation_and_states_the_license_in_spdx(
@@ -118,24 +170,19 @@ RESOLUTIONS = {
     "win_amd64": ("", ["win_amd64"], False),
     "macosx_11_0_arm64": ("", ["macosx_11_0_arm64"], False),
     "manylinux2014_x86_64": ("", ["manylinux2014_x86_64"], False),
-    # a glibc 2.35 system takes every older manylinux too (pip does not expand
-    # a --platform manylinux_2_35 tag by itself)
-    "manylinux_2_35 [lightpanda]": (
-        "[lightpanda]",
-        ["manylinux_2_35_x86_64", "manylinux_2_28_x86_64", "manylinux2014_x86_64"],
-        True,
-    ),
 }  # fmt: skip
 
 
 def test_the_wheels_dependencies_resolve_where_lightpanda_has_a_wheel_and_without_it(
-    dists: tuple[Path, Path], tmp_path: Path
+    dists: tuple[Path, Path], wheelhouse: Path, tmp_path: Path
 ) -> None:
     """Without the extra, the wheel resolves for Windows, macOS 11 and an
-    older manylinux, wheels only, with no ``lightpanda``; with
-    ``[lightpanda]`` where it has a wheel, it is in. The four resolutions run
-    at once (each mostly waits on the index: one after another they took
-    ~2 minutes of a test worker)."""
+    older manylinux, wheels only, with no ``lightpanda`` (``--dry-run
+    --platform``: the three resolutions run at once, each mostly parsing the
+    index's pages). With ``[lightpanda]`` where it has a wheel, it is in:
+    the wheelhouse is that resolution for this machine (Linux, glibc 2.35 or
+    later: the suite's default backend runs on it), so it is not resolved a
+    second time."""
     running = {
         name: _resolving(Path(f"{dists[0]}{extra}"), platforms, tmp_path / str(n))
         for n, (name, (extra, platforms, _)) in enumerate(RESOLUTIONS.items())
@@ -149,6 +196,10 @@ def test_the_wheels_dependencies_resolve_where_lightpanda_has_a_wheel_and_withou
             assert re.search(r"\blightpanda-\d", line), (name, line)
         else:
             assert "lightpanda" not in line.lower(), (name, line)
+    downloaded = sorted(path.name.lower() for path in wheelhouse.iterdir())
+    assert [name for name in downloaded if name.startswith("scrapy-2.")], downloaded
+    assert [name for name in downloaded if re.match(r"lightpanda-\d", name)], downloaded
+    assert all(name.endswith(".whl") for name in downloaded), downloaded
 
 
 def _resolving(requirement: Path, platforms: list[str], target: Path) -> subprocess.Popen[str]:
@@ -161,17 +212,19 @@ def _resolving(requirement: Path, platforms: list[str], target: Path) -> subproc
     ], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
 
 
-def _fresh_venv(directory: Path, requirement: str) -> Path:
-    """A new venv in ``directory`` with ``requirement`` installed from the
-    index (the checkout is not on its path); returns its ``bin``."""
-    made = _run([sys.executable, "-m", "venv", str(directory)])
+def _fresh_venv(directory: Path, requirement: str, wheelhouse: Path) -> Path:
+    """A new venv in ``directory`` (without pip of its own) with
+    ``requirement`` installed by this interpreter's pip from ``wheelhouse``
+    alone (the checkout is not on its path); returns its ``bin``."""
+    made = _run([sys.executable, "-m", "venv", "--without-pip", str(directory)])
     assert made.returncode == 0, made.stderr
     bin_dir = directory / "bin"
     # --no-compile: no byte-code for the ~5,000 modules of the dependencies
     # ahead of time (Python compiles what the crawl imports as it goes)
-    installed = _run(
-        [str(bin_dir / "pip"), "install", "-q", "--no-compile", requirement], cwd=directory
-    )
+    installed = _run([
+        sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "-q",
+        "--no-compile", "--no-index", "--find-links", str(wheelhouse), requirement,
+    ], cwd=directory)  # fmt: skip
     assert installed.returncode == 0, installed.stdout + installed.stderr
     where = _run(
         [str(bin_dir / "python"), "-c", "import scrapy_cdp_pool; print(scrapy_cdp_pool.__file__)"],
@@ -194,9 +247,9 @@ def _products(run: CrawlRun) -> set[int]:
 
 
 def test_the_built_wheel_installs_and_crawls_without_lightpanda(
-    dists: tuple[Path, Path], tmp_path: Path
+    dists: tuple[Path, Path], wheelhouse: Path, tmp_path: Path
 ) -> None:
-    bin_dir = _fresh_venv(tmp_path / "venv", str(dists[0]))
+    bin_dir = _fresh_venv(tmp_path / "venv", str(dists[0]), wheelhouse)
     absent = _run([str(bin_dir / "python"), "-c", "import lightpanda"])
     assert "No module named 'lightpanda'" in absent.stderr  # not installed: an extra
     project = tmp_path / "example"
@@ -218,9 +271,9 @@ def test_the_built_wheel_installs_and_crawls_without_lightpanda(
 
 
 def test_the_built_sdist_installs_with_lightpanda_and_crawls_on_the_default_backend(
-    dists: tuple[Path, Path], tmp_path: Path
+    dists: tuple[Path, Path], wheelhouse: Path, tmp_path: Path
 ) -> None:
-    bin_dir = _fresh_venv(tmp_path / "venv", f"{dists[1]}[lightpanda]")
+    bin_dir = _fresh_venv(tmp_path / "venv", f"{dists[1]}[lightpanda]", wheelhouse)
     run = _example_crawl(bin_dir, tmp_path / "example")
     assert "CDP pool ready: lightpanda" in run.log
     assert _products(run) == set(range(1, PRODUCTS + 1))
