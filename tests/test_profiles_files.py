@@ -273,3 +273,24 @@ def test_a_hand_written_file_other_users_can_read_is_warned_about_once(
     assert {str(state), str(identity)} == {w.split(" can be read")[0].split()[-1] for w in warnings}
     assert all("chmod 600" in w for w in warnings)
     assert not any(SECRET in r.getMessage() for r in caplog.records)
+
+
+def test_a_saved_state_is_held_to_a_browsers_cookie_caps(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What ``profile create`` and a sign-in hook read from Playwright goes
+    through ``save_state`` too: 1,024 cookies of a host (the fresh-user
+    trial's, a 48 KB ``Cookie`` header answered 400 on Lightpanda, which caps
+    nothing) are saved within a browser's caps, with one WARNING naming the
+    profile."""
+    cookies = [cookie("big", "x" * 5000), *(cookie(f"c{i:04}", "v" * 24) for i in range(1024))]
+    with caplog.at_level("WARNING", logger="scrapy_cdp_pool.profiles.store"):
+        ProfileStore(tmp_path).save_state("alice", {"cookies": cookies, "origins": []})
+    saved = json.loads((tmp_path / "alice.json").read_text())["cookies"]
+    assert "big" not in {c["name"] for c in saved}
+    assert 0 < len(saved) <= 180
+    assert sum(len(c["name"]) + len(c["value"]) + 3 for c in saved) <= 8000
+    assert [c["name"] for c in saved] == [f"c{i:04}" for i in range(len(saved))]  # first kept
+    [record] = caplog.records
+    assert "Profile 'alice':" in record.getMessage()
+    assert f"{len(cookies) - len(saved)} cookies are not saved" in record.getMessage()

@@ -28,6 +28,12 @@ from typing import Any
 
 from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.profiles.validate import identity_problems, storage_state_problems
+from scrapy_cdp_pool.render import (
+    MAX_COOKIE_BYTES,
+    MAX_COOKIE_HEADER_BYTES,
+    MAX_COOKIES_PER_DOMAIN,
+    cap_stored_cookies,
+)
 from scrapy_cdp_pool.settings.signed_out import SignedOutRule, parse_signed_out
 
 STATE_SUFFIX = ".json"
@@ -174,7 +180,9 @@ class ProfileStore:
 
     def save_state(self, name: str, state: dict[str, Any]) -> Path:
         """Write ``state`` (a Playwright ``storageState``) as profile
-        ``name``'s ``NAME.json``, atomically, mode 0600.
+        ``name``'s ``NAME.json``, atomically, mode 0600; its cookies within a
+        browser's caps (:func:`~scrapy_cdp_pool.render.cap_stored_cookies`,
+        one WARNING when some are left out).
 
         :raises ProfileFileError: the name or the state is invalid, or the
             file cannot be written.
@@ -184,6 +192,16 @@ class ProfileStore:
         if bad_name:
             raise ProfileFileError(name, state_path, bad_name)
         _raise_problems(name, state_path, storage_state_problems(state), verb="cannot be saved")
+        cookies, dropped = cap_stored_cookies(list(state.get("cookies", [])), set())
+        if dropped:
+            # what `profile create` and a sign-in hook read from Playwright
+            # (a crawl's save-back is capped as it is read, its own cookies first)
+            logger.warning(
+                "Profile %r: %d cookies are not saved (past a browser's caps: %d a domain, %d "
+                "bytes a cookie, a %d-byte Cookie header)", name, dropped, MAX_COOKIES_PER_DOMAIN,
+                MAX_COOKIE_BYTES, MAX_COOKIE_HEADER_BYTES,
+            )  # fmt: skip
+            state = {**state, "cookies": cookies}
         write_atomically(name, state_path, state)
         return state_path
 

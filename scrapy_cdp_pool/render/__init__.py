@@ -27,6 +27,7 @@ from scrapy_cdp_pool.render._request.cookies import (
     MAX_COOKIES_PER_DOMAIN,
     Merged,
     cap_cookie_header,
+    cap_stored_cookies,
     cookies_middleware,
     merge_into_jar,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "build_response",
     "build_spec",
     "cap_cookie_header",
+    "cap_stored_cookies",
     "content_length",
     "cookies_middleware",
     "default_header_values",
