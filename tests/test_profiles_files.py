@@ -284,7 +284,7 @@ def test_a_saved_state_is_held_to_a_browsers_cookie_caps(
     nothing) are saved within a browser's caps, with one WARNING naming the
     profile."""
     cookies = [cookie("big", "x" * 5000), *(cookie(f"c{i:04}", "v" * 24) for i in range(1024))]
-    with caplog.at_level("WARNING", logger="scrapy_cdp_pool.profiles.store"):
+    with caplog.at_level("WARNING", logger="scrapy_cdp_pool.render.cookies"):
         ProfileStore(tmp_path).save_state("alice", {"cookies": cookies, "origins": []})
     saved = json.loads((tmp_path / "alice.json").read_text())["cookies"]
     assert "big" not in {c["name"] for c in saved}

@@ -28,12 +28,7 @@ from typing import Any
 
 from scrapy_cdp_pool.errors import ProfileFileError
 from scrapy_cdp_pool.profiles.validate import identity_problems, storage_state_problems
-from scrapy_cdp_pool.render import (
-    MAX_COOKIE_BYTES,
-    MAX_COOKIE_HEADER_BYTES,
-    MAX_COOKIES_PER_DOMAIN,
-    cap_stored_cookies,
-)
+from scrapy_cdp_pool.render import cap_stored_cookies
 from scrapy_cdp_pool.settings.signed_out import SignedOutRule, parse_signed_out
 
 STATE_SUFFIX = ".json"
@@ -192,16 +187,10 @@ class ProfileStore:
         if bad_name:
             raise ProfileFileError(name, state_path, bad_name)
         _raise_problems(name, state_path, storage_state_problems(state), verb="cannot be saved")
-        cookies, dropped = cap_stored_cookies(list(state.get("cookies", [])), set())
-        if dropped:
-            # what `profile create` and a sign-in hook read from Playwright
-            # (a crawl's save-back is capped as it is read, its own cookies first)
-            logger.warning(
-                "Profile %r: %d cookies are not saved (past a browser's caps: %d a domain, %d "
-                "bytes a cookie, a %d-byte Cookie header)", name, dropped, MAX_COOKIES_PER_DOMAIN,
-                MAX_COOKIE_BYTES, MAX_COOKIE_HEADER_BYTES,
-            )  # fmt: skip
-            state = {**state, "cookies": cookies}
+        # what `profile create` and a sign-in hook read from Playwright (a
+        # crawl's save-back is capped as it is read, its own cookies first)
+        cookies = list(state.get("cookies", []))
+        state = {**state, "cookies": cap_stored_cookies(name, cookies, set())}
         write_atomically(name, state_path, state)
         return state_path
 

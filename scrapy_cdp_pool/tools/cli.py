@@ -86,7 +86,7 @@ def _steps(value: str) -> list[int]:
 
 
 def _page_url(value: str) -> str:
-    """An absolute http(s) URL, checked before any server starts."""
+    """An absolute http(s) or file URL, checked before any server starts."""
     parts = urlsplit(value)
     if parts.scheme not in ("http", "https", "file") or not (
         parts.netloc or parts.scheme == "file"

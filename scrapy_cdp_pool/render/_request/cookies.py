@@ -85,8 +85,8 @@ def cap_cookie_header(
 
 
 def cap_stored_cookies(
-    cookies: list[dict[str, Any]], held: set[tuple[str, str, str]]
-) -> tuple[list[dict[str, Any]], int]:
+    profile: str, cookies: list[dict[str, Any]], held: set[tuple[str, str, str]]
+) -> list[dict[str, Any]]:
     """``cookies`` (a profile's ``storageState`` cookies, read back from its
     context) within the caps a browser's store keeps, so that the profile's
     later requests carry a ``Cookie`` header its servers accept: none whose
@@ -95,9 +95,10 @@ def cap_stored_cookies(
     :data:`MAX_COOKIE_HEADER_BYTES` of ``name=value; `` pairs. The cookies
     the profile held before (``held``: ``(domain, path, name)``) are kept
     first, the others in the browser's order: a server's session cookie is
-    not pushed out by a page's script. Returns ``(kept, dropped)``.
-    Lightpanda caps nothing: a page writing 500 cookies was saved whole and
-    every later request of the profile was answered 400."""
+    not pushed out by a page's script. Returns the cookies kept; a WARNING
+    names ``profile`` and how many were left out. Lightpanda caps nothing: a
+    page writing 500 cookies was saved whole and every later request of the
+    profile was answered 400."""
     first = sorted(
         range(len(cookies)),
         key=lambda i: _stored_key(cookies[i]) not in held,  # stable: browser order kept
@@ -121,8 +122,14 @@ def cap_stored_cookies(
         counts[domain] = counts.get(domain, 0) + 1
         sizes[domain] = size
         kept.append(index)
+    if len(kept) < len(cookies):
+        logger.warning(
+            "Profile %r: %d cookies are not saved (past a browser's caps: %d a domain, %d bytes "
+            "a cookie, a %d-byte Cookie header)", profile, len(cookies) - len(kept),
+            MAX_COOKIES_PER_DOMAIN, MAX_COOKIE_BYTES, MAX_COOKIE_HEADER_BYTES,
+        )  # fmt: skip
     kept.sort()
-    return [cookies[i] for i in kept], len(cookies) - len(kept)
+    return [cookies[i] for i in kept]
 
 
 def _stored_key(cookie: dict[str, Any]) -> tuple[str, str, str]:

@@ -17,13 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy_cdp_pool.errors import CDPError, CDPProtocolError, LivePageFailed
 from scrapy_cdp_pool.render._request.context_options import ContextOptions, playwright_cookie
-from scrapy_cdp_pool.render._request.cookies import (
-    MAX_COOKIE_BYTES,
-    MAX_COOKIE_HEADER_BYTES,
-    MAX_COOKIES_PER_DOMAIN,
-    cap_stored_cookies,
-    stored_keys,
-)
+from scrapy_cdp_pool.render._request.cookies import cap_stored_cookies, stored_keys
 
 if TYPE_CHECKING:
     from scrapy_cdp_pool.browser.cdp import CDPConnection
@@ -68,15 +62,9 @@ def merged_state(
     ]
     if origin and origin != "null":
         origins.append({"origin": origin, "localStorage": items})
-    cookies, dropped = cap_stored_cookies(
-        [playwright_cookie(c) for c in cdp_cookies], stored_keys(options.cookies)
+    cookies = cap_stored_cookies(
+        options.name, [playwright_cookie(c) for c in cdp_cookies], stored_keys(options.cookies)
     )
-    if dropped:
-        logger.warning(
-            "Profile %r: %d cookies its pages set are not saved (past a browser's caps: %d a "
-            "domain, %d bytes a cookie, a %d-byte Cookie header)", options.name, dropped,
-            MAX_COOKIES_PER_DOMAIN, MAX_COOKIE_BYTES, MAX_COOKIE_HEADER_BYTES,
-        )  # fmt: skip
     return {"cookies": cookies, "origins": origins}
 
 
