@@ -3,7 +3,8 @@ alternated on one binary (not run by the tests): what a change costs or saves
 a page, with the machine's other load falling on every tree alike.
 
     python benchmarks/paired.py /tmp/base,. [--rounds 2] [--pages 60] \\
-        [--browser chromium] [--chromium-path /usr/lib/chromium/chromium-headless-shell]
+        [--browser chromium] [--chromium-path /usr/lib/chromium/chromium-headless-shell] \\
+        [--fresh-contexts]
 
 Each tree is a checkout of this project (``git archive <commit> | tar -x -C
 /tmp/base``); its runs import ``scrapy_cdp_pool`` from it (``PYTHONPATH``).
@@ -44,11 +45,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", type=int, default=60)
     ap.add_argument("--browser", default="chromium", choices=("chromium", "lightpanda"))
     ap.add_argument("--chromium-path", default=procs.CHROMIUM_SHELL)
+    ap.add_argument("--fresh-contexts", action="store_true", help="CDP_POOL_REUSE_PAGES = False")
     a = ap.parse_args(argv)
     trees = [str(Path(t).resolve()) for t in a.trees.split(",")]
     args = ["--defaults", "--browser", a.browser]
     if a.browser == "chromium":
         args += ["--chromium-path", a.chromium_path]
+    if a.fresh_contexts:
+        args.append("--fresh-contexts")
     cfg = Config("plugin_defaults", "cdp_pool", args=tuple(args))
     procs.interrupt_on_sigterm()
     log_dir = Path(tempfile.mkdtemp(prefix="bench-paired-"))

@@ -92,6 +92,7 @@ if __name__ == "__main__":
         "--shadow-roots", default="", help="CDP_POOL_SHADOW_ROOTS (default: the plugin's)"
     )
     ap.add_argument("--chromium-path", default="", help="CDP_POOL_CHROMIUM_PATH")
+    ap.add_argument("--fresh-contexts", action="store_true", help="CDP_POOL_REUSE_PAGES = False")
     ap.add_argument(
         "--off",
         default="",
@@ -131,6 +132,8 @@ if __name__ == "__main__":
         settings["CDP_POOL_ENDPOINTS"] = [args.endpoint]
     if args.wait_until:
         settings["CDP_POOL_WAIT_UNTIL"] = args.wait_until
+    if args.fresh_contexts:
+        settings["CDP_POOL_REUSE_PAGES"] = False
     if args.no_http_cache:
         settings["CDP_POOL_HTTP_CACHE"] = False
     if args.shadow_roots:

@@ -219,6 +219,9 @@ class RenderStats:
             self.stats.set_value(f"cdp_pool/{key}", sum(row[key] for row in rows))
         if pool.server is not None:
             self.stats.set_value("cdp_pool/server_restarts", pool.server.restarts)
+            favicons = pool.server.favicon_block
+            if favicons is not None and favicons.blocked:  # those no page's pattern took
+                self.stats.inc_value("cdp_pool/favicon_requests_blocked", favicons.blocked)
         dedicated = pool.dedicated
         if dedicated is not None and dedicated.started:
             self.stats.set_value("cdp_pool/dedicated_servers/started", dedicated.started)

@@ -29,6 +29,7 @@ from pathlib import Path
 from scrapy_cdp_pool.browser.backends import Backend
 from scrapy_cdp_pool.browser.cdp import CDPConnection
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo, discover
+from scrapy_cdp_pool.browser.pool.favicon_block import BrowserFaviconBlock
 from scrapy_cdp_pool.browser.pool.lightpanda_reports import LightpandaReports
 from scrapy_cdp_pool.browser.pool.private_dir import make_private_dir, record_server, sweep_once
 from scrapy_cdp_pool.errors import ServerMisconfigured, ServerStartError
@@ -138,6 +139,9 @@ class EmbeddedServer(ABC):
         self.purpose = ""
         #: what it said on stderr about pages it closed (Lightpanda's), else None
         self.reports: LightpandaReports | None = None
+        #: what fails its own favicon requests on its browser session (the
+        #: embedded Chromium's), else None
+        self.favicon_block: BrowserFaviconBlock | None = None
         #: environment variables added to the process's (a dedicated server's proxy)
         self.extra_env: dict[str, str] = {}
         self._proc: asyncio.subprocess.Process | None = None

@@ -32,6 +32,7 @@ from scrapy_cdp_pool.browser.cdp import (
 from scrapy_cdp_pool.browser.cdp.transport import unix_socket_url
 from scrapy_cdp_pool.browser.pool.capabilities import ServerInfo, info_from_browser_version
 from scrapy_cdp_pool.browser.pool.embedded_server import EmbeddedServer
+from scrapy_cdp_pool.browser.pool.favicon_block import BrowserFaviconBlock, needs_browser_block
 from scrapy_cdp_pool.browser.pool.heap_limit import heap_limit_args
 from scrapy_cdp_pool.browser.pool.lightpanda_reports import LightpandaReports
 from scrapy_cdp_pool.browser.pool.server_flags import (
@@ -207,6 +208,7 @@ class ChromiumServer(EmbeddedServer):
         self.cdp: CDPConnection | None = None
         #: its ``Browser.getVersion`` answer
         self.version: dict[str, Any] = {}
+        self.favicon_block = BrowserFaviconBlock()
 
     shared_channel = True
 
@@ -221,6 +223,19 @@ class ChromiumServer(EmbeddedServer):
         if self.cdp is None or self.cdp.closed:
             raise CDPConnectError(f"{self.endpoint}: the browser's pipe is closed")
         return self.cdp
+
+    async def _block_favicons(self, cdp: CDPConnection) -> None:
+        """Fail the browser's own favicon requests on its browser session
+        too (:mod:`~scrapy_cdp_pool.browser.pool.favicon_block`).
+
+        :raises ServerStartError: it refused ``Fetch.enable``."""
+        block = self.favicon_block = self.favicon_block or BrowserFaviconBlock()
+        try:
+            await block.install(cdp)
+        except CDPError as e:
+            raise ServerStartError(
+                f"chromium refused Fetch.enable on its browser session: {e}"
+            ) from e
 
     def checked_binary(self) -> str:
         """The binary's path.
@@ -284,6 +299,8 @@ class ChromiumServer(EmbeddedServer):
             answer.cancel()
         if answer.done() and not answer.cancelled() and answer.exception() is None:
             self.version = answer.result()
+            if needs_browser_block(self.config.reuse_pages, self.version):
+                await self._block_favicons(self.cdp)
             logger.debug("chromium pid %s serves CDP over its pipe", proc.pid)
             return name
         error = answer.exception() if answer.done() and not answer.cancelled() else None

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy_cdp_pool.browser.cdp import CDPError, CDPRequestTooLarge
+from scrapy_cdp_pool.browser.pool.favicon_block import is_favicon
 from scrapy_cdp_pool.errors import (
     CDPPoolError,
     NavigationForbidden,
@@ -57,13 +58,6 @@ TOO_LARGE = "too_large"
 """The key of ``DocumentTracker.blocked`` for the page's own responses
 (``fetch()``, XHR, any other with ``guard_cache``) failed because their
 ``Content-Length`` is past ``DOWNLOAD_MAXSIZE`` (``meta["download_maxsize"]``)."""
-
-
-def _is_favicon(params: dict[str, Any]) -> bool:
-    """Whether a request paused at the request stage is the browser's own
-    ``/favicon.ico`` (see ``page_setup.FAVICON_URL_PATTERN``)."""
-    url = str(params.get("request", {}).get("url", ""))
-    return url.split("?", 1)[0].split("#", 1)[0].endswith("/favicon.ico")
 
 
 class FetchInterceptor:
@@ -123,7 +117,7 @@ class FetchInterceptor:
         (its resource type, :data:`FAVICON`, ``"url"``), or None."""
         if resource_type in self.page.spec.block_resources:
             return resource_type
-        if resource_type == "other" and _is_favicon(params):
+        if resource_type == "other" and is_favicon(params):
             return FAVICON
         if self._blocks_url(params):
             return "url"

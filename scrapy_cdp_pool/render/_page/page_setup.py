@@ -11,13 +11,11 @@ from typing import Any
 
 from scrapy_cdp_pool.browser.backends import CHROMIUM, Backend
 from scrapy_cdp_pool.browser.cdp import CDPConnection
+from scrapy_cdp_pool.browser.pool.favicon_block import FAVICON_FETCH_PATTERN
 from scrapy_cdp_pool.render._page.document_kind import cdp_resource_type
 from scrapy_cdp_pool.render._page.page import Page
 from scrapy_cdp_pool.render._request.spec import RenderSpec
 from scrapy_cdp_pool.settings.url_patterns import fetch_url_pattern
-
-FAVICON_URL_PATTERN = "*/favicon.ico"
-"""The URLs of the favicon a browser asks for by itself (``Fetch`` pattern)."""
 
 
 async def open_page(
@@ -210,8 +208,7 @@ def fetch_params(
         patterns.append({"resourceType": "Fetch", "requestStage": "Response"})
         patterns.append({"resourceType": "XHR", "requestStage": "Response"})
     if block_favicon:
-        patterns.append({"urlPattern": FAVICON_URL_PATTERN, "resourceType": "Other",
-                         "requestStage": "Request"})  # fmt: skip
+        patterns.append(dict(FAVICON_FETCH_PATTERN))
     params: dict[str, Any] = {"patterns": patterns}
     if proxy_auth or server_auth:
         params["handleAuthRequests"] = True
