@@ -27,7 +27,13 @@ GIB = 1024 * 1024 * 1024
 def _page(site: SiteServer, to: str, when: str) -> scrapy.Request:
     url = site.url("/dl/page?" + urlencode({"to": to, "when": when}))
     actions = [["click", "#get"]] if when == "click" else []
-    return scrapy.Request(url, meta={"cdp": True, "cdp_actions": actions})
+    meta: dict[str, Any] = {"cdp": True, "cdp_actions": actions}
+    if when == "load":
+        # A document sent elsewhere while it loads is aborted: neither its load
+        # nor its DOMContentLoaded event comes (both backends), and the page is
+        # read as it is once the navigation timeout ends (10 s by default).
+        meta["cdp_navigation_timeout"] = 5
+    return scrapy.Request(url, meta=meta)
 
 
 def _sent(site: SiteServer, key: str) -> dict[str, Any]:

@@ -23,11 +23,11 @@ from tests.servers import SiteServer
 async def test_a_request_waiting_behind_a_page_longer_than_its_timeout_renders(
     site: SiteServer, browser: str
 ) -> None:
-    # The first holds the only slot for its 10 s deadline (the site never
+    # The first holds the only slot for its 7 s deadline (the site never
     # answers within it); the second's deadline is 6 s, less than its wait:
     # it renders after the first has failed.
     hog = scrapy.Request(
-        site.url("/slow?ms=60000"), meta={"cdp": True, "download_timeout": 10}, priority=1
+        site.url("/slow?ms=60000"), meta={"cdp": True, "download_timeout": 7}, priority=1
     )
     waiter = scrapy.Request(site.url("/js?n=2"), meta={"cdp": True, "download_timeout": 6})
     spider, crawler = await crawl(
@@ -44,5 +44,5 @@ async def test_a_request_waiting_behind_a_page_longer_than_its_timeout_renders(
     assert response.css("p.item::text").getall() == ["item-1", "item-2"]
     stats = crawler.stats.get_stats()
     assert "cdp_pool/errors/SlotWaitTimeout" not in stats
-    # the render's time, from its slot: within its 6 s deadline, not its 10 s wait
+    # the render's time, from its slot: within its 6 s deadline, not its 7 s wait
     assert stats["cdp_pool/render_seconds_max"] < 6
