@@ -42,6 +42,8 @@ class FreezingSpider(RecordingSpider):
     freeze_on = "/never"
     stopped: int | None = None
     first_failure: str | None = None
+    #: the retry's download_timeout, if set (it is waited out)
+    retry_timeout: float | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
@@ -74,6 +76,8 @@ class FreezingSpider(RecordingSpider):
     def on_scheduled(self, request: scrapy.Request) -> None:
         if request.meta.get("retry_times"):
             self.thaw()
+            if self.retry_timeout is not None:
+                request.meta["download_timeout"] = self.retry_timeout
 
     def on_error(self, failure: Failure) -> None:
         self.thaw()
@@ -92,13 +96,19 @@ async def test_a_deadline_passing_while_the_whole_browser_is_stopped_is_retried_
     path = f"/hanging-image?frozen={token()}"
     FreezingSpider.site = site
     FreezingSpider.never_hits = hits(site, "/never")
-    # 8 s: under load the document must have arrived (else a plain timeout)
+    # 8 s: under load the document must have arrived (else a plain timeout);
+    # the retry, waited out, 5 s (8 before): its navigation reaches the site
+    # within it on a loaded machine
     meta = {"cdp": True, "download_timeout": 8, "max_retry_times": 1}
-    spider, crawler = await crawl(
-        [scrapy.Request(site.url(path), meta=meta)],
-        {"CDP_POOL_BROWSER": "chromium", "CDP_POOL_CONNECTIONS": 1, "RETRY_ENABLED": True},
-        spider_cls=FreezingSpider,
-    )
+    FreezingSpider.retry_timeout = 5
+    try:
+        spider, crawler = await crawl(
+            [scrapy.Request(site.url(path), meta=meta)],
+            {"CDP_POOL_BROWSER": "chromium", "CDP_POOL_CONNECTIONS": 1, "RETRY_ENABLED": True},
+            spider_cls=FreezingSpider,
+        )
+    finally:
+        FreezingSpider.retry_timeout = None
     assert isinstance(spider, FreezingSpider)
     spider.thaw()  # in case the test failed before the request did
     stats = crawler.stats.get_stats()
