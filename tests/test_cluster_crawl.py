@@ -226,8 +226,11 @@ def test_no_worker_reaches_a_host_inside_a_pause_another_announced(
     Redis call, right before the navigation) began: a check that began after
     the pause was written sees it. (The navigation's own start, a little later
     in another process, can fall after another worker's write on a loaded
-    machine: across processes nothing is atomic but the Redis call.)"""
-    requests = 60
+    machine: across processes nothing is atomic but the Redis call.)
+
+    30 requests: 10 windows of 1, 2 and 1 s in turn (before, 60: 20 windows
+    of the same kinds, one after the other)."""
+    requests = 30
     key = token()
     url, workers = start_storm(site, unsynced_redis_server.url, tmp_path, requests, key)
     for worker in workers:

@@ -227,9 +227,11 @@ async def test_two_workers_hand_an_identity_over(
     # Worker 2 again; after its take, its lease runs out and another worker
     # takes the profile before the page starts.
     meta = {"cdp_profile": "alice", "steal_identity": True}
-    # a short lease: each delivery waits for the other worker's lock to run out
+    # a short lease: each delivery waits for the other worker's lock to run out;
+    # one delivery (before: the default 3, each stolen the same way): the next
+    # take hands it out poisoned, to fail by name without rendering
     steal = {"DOWNLOADER_MIDDLEWARES": {"tests.cluster_ops.StealIdentityMiddleware": 968},
-             "CDP_POOL_CLUSTER_LEASE_SECONDS": 3}  # fmt: skip
+             "CDP_POOL_CLUSTER_LEASE_SECONDS": 3, "CDP_POOL_CLUSTER_MAX_DELIVERIES": 1}  # fmt: skip
     spider, crawler = await crawl(
         [scrapy.Request(site.url("/refresh?late"), meta=meta)], {**cluster, **steal}
     )
@@ -237,6 +239,7 @@ async def test_two_workers_hand_an_identity_over(
     # starts: the request is dropped, nothing is rendered nor saved back (the
     # fencing of a save-back already under way: test_a_stale_fencing_token_is_refused).
     # (each delivery of it is stolen again, until it is poisoned)
+    assert [type(f.value).__name__ for f in spider.failures] == ["RequestPoisoned"]
     assert crawler.stats.get_value("cdp_pool/cluster/lease_lost_not_started") >= 1
     assert not spider.responses
     assert not crawler.stats.get_value("cdp_pool/profile/alice/state_saves")

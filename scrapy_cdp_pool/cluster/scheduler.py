@@ -52,6 +52,7 @@ that expired before it renewed them: their requests may be done twice),
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
@@ -141,6 +142,7 @@ class ClusterScheduler(BaseScheduler):
         self._unstored: deque[Request] = deque()  # yielded while Redis was down
         self._local: deque[Request] = deque()  # unserializable: fail by name here
         self._pending: tuple[float, bool] = (0.0, False)
+        self._pending_rechecked = 0.0  # the _pending[0] whose staleness wakes the engine
         self._queued: tuple[float, int] = (-math.inf, 0)  # (when, fleet-wide queued)
         self.shards = link.shards
         #: each bucket's takes (:mod:`~scrapy_cdp_pool.cluster.shards`)
@@ -601,7 +603,13 @@ class ClusterScheduler(BaseScheduler):
         if self._local or self._unstored or self.keep_open or self.link.down:
             return True
         at, pending = self._pending
-        if pending and time.monotonic() - at < PENDING_FRESH_S:
+        age = time.monotonic() - at
+        if pending and age < PENDING_FRESH_S:
+            if self._pending_rechecked != at:
+                # the engine asks again only at its heartbeat (5 s) else: a
+                # worker's last request done, its close waited for that
+                self._pending_rechecked = at
+                self.gates.wake(PENDING_FRESH_S - age)
             return True
         done = self._finished_leases()
         try:
@@ -653,7 +661,6 @@ class _Bucket:
 
 async def _after(stopping: list[Awaitable[None]], closed: Any) -> None:
     """The wake listeners' connections closed, then the dupefilter's close."""
-    for wait in stopping:
-        await wait
+    await asyncio.gather(*stopping)  # at once: each may wait CLOSE_S (wake.py)
     if isinstance(closed, Deferred):
         await maybe_deferred_to_future(closed)
