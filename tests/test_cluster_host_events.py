@@ -95,3 +95,39 @@ async def _answers(module_redis_server: RedisServer) -> None:
         assert 0 < frontier.run_keyed(claim, keys, "w2:1", 60_000, "") <= 500
     finally:
         events.stop()
+
+
+@pytest_twisted.ensureDeferred
+async def test_an_answer_read_before_the_wait_still_wakes_it(
+    module_redis_server: RedisServer,
+) -> None:
+    """Found in suite runs (a 30.0 s gap between two starts at a host rate of
+    2/s over two workers): the answer written while a claim was refused was
+    read (the socket's reader, or the wait's own read) before the wait
+    cleared its event, and the waiter slept the claim's whole lease."""
+    await Deferred.fromFuture(asyncio.ensure_future(_answer_before_the_wait(module_redis_server)))
+
+
+async def _answer_before_the_wait(module_redis_server: RedisServer) -> None:
+    client = connect(module_redis_server.url, 5)
+    frontier = Frontier(client, token(), "w1", lease_s=30)
+    claim = client.register_script(scripts.CLAIM_NAVIGATION)
+    answer = client.register_script(scripts.ANSWER_NAVIGATION)
+    keys = list(scripts.host_keys(frontier.prefix, "a.test"))
+    events = HostEvents(module_redis_server.url, frontier.prefix)
+    try:
+        await events.wait_answer("a.test", 60)  # first time: subscribes, returns
+        assert frontier.run_keyed(claim, keys, "w1:1", 60_000, "") == 0
+        read_before = events.answers_read("a.test")
+        assert frontier.run_keyed(claim, keys, "w2:1", 60_000, "") < 0  # waits for w1:1
+        frontier.run_keyed(answer, keys[1:], "w1:1", 500, "a.test")
+        deadline = time.monotonic() + DEADLINE_S
+        while events.answers_read("a.test") == read_before:  # read by the socket's reader
+            assert time.monotonic() < deadline, "the answer never reached the worker"
+            await asyncio.sleep(0.001)  # the poll's step: the condition is what is waited for
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await asyncio.wait_for(events.wait_answer("a.test", DEADLINE_S, read_before), DEADLINE_S)
+        assert loop.time() - started < DEADLINE_S / 2  # at once, not the whole wait
+    finally:
+        events.stop()

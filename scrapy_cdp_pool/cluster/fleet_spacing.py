@@ -62,8 +62,9 @@ class FleetSpacing:
         #: the fleet's answers pushed to this worker (set by the host pause
         #: middleware; ``None``: asked again every :data:`POLL_S`)
         self.events: HostEvents | None = None
-        #: hosts whose last claim, as last seen, waits for its answer
-        self._for_answer: set[str] = set()
+        #: hosts whose last claim, as last seen, waits for its answer -> the
+        #: answer messages read before that claim was asked
+        self._for_answer: dict[str, int] = {}
 
     def claim(self, host: str) -> tuple[float, str | None]:
         """Claim the next start of ``host``: ``(0.0, token)`` when claimed,
@@ -83,6 +84,7 @@ class FleetSpacing:
         # on bucket 0's channel: ``run_keyed`` passes bucket 0's prefix)
         frontier = self.link.frontier
         keys = scripts.host_keys(self.link.shards.of_host(host).prefix, host)
+        read_before = self.events.answers_read(host) if self.events is not None else 0
         try:
             left_ms = int(
                 self.link.call(
@@ -93,11 +95,11 @@ class FleetSpacing:
         except RedisUnavailable:
             return 0.0
         if left_ms < 0:  # the last claim's answer may come any time
-            self._for_answer.add(host)
+            self._for_answer[host] = read_before
             if self.events is not None and self.events.live:
                 return -left_ms / 1000  # woken by the answer (sleep)
             return min(-left_ms / 1000, POLL_S)  # look again soon
-        self._for_answer.discard(host)
+        self._for_answer.pop(host, None)
         return left_ms / 1000
 
     async def sleep(self, host: str, left_s: float) -> None:
@@ -105,8 +107,9 @@ class FleetSpacing:
         host's last claim waits for its answer, until that answer comes
         (:meth:`HostEvents.wait_answer`) or the claim runs out."""
         events = self.events
-        if host in self._for_answer and events is not None and events.live:
-            await events.wait_answer(host, left_s)
+        read_before = self._for_answer.get(host)
+        if read_before is not None and events is not None and events.live:
+            await events.wait_answer(host, left_s, read_before)
         else:
             await asyncio.sleep(left_s)
 

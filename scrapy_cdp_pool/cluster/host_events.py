@@ -81,6 +81,9 @@ class HostEvents:
         self.live = False
         self._pauses: dict[str, float] = {}  # host -> end (monotonic s)
         self._answers: dict[str, asyncio.Event] = {}
+        #: answer messages read per host (of :attr:`_answers`' hosts): a wait
+        #: returns at once for one read after its claim was refused
+        self._answers_read: dict[str, int] = {}
         self._client: Any = None
         self._pubsub: Any = None
         self._reader: tuple[asyncio.AbstractEventLoop, int] | None = None
@@ -102,11 +105,21 @@ class HostEvents:
             return 0.0
         return left
 
-    async def wait_answer(self, host: str, timeout_s: float) -> None:
+    def answers_read(self, host: str) -> int:
+        """How many answer messages of ``host`` were read so far: taken
+        before a claim is asked, it is the ``read_before`` of the
+        :meth:`wait_answer` that follows a refused claim."""
+        return self._answers_read.get(host, 0)
+
+    async def wait_answer(self, host: str, timeout_s: float, read_before: int = 0) -> None:
         """Sleep until the answer of ``host``'s last claimed navigation comes
         (its message), at most ``timeout_s``. Returns at once the first time
         for a host (its channel is subscribed then: the answer may have come
-        before) and when the subscription is not live."""
+        before), when the subscription is not live, and when an answer
+        message was read since :meth:`answers_read` said ``read_before``
+        (one written while the claim was refused: read here, before the wait,
+        it once left the waiter asleep for the rest of the lease, 30 s, in
+        test runs of two workers at a host rate)."""
         if not self._ensure() or not self._drain():
             return
         event = self._answers.get(host)
@@ -116,6 +129,7 @@ class HostEvents:
                     channels = [answer_channel(self.prefix, h) for h in self._answers]
                     self._pubsub.unsubscribe(*channels)
                     self._answers.clear()
+                    self._answers_read.clear()
                 self._pubsub.subscribe(answer_channel(self.prefix, host))
             except _ERRORS as e:
                 self._lost(e)
@@ -123,6 +137,8 @@ class HostEvents:
             self._answers[host] = asyncio.Event()
             self._watch()
             return
+        if self._answers_read.get(host, 0) > read_before:
+            return  # its answer came since the claim was asked
         event.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(event.wait(), timeout_s)
@@ -191,8 +207,10 @@ class HostEvents:
             end = time.monotonic() + int(ms) / 1000
             self._pauses[host] = max(end, self._pauses.get(host, 0.0))
             return
-        event = self._answers.get(channel[len(answer_channel(self.prefix, "")) :])
+        host = channel[len(answer_channel(self.prefix, "")) :]
+        event = self._answers.get(host)
         if event is not None:
+            self._answers_read[host] = self._answers_read.get(host, 0) + 1
             event.set()
 
     def _lost(self, error: BaseException) -> None:
@@ -206,6 +224,7 @@ class HostEvents:
         for event in self._answers.values():
             event.set()  # a waiter asks Redis again
         self._answers.clear()
+        self._answers_read.clear()
         reader, self._reader = self._reader, None
         if reader is not None:
             with contextlib.suppress(Exception):
