@@ -27,6 +27,7 @@ from scrapy_cdp_pool.cluster.profile_store import (
     StaleProfileWrite,
     export_profiles,
 )
+from scrapy_cdp_pool.cluster.redis_client import connect
 from tests.cluster_ops import PREFIX, run_worker, take_identity
 from tests.crawl import RecordingSpider, crawl
 from tests.latency_proxy import LatencyProxy
@@ -42,7 +43,10 @@ def state_with(session: str) -> dict[str, object]:
 
 
 def seeded(redis_server: RedisServer, directory: Path, owner: str = "w1") -> SharedProfiles:
-    shared = SharedProfiles(redis_server.client(), PREFIX, owner=owner, directory=directory)
+    # the worker's own client (connect(): no retries of redis-py's own; the test
+    # helper's client retried a stopped Redis for ~10 s with backoff)
+    client = connect(redis_server.url, 10)
+    shared = SharedProfiles(client, PREFIX, owner=owner, directory=directory)
     shared.seed()
     return shared
 
