@@ -19,6 +19,7 @@ from scrapy.crawler import Crawler, CrawlerRunner
 from twisted.internet.defer import Deferred
 
 from scrapy_cdp_pool import ConcurrencyBudget
+from scrapy_cdp_pool.browser.pool.server_flags import TIMEOUTS_FLAG
 from scrapy_cdp_pool.budget import LoadThresholds, budget_for
 from scrapy_cdp_pool.core.runtime import runtime_of
 from tests.crawl import BASE_SETTINGS, RecordingSpider
@@ -291,12 +292,28 @@ POOL_REFUSED = (
 BUDGET_REFUSED = (
     "CDP_POOL_BUDGET_MAX = 5, but the shared budget comes from crawler 'alpha', which sets 2"
 )
+# Found by a trial: settings the embedded Lightpanda takes as flags at its
+# start were not compared: the second crawler's pages failed on the first's.
+MAXSIZE = "DOWNLOAD_MAXSIZE (Lightpanda's --http-max-response-size)"
+MAXSIZE_REFUSED = (
+    f"{MAXSIZE} = 100000, but the shared pool was made by crawler 'alpha' with {MAXSIZE} = "
+    f"{1024 * 1024 * 1024}"
+)
+TIMEOUT_REFUSED = (
+    f"{TIMEOUTS_FLAG} = 10000, but the shared pool was made by crawler 'alpha' with "
+    f"{TIMEOUTS_FLAG} = 30000"
+)
 
 
 @pytest.mark.parametrize(
     ("beta_settings", "message"),
-    [({"CDP_POOL_CONNECTIONS": 3}, POOL_REFUSED), ({"CDP_POOL_BUDGET_MAX": 5}, BUDGET_REFUSED)],
-    ids=["pool", "budget"],
+    [
+        ({"CDP_POOL_CONNECTIONS": 3}, POOL_REFUSED),
+        ({"CDP_POOL_BUDGET_MAX": 5}, BUDGET_REFUSED),
+        ({"DOWNLOAD_MAXSIZE": 100_000}, MAXSIZE_REFUSED),
+        ({"DOWNLOAD_TIMEOUT": 10}, TIMEOUT_REFUSED),
+    ],
+    ids=["pool", "budget", "server flag: maxsize", "server flag: timeout"],
 )
 @pytest_twisted.ensureDeferred
 async def test_a_crawler_with_other_settings_for_a_shared_name_is_refused(

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from scrapy_cdp_pool.browser.pool.server_flags import start_settings
 from scrapy_cdp_pool.settings.table import SHARED_POOL_SETTINGS
 
 if TYPE_CHECKING:
@@ -112,8 +113,11 @@ class SharedByName(Generic[T]):
 
 def pool_settings(config: Any, fields: Iterable[tuple[str, str]] = POOL_SETTINGS) -> Settings:
     """The settings of ``config`` (a ``PoolConfig``) crawlers sharing a pool
-    must agree on."""
-    return tuple((setting, attrgetter(name)(config)) for name, setting in fields)
+    must agree on: the settings table's shared ones, then what its embedded
+    server takes as flags when it starts
+    (:func:`~scrapy_cdp_pool.browser.pool.server_flags.start_settings`)."""
+    shared = tuple((setting, attrgetter(name)(config)) for name, setting in fields)
+    return shared + tuple(start_settings(config))
 
 
 #: pools shared under ``CDP_POOL_NAME``

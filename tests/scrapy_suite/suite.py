@@ -170,9 +170,9 @@ def chromium_settings() -> Iterator[dict[str, Any]]:
 #: module's shared pool): what they check is read when the browser starts.
 #: ``SSLKEYLOGFILE``: the browser writes the TLS keys to the file named in its
 #: environment then. ``DOWNLOAD_MAXSIZE``: Lightpanda's own response cap is its
-#: ``--http-max-response-size`` flag (a crawler joining a pool started by
-#: another crawler has its smaller ``download_maxsize`` checked on the document
-#: once loaded, as on a remote endpoint).
+#: ``--http-max-response-size`` flag, so a crawler with another one is refused
+#: a shared pool; and the tests of a ``download_maxsize`` below it check what
+#: the crawler's own server does with it.
 OWN_BROWSER: dict[str, frozenset[str]] = {
     "chromium": frozenset({"test_keylog"}),
     "lightpanda": frozenset(
@@ -181,6 +181,9 @@ OWN_BROWSER: dict[str, frozenset[str]] = {
             "test_download_with_maxsize",
             "test_download_with_maxsize_very_large_file",
             "test_download_with_content_length",
+            "test_download_without_maxsize_limit",
+            "test_download_with_small_maxsize_via_setting",
+            "test_download_with_large_maxsize_via_setting",
         }
     ),
 }

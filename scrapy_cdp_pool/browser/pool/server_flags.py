@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from scrapy_cdp_pool.browser.backends import sets_flag
+from scrapy_cdp_pool.browser.backends import CHROMIUM, backend_of, sets_flag
 from scrapy_cdp_pool.settings.config import PoolConfig
 
 #: the largest values Lightpanda's flags take (``range overflow`` at start
@@ -311,3 +311,40 @@ def loads_iframes(lightpanda_args: tuple[str, ...]) -> bool:
     ) or any(
         arg in ("--load-resources=iframe", "-load-resources=iframe") for arg in lightpanda_args
     )
+
+
+#: the name :func:`start_settings` gives Lightpanda's ``--http-timeout``
+TIMEOUTS_FLAG = (
+    "DOWNLOAD_TIMEOUT / CDP_POOL_NAVIGATION_TIMEOUT_SECONDS (Lightpanda's --http-timeout, ms)"
+)
+
+
+def start_settings(config: PoolConfig) -> list[tuple[str, object]]:
+    """What the embedded server of ``config``'s pool takes from the settings
+    when it starts (its flags), each named by the settings it comes from:
+    crawlers sharing that pool (``CDP_POOL_NAME``) must agree on them, as the
+    server one crawler starts holds them for every other (found by a trial:
+    a second crawler with a larger ``DOWNLOAD_MAXSIZE`` had every page fail
+    on the first one's ``--http-max-response-size``, one with a longer
+    ``DOWNLOAD_TIMEOUT`` timed out at the first one's ``--http-timeout``).
+    Empty for remote endpoints (``CDP_POOL_ENDPOINTS``): nothing is started."""
+    if config.endpoints:
+        return []
+    common: list[tuple[str, object]] = [
+        ("CDP_POOL_IGNORE_HTTPS_ERRORS", config.ignore_https_errors),
+        ("CDP_POOL_PAGE_HEAP_LIMIT_MB", config.page_heap_limit_mb),
+    ]
+    if backend_of(config) == CHROMIUM:
+        images = "image" in config.block_resources  # --blink-settings=imagesEnabled=false
+        return [*common, ('"image" in CDP_POOL_BLOCK_RESOURCES (a Chromium flag)', images)]
+    return [
+        *common,
+        ("DOWNLOAD_MAXSIZE (Lightpanda's --http-max-response-size)", config.download_maxsize),
+        (TIMEOUTS_FLAG, http_timeout_ms(config)),
+        ("DOWNLOAD_TIMEOUT (Lightpanda's --watchdog-ms)", watchdog_ms(config)),
+        (
+            "CDP_POOL_MAX_MESSAGE_MB (Lightpanda's --cdp-max-message-size)",
+            max_message_bytes(config),
+        ),
+        ("CDP_POOL_HTTP_CACHE", config.http_cache),
+    ]
