@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -44,9 +45,24 @@ async def framed(request: web.Request) -> web.Response:
 
 @routes.get("/dl/link")
 async def link(request: web.Request) -> web.Response:
+    """An ``<a download>`` link to ``to``; with ``served=1``, once clicked
+    the page asks ``/stats`` every 50 ms until the site has served ``to``
+    (its path and query), then adds ``#served``."""
     href = json.dumps(request.query["to"])
+    script = ""
+    if request.query.get("served") == "1":
+        wanted = json.dumps(urlsplit(request.query["to"])._replace(scheme="", netloc="").geturl())
+        script = (
+            "<script>document.getElementById('get').addEventListener('click', () => {"
+            "const look = () => fetch('/stats').then(r => r.json()).then(s => {"
+            f"if ((s.hits_by_url || {{}})[{wanted}]) {{"
+            "const p = document.createElement('p'); p.id = 'served'; document.body.append(p);"
+            "} else { setTimeout(look, 50); } });"
+            "setTimeout(look, 0); });</script>"
+        )
     return html_response(
-        "Download page", f'<p id="ready">ready</p><a id="get" href={href} download>get</a>'
+        "Download page",
+        f'<p id="ready">ready</p><a id="get" href={href} download>get</a>{script}',
     )
 
 
