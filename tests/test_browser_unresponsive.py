@@ -84,6 +84,30 @@ class FreezingSpider(RecordingSpider):
         super().on_error(failure)
 
 
+async def _crawl_frozen(
+    site: SiteServer, path: str, meta: dict[str, Any], **spider_attributes: Any
+) -> tuple[FreezingSpider, Any]:
+    """Crawl one request to ``path`` (``meta``) on one Chromium connection
+    with retries, :class:`FreezingSpider`'s ``spider_attributes`` set for it
+    (put back after); the spider thawed (in case the test failed before the
+    request did)."""
+    saved = {name: getattr(FreezingSpider, name) for name in spider_attributes}
+    for name, value in spider_attributes.items():
+        setattr(FreezingSpider, name, value)
+    try:
+        spider, crawler = await crawl(
+            [scrapy.Request(site.url(path), meta=meta)],
+            {"CDP_POOL_BROWSER": "chromium", "CDP_POOL_CONNECTIONS": 1, "RETRY_ENABLED": True},
+            spider_cls=FreezingSpider,
+        )
+    finally:
+        for name, value in saved.items():
+            setattr(FreezingSpider, name, value)
+    assert isinstance(spider, FreezingSpider)
+    spider.thaw()
+    return spider, crawler
+
+
 @pytest_twisted.ensureDeferred
 async def test_a_deadline_passing_while_the_whole_browser_is_stopped_is_retried_not_stalled(
     site: SiteServer,
@@ -100,17 +124,7 @@ async def test_a_deadline_passing_while_the_whole_browser_is_stopped_is_retried_
     # the retry, waited out, 5 s (8 before): its navigation reaches the site
     # within it on a loaded machine
     meta = {"cdp": True, "download_timeout": 8, "max_retry_times": 1}
-    FreezingSpider.retry_timeout = 5
-    try:
-        spider, crawler = await crawl(
-            [scrapy.Request(site.url(path), meta=meta)],
-            {"CDP_POOL_BROWSER": "chromium", "CDP_POOL_CONNECTIONS": 1, "RETRY_ENABLED": True},
-            spider_cls=FreezingSpider,
-        )
-    finally:
-        FreezingSpider.retry_timeout = None
-    assert isinstance(spider, FreezingSpider)
-    spider.thaw()  # in case the test failed before the request did
+    spider, crawler = await _crawl_frozen(site, path, meta, retry_timeout=5)
     stats = crawler.stats.get_stats()
     assert "cdp_pool/errors/PageScriptStalled" not in stats, stats
     assert stats["cdp_pool/errors/BrowserUnresponsive"] == 1
@@ -135,19 +149,9 @@ async def test_a_browser_stopped_before_the_document_arrived_is_named_unresponsi
     Before: both attempts were plain timeouts, the frozen browser unnamed."""
     path = f"/slow?ms=60000&frozen={token()}"
     FreezingSpider.site = site
-    FreezingSpider.freeze_on = path
     FreezingSpider.never_hits = 0
     meta = {"cdp": True, "download_timeout": 4, "max_retry_times": 1}
-    try:
-        spider, crawler = await crawl(
-            [scrapy.Request(site.url(path), meta=meta)],
-            {"CDP_POOL_BROWSER": "chromium", "CDP_POOL_CONNECTIONS": 1, "RETRY_ENABLED": True},
-            spider_cls=FreezingSpider,
-        )
-    finally:
-        FreezingSpider.freeze_on = "/never"
-    assert isinstance(spider, FreezingSpider)
-    spider.thaw()  # in case the test failed before the request did
+    spider, crawler = await _crawl_frozen(site, path, meta, freeze_on=path)
     stats = crawler.stats.get_stats()
     assert stats["cdp_pool/errors/BrowserUnresponsive"] == 1, stats
     assert stats["retry/count"] == 1

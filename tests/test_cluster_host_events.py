@@ -72,12 +72,18 @@ async def test_a_start_waiting_for_an_answer_is_woken_by_it(
     await Deferred.fromFuture(asyncio.ensure_future(_answers(module_redis_server)))
 
 
-async def _answers(module_redis_server: RedisServer) -> None:
-    client = connect(module_redis_server.url, 5)
+def _claims(url: str) -> tuple[Frontier, Any, Any, list[str]]:
+    """A crawl's frontier on ``url``, the navigation claim and answer
+    scripts, and the keys of ``a.test``'s claim."""
+    client = connect(url, 5)
     frontier = Frontier(client, token(), "w1", lease_s=30)
     claim = client.register_script(scripts.CLAIM_NAVIGATION)
     answer = client.register_script(scripts.ANSWER_NAVIGATION)
-    keys = list(scripts.host_keys(frontier.prefix, "a.test"))
+    return frontier, claim, answer, list(scripts.host_keys(frontier.prefix, "a.test"))
+
+
+async def _answers(module_redis_server: RedisServer) -> None:
+    frontier, claim, answer, keys = _claims(module_redis_server.url)
     assert frontier.run_keyed(claim, keys, "w1:1", 60_000, "") == 0
     events = HostEvents(module_redis_server.url, frontier.prefix)
     try:
@@ -109,11 +115,7 @@ async def test_an_answer_read_before_the_wait_still_wakes_it(
 
 
 async def _answer_before_the_wait(module_redis_server: RedisServer) -> None:
-    client = connect(module_redis_server.url, 5)
-    frontier = Frontier(client, token(), "w1", lease_s=30)
-    claim = client.register_script(scripts.CLAIM_NAVIGATION)
-    answer = client.register_script(scripts.ANSWER_NAVIGATION)
-    keys = list(scripts.host_keys(frontier.prefix, "a.test"))
+    frontier, claim, answer, keys = _claims(module_redis_server.url)
     events = HostEvents(module_redis_server.url, frontier.prefix)
     try:
         await events.wait_answer("a.test", 60)  # first time: subscribes, returns
