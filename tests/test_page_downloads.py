@@ -168,18 +168,18 @@ async def test_a_download_link_to_a_displayed_type_keeps_the_page(
     main-frame document: before, it replaced the page with the CSV (the
     action after the click failed "the page is not HTML"). Its headless shell
     and Lightpanda 1.0.2 send no request for it: the page stays there too."""
-    to = site.url(f"/dl/plain.csv?k={uuid.uuid4().hex}")
+    query: dict[str, Any] = {"to": site.url(f"/dl/plain.csv?k={uuid.uuid4().hex}"), "b": browser}
+    ready = "#ready"
     if browser == "full chromium":
         # Its download manager's request comes some time after the click; the
         # render ends with the actions: wait until the site has served it (the
         # page's #served) before they end (before: #ready, there from the
         # start, ended them at once, and under load the download came after
         # the render: recorded none, in a run with two CPU hogs).
-        url = site.url("/dl/link?" + urlencode({"to": to, "b": browser, "served": 1}))
-        actions = [["click", "#get"], ["wait_for_selector", "#served"]]
-    else:
-        url = site.url("/dl/link?" + urlencode({"to": to, "b": browser}))
-        actions = [["click", "#get"], ["wait_for_selector", "#ready"]]
+        query["served"] = 1
+        ready = "#served"
+    url = site.url("/dl/link?" + urlencode(query))
+    actions = [["click", "#get"], ["wait_for_selector", ready]]
     meta = {"cdp": True, "cdp_actions": actions, "cdp_downloads": True}
     spider, _ = await crawl([scrapy.Request(url, meta=meta)], BROWSERS[browser])
     assert not spider.failures, [str(f.value) for f in spider.failures]

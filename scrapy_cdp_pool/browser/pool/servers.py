@@ -208,7 +208,7 @@ class ChromiumServer(EmbeddedServer):
         self.cdp: CDPConnection | None = None
         #: its ``Browser.getVersion`` answer
         self.version: dict[str, Any] = {}
-        self.favicon_block = BrowserFaviconBlock()
+        self.favicon_block: BrowserFaviconBlock = BrowserFaviconBlock()
 
     shared_channel = True
 
@@ -229,9 +229,8 @@ class ChromiumServer(EmbeddedServer):
         too (:mod:`~scrapy_cdp_pool.browser.pool.favicon_block`).
 
         :raises ServerStartError: it refused ``Fetch.enable``."""
-        block = self.favicon_block = self.favicon_block or BrowserFaviconBlock()
         try:
-            await block.install(cdp)
+            await self.favicon_block.install(cdp)
         except CDPError as e:
             raise ServerStartError(
                 f"chromium refused Fetch.enable on its browser session: {e}"
