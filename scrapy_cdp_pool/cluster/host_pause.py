@@ -6,11 +6,14 @@ expiring then), so that:
 
 - the cluster frontier's take hands out no request to a paused host, whichever
   worker saw the 429 (the gate is parked until the pause's end);
-- the download handler's checks of requests already past the queue
-  (:meth:`remaining`, asked when a request gets its browser slot and right
-  before it navigates) see pauses announced by any worker: pushed to each
-  worker as they are written (:mod:`~scrapy_cdp_pool.cluster.host_events`),
-  no round trip; one ``PTTL`` each while that subscription is not live.
+- the download handler's check right before a request navigates (or a plain
+  request is sent), :meth:`remaining`, sees pauses announced by any worker:
+  pushed to each worker as they are written
+  (:mod:`~scrapy_cdp_pool.cluster.host_events`), no round trip; "no pause"
+  is one ``PTTL``. Its earlier checks, before a request takes a browser slot
+  and before it makes a context (:meth:`known_remaining`), only avoid
+  holding a slot or making a context for nothing: they ask no Redis (three
+  ``PTTL`` a rendered request before, one now).
 
 With ``CDP_POOL_HOST_RATE`` it also plugs the fleet's spacing of each
 host's starts (:mod:`~scrapy_cdp_pool.cluster.fleet_spacing`), which refuses
@@ -26,6 +29,7 @@ meanwhile).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from scrapy import signals
@@ -60,6 +64,8 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
         self.link = link
         #: the fleet's pauses (and navigation answers) pushed to this worker
         self.events = HostEvents(link.url, link.frontier.prefix)
+        #: host -> end (``time.monotonic()``) of a fleet pause :meth:`remaining` read
+        self._read_pauses: dict[str, float] = {}
         if config.resilience.host_rate:  # the host rate held fleet-wide at the site too
             spacing = FleetSpacing(link, 1.0 / config.resilience.host_rate, config.cluster.lease_s)
             spacing.events = self.events
@@ -107,4 +113,21 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
             shared = self.link.call("pause", lambda: self.link.shards.pause_left(host))
         except RedisUnavailable:
             return local
+        if shared > 0:  # kept for known_remaining (its message may be on its way)
+            self._read_pauses[host] = time.monotonic() + shared
         return max(local, shared)
+
+    def known_remaining(self, host: str) -> float:
+        """This worker's pause of ``host``, the fleet's pushed to it, or one
+        :meth:`remaining` read from Redis, whichever ends last; no Redis
+        call (a pause announced by another worker whose message has not
+        come yet is missing here: the check before the navigation asks)."""
+        local = super().remaining(host)
+        pushed = self.events.pause_left(host) or 0.0
+        end = self._read_pauses.get(host)
+        read = 0.0
+        if end is not None:
+            read = end - time.monotonic()
+            if read <= 0:
+                del self._read_pauses[host]
+        return max(local, pushed, read)

@@ -284,7 +284,7 @@ class Renderer:
     ) -> Callable[[ContextLease], Awaitable[RenderResult]]:
         async def in_lease(lease: ContextLease) -> RenderResult:
             attempts.slot_at = time.monotonic()
-            self.pacing.check(inputs.host)  # before a context is made
+            self.pacing.check_known(inputs.host)  # before a context is made
             self.stats.page(pool, lease)
             extra = {"crawler": self.crawler}
             self._refused_user_agent.check(inputs.spec, lease.info, extra)

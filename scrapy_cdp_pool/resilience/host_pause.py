@@ -137,6 +137,10 @@ class HostPauseMiddleware:
         until = self._until.get(host)
         return max(0.0, until - time.monotonic()) if until is not None else 0.0
 
+    def known_remaining(self, host: str) -> float:
+        """:meth:`remaining` (this process's pauses are all it knows)."""
+        return self.remaining(host)
+
     async def wait_open(self, host: str) -> float:
         """Wait until ``host`` is not paused (a pause extended meanwhile is
         waited for too); return the seconds waited."""

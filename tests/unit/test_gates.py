@@ -130,6 +130,9 @@ class StandInPauses:
     def remaining(self, host: str) -> float:
         return 5.0 if host == self.paused else 0.0
 
+    def known_remaining(self, host: str) -> float:
+        return self.remaining(host)
+
     def is_open(self, host: str) -> bool:
         return host != self.paused
 

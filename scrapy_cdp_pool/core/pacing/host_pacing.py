@@ -20,7 +20,11 @@ Features plug their parts in one way, :meth:`HostPacing.plug` (see
 A rendered or plain request waits while its host is paused, before it takes
 a browser slot, again once it has one (the slot is given back,
 :class:`HostPaused`) and right before its navigation starts; a response whose
-headers ask for a pause starts it at once, as soon as they arrive. Right
+headers ask for a pause starts it at once, as soon as they arrive. Only the
+check right before the navigation (or a plain download) asks every source
+(:meth:`HostPauses.remaining`: in a cluster, Redis when no pause was pushed);
+the earlier ones ask what this process knows
+(:meth:`HostPauses.known_remaining`), as they only spare a slot or a context. Right
 before the navigation (or a plain request's download), in this order: the
 wait for the slot's delay, the host's pause checked, the launch checks (a
 cluster worker's lease, :meth:`RequestGates.check_launch`), the start
@@ -110,17 +114,33 @@ class HostPacing:
         return pauses is None or pauses.is_open(host)
 
     async def wait(self, host: str) -> None:
-        """Wait while ``host`` is paused (counted in ``cdp_pool/host_pause_waits``)."""
+        """Wait while ``host`` is paused as this process knows
+        (:meth:`HostPauses.known_remaining`; counted in
+        ``cdp_pool/host_pause_waits``)."""
         pauses = self._pauses
-        if pauses is not None and pauses.remaining(host) > 0:
+        if pauses is not None and pauses.known_remaining(host) > 0:
             stats: Any = self.crawler.stats
             stats.inc_value("cdp_pool/host_pause_waits")
             await pauses.wait_open(host)
 
     def check(self, host: str) -> None:
-        """:raises HostPaused: ``host`` is paused now."""
+        """Right before a start: whether ``host`` is paused now, asked of
+        every source (:meth:`HostPauses.remaining`).
+
+        :raises HostPaused: it is.
+        """
         pauses = self._pauses
         if pauses is not None and pauses.remaining(host) > 0:
+            raise HostPaused
+
+    def check_known(self, host: str) -> None:
+        """Whether ``host`` is paused as this process knows
+        (:meth:`HostPauses.known_remaining`: no Redis call).
+
+        :raises HostPaused: it is.
+        """
+        pauses = self._pauses
+        if pauses is not None and pauses.known_remaining(host) > 0:
             raise HostPaused
 
     def observe(self, request: Request, response: Response) -> None:

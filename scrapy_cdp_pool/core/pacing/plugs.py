@@ -31,7 +31,14 @@ class HostPauses(Protocol):
         """A response to ``request`` came from ``url``: pause its host if it asks."""
 
     def remaining(self, host: str) -> float:
-        """Seconds until ``host``'s pause ends, ``0.0`` if it is not paused."""
+        """Seconds until ``host``'s pause ends, ``0.0`` if it is not paused
+        (in a cluster, "not paused" is asked of Redis: one round trip)."""
+
+    def known_remaining(self, host: str) -> float:
+        """:meth:`remaining` as this process knows it, with no Redis call
+        (in a cluster, a pause pushed to it or read by :meth:`remaining`
+        may still be missing; the check right before a navigation or a
+        plain download, :meth:`remaining`, sees it)."""
 
     def is_open(self, host: str) -> bool:
         """Whether the queue may hand out a request to ``host`` now (no Redis
