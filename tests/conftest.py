@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import compileall
+import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +16,36 @@ from tests.redis_server import (  # noqa: F401 - the Redis fixtures, one per kin
     unsynced_redis_server,
 )
 from tests.servers import ChromiumProcess, LightpandaProcess, SiteServer
+
+# Byte-code caches on for the suite's own processes, whatever the shell says
+# (``PYTHONDONTWRITEBYTECODE``, set on some CI machines): without them each
+# of the ~600 Python processes a run starts (xdist workers, ``scrapy crawl``
+# subprocesses, test servers) compiled the package again, ~0.3 CPU-s each,
+# and each worker rewrote every test module's assertions, ~4 CPU-s.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _shared_browsers(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In a module of ``SHARED_BROWSERS = True``, the crawls of
+    :func:`tests.crawl.crawl` with the same settings share one embedded
+    server, closed after the module's last test."""
+    if not getattr(request.module, "SHARED_BROWSERS", False):
+        yield
+        return
+    import asyncio
+
+    import pytest_twisted
+    from twisted.internet.defer import Deferred
+
+    from tests import crawl
+
+    crawl.share_browsers()
+    try:
+        yield
+    finally:
+        pytest_twisted.blockon(Deferred.fromFuture(asyncio.ensure_future(crawl.stop_sharing())))
 
 
 @pytest.fixture(scope="session")
@@ -52,6 +85,16 @@ def _kill_left_workers() -> Iterator[None]:
     harness = sys.modules.get("tests.cluster_harness")
     if harness is not None:
         harness.kill_left()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before the xdist workers start (in the controller, or a run without
+    xdist): the package and the tests byte-compiled once, for every
+    process of the run to load (~3 CPU-s)."""
+    if getattr(config, "workerinput", None) is None:
+        root = Path(__file__).resolve().parent.parent
+        for folder in ("scrapy_cdp_pool", "tests"):
+            compileall.compile_dir(root / folder, quiet=2)
 
 
 @pytest.hookimpl(trylast=True)  # after -k / -m deselected what they do

@@ -6,7 +6,10 @@ from typing import Any
 
 import scrapy
 from scrapy.crawler import Crawler, CrawlerRunner
+from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
+
+from scrapy_cdp_pool.core.runtime import runtime_of
 
 BASE_SETTINGS: dict[str, Any] = {
     "ADDONS": {"scrapy_cdp_pool.Addon": 0},
@@ -59,14 +62,63 @@ class RecordingSpider(scrapy.Spider):
         return matches[0]
 
 
+#: settings (as a key) -> a crawler holding the embedded server that crawls
+#: of those settings share (``CDP_POOL_NAME``), and those settings with the
+#: name, while a module of ``SHARED_BROWSERS = True`` runs
+#: (tests/conftest.py); ``None``: each crawl starts its own server
+_holders: dict[str, tuple[Crawler, dict[str, Any]]] | None = None
+
+
+def share_browsers() -> None:
+    """From now on, crawls with the same settings share one embedded server."""
+    global _holders
+    _holders = {}
+
+
+async def stop_sharing() -> None:
+    """Close the servers kept open since :func:`share_browsers`."""
+    global _holders
+    holders, _holders = _holders or {}, None
+    for holder, _ in holders.values():
+        await runtime_of(holder).release_pool()
+
+
+def _shared(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings``, with the name of the pool that crawls of the same
+    settings share while :func:`share_browsers` is on, held open between
+    them by a crawler of its own (as Scrapy's handler suites' server is:
+    tests/scrapy_suite/suite.py). A start of Chromium's headless shell cost
+    ~0.6 CPU-s in a suite run (browser, GPU and zygote processes over 218
+    starts). Crawls of remote endpoints, of a pool name of their own or
+    with a file their crawler opens as it is made (``CDP_POOL_STATUS_FILE``,
+    ``CDP_POOL_FAILURES_FILE``: the holder, never closed as a crawl, would
+    leave it open) are left alone; only settings equal in every key share
+    (so the shared pool's check of its crawlers' settings passes)."""
+    if (
+        _holders is None
+        or "CDP_POOL_NAME" in settings
+        or "CDP_POOL_ENDPOINTS" in settings
+        or any(name.endswith("_FILE") for name in settings)
+    ):
+        return settings
+    key = repr(sorted((name, repr(value)) for name, value in settings.items()))
+    if key not in _holders:
+        named = {**settings, "CDP_POOL_NAME": f"tests-shared-{len(_holders)}"}
+        holder = get_crawler(None, named)
+        runtime_of(holder).acquire_pool()
+        _holders[key] = (holder, named)
+    return _holders[key][1]
+
+
 async def crawl(
     requests: list[scrapy.Request], settings: dict[str, Any] | None = None,
     spider_cls: type[RecordingSpider] = RecordingSpider,
 ) -> tuple[RecordingSpider, Crawler]:  # fmt: skip
     """Crawl ``requests`` with the add-on and ``settings`` on top of
     :data:`BASE_SETTINGS`; return the spider (responses, failures) and the
-    crawler (stats)."""
-    runner = CrawlerRunner({**BASE_SETTINGS, **(settings or {})})
+    crawler (stats). In a module of ``SHARED_BROWSERS = True``, crawls of
+    the same settings share one embedded server (:func:`_shared`)."""
+    runner = CrawlerRunner(_shared({**BASE_SETTINGS, **(settings or {})}))
     crawler = runner.create_crawler(spider_cls)
     await runner.crawl(crawler, requests=requests)
     # a crawl that fails its exit status (core/exit_status.py) keeps its spider there

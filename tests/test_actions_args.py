@@ -11,6 +11,9 @@ from tests.crawl import crawl
 from tests.profiles import hits, token
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 
 @pytest_twisted.ensureDeferred
 async def test_a_request_with_a_bad_action_fails_before_any_browser_work(

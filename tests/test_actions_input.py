@@ -18,6 +18,9 @@ from tests.crawl import crawl
 from tests.profiles import token
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 BACKENDS = ["lightpanda", "chromium"]
 REPORT = ["evaluate", "report()"]
 

@@ -19,6 +19,9 @@ from scrapy_cdp_pool.errors import ActionError
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 BODY_TEXT = ["evaluate", "document.body ? document.body.innerText : null"]
 

@@ -19,6 +19,9 @@ from tests.profiles import hits, token
 from tests.servers import SiteServer
 from tests.site.actions import SHOT_BOX, SHOT_COLOUR
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 
 async def shots(site: SiteServer, actions: list[Any]) -> list[Image.Image]:
     spider, _ = await crawl(

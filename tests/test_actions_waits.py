@@ -20,6 +20,9 @@ from tests.servers import SiteServer
 from tests.site.actions import FEED_PAGE_SIZE, FEED_PAGES
 from tests.test_actions_input import reports
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 BACKENDS = ["lightpanda", "chromium"]
 REPORT_STATE = ["evaluate", "report({ready: window.ready || null, url: location.href})"]
 

@@ -17,6 +17,9 @@ from tests.crawl import crawl
 from tests.profiles import hits
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 LIGHTPANDA = {"CDP_POOL_BROWSER": "lightpanda"}
 
 

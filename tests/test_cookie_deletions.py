@@ -14,6 +14,9 @@ import scrapy
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 
 @pytest.mark.parametrize("how", ["fetch", "cookie"])
 @pytest.mark.parametrize("browser", ["lightpanda", "chromium"])

@@ -21,6 +21,9 @@ import scrapy
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 FRAMED_PAGES = 12
 FRAMES_PER_PAGE = 4
 PLAIN_PAGES = 12

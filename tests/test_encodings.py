@@ -13,6 +13,9 @@ from tests.crawl import crawl
 from tests.servers import SiteServer
 from tests.site.encodings import text_in
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 BACKENDS = {"lightpanda": {}, "chromium": {"CDP_POOL_BROWSER": "chromium"}}
 #: name -> query of /enc/page
 VARIANTS = {

@@ -23,6 +23,9 @@ from scrapy.http import Response, TextResponse
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 #: (name, path, method, meta): the routes compared
 ROUTES: list[tuple[str, str, str, dict[str, Any]]] = [
     # redirect chains of every code, a cookie on every hop

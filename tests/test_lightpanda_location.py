@@ -16,6 +16,9 @@ import scrapy
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 BROWSERS = [
     pytest.param(
         "lightpanda",

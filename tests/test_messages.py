@@ -21,6 +21,9 @@ from scrapy_cdp_pool.messages import MESSAGE_LIMIT_CHARS, cap_message
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 CHARS = 204800
 CUT = re.compile(r"\[message cut: (\d+) characters, (\d+) shown\]")
 

@@ -18,6 +18,9 @@ from tests.crawl import crawl
 from tests.profiles import hits
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 
 @pytest.mark.parametrize(
     ("browser", "how"),

@@ -16,6 +16,9 @@ import scrapy
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 BACKENDS = {"lightpanda": {}, "chromium": {"CDP_POOL_BROWSER": "chromium"}}
 # A stalled render would run into download_timeout long before the
 # navigation timeout: the render must end on its own.

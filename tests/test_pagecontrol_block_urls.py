@@ -12,6 +12,9 @@ from tests.contract import token
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 BACKENDS = ["lightpanda", "chromium"]
 
 

@@ -13,6 +13,9 @@ from tests.crawl import crawl
 from tests.servers import SiteServer
 from tests.site.pagecontrol import api_body
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 BACKENDS = ["lightpanda", "chromium"]
 WAIT_DONE = [["wait_for_selector", "#done"]]
 

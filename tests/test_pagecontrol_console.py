@@ -15,6 +15,9 @@ from scrapy_cdp_pool.render._request.snapshots import ERRORS_FILE
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 BACKENDS = ["lightpanda", "chromium"]
 
 

@@ -19,6 +19,9 @@ from scrapy_cdp_pool.errors import PrivateNavigationRefused
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 BACKENDS = {"lightpanda": {}, "chromium": {"CDP_POOL_BROWSER": "chromium"}}
 SECRET = "SECRET-7f3a"  # noqa: S105 (what the test site serves)
 #: the probe's requests to the service: two fetches, and the iframe where the

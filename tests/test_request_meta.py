@@ -16,6 +16,9 @@ from scrapy_cdp_pool.errors import InvalidRequestMeta
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 BAD: list[tuple[dict[str, Any], str]] = [
     ({"cdp_wait_until": "loaded"}, "meta['cdp_wait_until'] = 'loaded'"),
     ({"download_maxsize": "abc"}, "meta['download_maxsize'] = 'abc'"),

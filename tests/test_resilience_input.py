@@ -14,6 +14,9 @@ from scrapy_cdp_pool.errors import InvalidRequestMeta, UnserializableRequestErro
 from tests.crawl import RecordingSpider, crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 
 @pytest_twisted.ensureDeferred
 async def test_request_jobdir_cannot_store_fails_naming_the_meta_key(

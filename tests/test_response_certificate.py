@@ -14,6 +14,9 @@ from twisted.internet.ssl import Certificate
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 
 def der(certificate: Certificate) -> bytes:
     return certificate.original.to_cryptography().public_bytes(Encoding.DER)

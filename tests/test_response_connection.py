@@ -14,6 +14,9 @@ import scrapy
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 CHROMIUM = {"CDP_POOL_BROWSER": "chromium", "CDP_POOL_IGNORE_HTTPS_ERRORS": True}
 
 

@@ -29,6 +29,9 @@ from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.crawl import crawl
 from tests.servers import SiteServer, free_port
 
+#: crawls of the same settings share one embedded server (tests/conftest.py)
+SHARED_BROWSERS = True
+
 SECRETS = ("EPs3cret", "EPtok")
 
 
