@@ -8,6 +8,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 import pytest_twisted
 import scrapy
 from scrapy.utils.misc import load_object
@@ -17,9 +18,12 @@ from scrapy_cdp_pool import Addon
 from scrapy_cdp_pool.cluster.frontier import SEEN, Frontier
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.redis_client import connect
+from scrapy_cdp_pool.cluster.shards import Buckets
 from scrapy_cdp_pool.core.runtime import runtime_of
 from tests.cluster_harness import RedisServer, cluster
+from tests.crawl import crawl
 from tests.profiles import token
+from tests.servers import SiteServer
 
 
 def test_a_release_rides_on_the_take_that_follows(module_redis_server: RedisServer) -> None:
@@ -106,3 +110,36 @@ async def test_the_scheduler_path_makes_two_round_trips_per_request(
     assert scheduler.frontier.calls - calls == 2 * (total + 1 - warm_up)
     scheduler.close("finished")
     assert crawler.stats.get_value("cdp_pool/cluster/acked") == total
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_request_asks_redis_whether_its_host_is_paused_once(
+    module_redis_server: RedisServer, site: SiteServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real in-process worker's crawl (Lightpanda, the test site): of the
+    download handler's pause checks (a rendered request's before its browser
+    slot, once it has one and right before its navigation; a plain
+    request's before its turn and right before its download) only the last
+    asks Redis ("no pause?", a ``PTTL``), the others read what the worker
+    knows. Counted by a spy on ``Buckets.pause_left`` that calls through.
+    Before: 3 a rendered request, 2 a plain one."""
+    asked: list[str] = []
+    real = Buckets.pause_left
+
+    def counted(self: Buckets, host: str) -> float:
+        asked.append(host)
+        return real(self, host)
+
+    monkeypatch.setattr(Buckets, "pause_left", counted)
+    rendered = [
+        scrapy.Request(site.url(f"/echo?rendered={n}"), meta={"cdp": True}) for n in range(4)
+    ]
+    plain = [scrapy.Request(site.url(f"/echo?plain={n}")) for n in range(3)]
+    settings = cluster(module_redis_server.url, token(), CDP_POOL_RENDER_ALL=False)
+    spider, crawler = await crawl(rendered + plain, settings)
+    assert not spider.failures, spider.failures
+    assert len(spider.responses) == 7
+    stats = crawler.stats.get_stats()
+    # in the browser: 4 of the 7 (/echo's text/plain is a raw document)
+    assert stats.get("cdp_pool/pages", 0) + stats.get("cdp_pool/documents_raw", 0) == 4, stats
+    assert len(asked) == 7, asked
