@@ -34,18 +34,13 @@ def _shared_browsers(request: pytest.FixtureRequest) -> Iterator[None]:
     if not getattr(request.module, "SHARED_BROWSERS", False):
         yield
         return
-    import asyncio
-
-    import pytest_twisted
-    from twisted.internet.defer import Deferred
-
-    from tests import crawl
+    from tests import crawl  # Scrapy and the package: imported by the tests that need them
 
     crawl.share_browsers()
     try:
         yield
     finally:
-        pytest_twisted.blockon(Deferred.fromFuture(asyncio.ensure_future(crawl.stop_sharing())))
+        crawl.stop_sharing()
 
 
 @pytest.fixture(scope="session")

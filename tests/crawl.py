@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import pytest_twisted
 import scrapy
 from scrapy.crawler import Crawler, CrawlerRunner
 from scrapy.utils.test import get_crawler
+from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
-from scrapy_cdp_pool.core.runtime import runtime_of
+from scrapy_cdp_pool.core.runtime import CrawlerRuntime, runtime_of
 
 BASE_SETTINGS: dict[str, Any] = {
     "ADDONS": {"scrapy_cdp_pool.Addon": 0},
@@ -62,11 +65,26 @@ class RecordingSpider(scrapy.Spider):
         return matches[0]
 
 
-#: settings (as a key) -> a crawler holding the embedded server that crawls
-#: of those settings share (``CDP_POOL_NAME``), and those settings with the
-#: name, while a module of ``SHARED_BROWSERS = True`` runs
+def hold_pool(settings: dict[str, Any]) -> CrawlerRuntime:
+    """The pool of ``settings`` (which name it: ``CDP_POOL_NAME``) held open
+    by a crawler of its own, for crawlers of the same settings to join by
+    name between tests; closed by :func:`release_held`."""
+    runtime = runtime_of(get_crawler(None, settings))
+    runtime.acquire_pool()
+    return runtime
+
+
+def release_held(runtime: CrawlerRuntime) -> None:
+    """Give back the pool :func:`hold_pool` held (its last holder closes
+    it); blocks the test's reactor until it is closed."""
+    pytest_twisted.blockon(Deferred.fromFuture(asyncio.ensure_future(runtime.release_pool())))
+
+
+#: settings (as a key) -> the runtime holding the embedded server that
+#: crawls of those settings share (:func:`hold_pool`), and those settings
+#: with its name, while a module of ``SHARED_BROWSERS = True`` runs
 #: (tests/conftest.py); ``None``: each crawl starts its own server
-_holders: dict[str, tuple[Crawler, dict[str, Any]]] | None = None
+_holders: dict[str, tuple[CrawlerRuntime, dict[str, Any]]] | None = None
 
 
 def share_browsers() -> None:
@@ -75,12 +93,12 @@ def share_browsers() -> None:
     _holders = {}
 
 
-async def stop_sharing() -> None:
+def stop_sharing() -> None:
     """Close the servers kept open since :func:`share_browsers`."""
     global _holders
     holders, _holders = _holders or {}, None
-    for holder, _ in holders.values():
-        await runtime_of(holder).release_pool()
+    for runtime, _ in holders.values():
+        release_held(runtime)
 
 
 def _shared(settings: dict[str, Any]) -> dict[str, Any]:
@@ -104,9 +122,7 @@ def _shared(settings: dict[str, Any]) -> dict[str, Any]:
     key = repr(sorted((name, repr(value)) for name, value in settings.items()))
     if key not in _holders:
         named = {**settings, "CDP_POOL_NAME": f"tests-shared-{len(_holders)}"}
-        holder = get_crawler(None, named)
-        runtime_of(holder).acquire_pool()
-        _holders[key] = (holder, named)
+        _holders[key] = (hold_pool(named), named)
     return _holders[key][1]
 
 

@@ -11,18 +11,15 @@ design is marked from :data:`tests.scrapy_suite.allowed.ALLOWED`.
 
 from __future__ import annotations
 
-import asyncio
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import pytest_twisted
 from scrapy.utils.test import get_crawler as scrapy_get_crawler
-from twisted.internet.defer import Deferred
 
 from scrapy_cdp_pool import CDPDownloadHandler
-from scrapy_cdp_pool.core.runtime import runtime_of
+from tests.crawl import hold_pool, release_held
 from tests.scrapy_suite import ensure_keys, install
 from tests.scrapy_suite.allowed import SHORT_DOWNLOAD_TIMEOUT, WAITS_OUT_THE_TIMEOUT, allowed_reason
 
@@ -134,13 +131,11 @@ def _shared_pool(backend: str) -> Iterator[dict[str, Any]]:
     held open between tests by a crawler of the fixture's own and closed
     after its last test."""
     settings = {"CDP_POOL_BROWSER": backend, "CDP_POOL_NAME": f"scrapy-handler-suite-{backend}"}
-    holder = scrapy_get_crawler(None, {**SUITE_SETTINGS, **settings})
-    runtime = runtime_of(holder)
-    runtime.acquire_pool()
+    held = hold_pool({**SUITE_SETTINGS, **settings})
     try:
         yield settings
     finally:
-        pytest_twisted.blockon(Deferred.fromFuture(asyncio.ensure_future(runtime.release_pool())))
+        release_held(held)
 
 
 @pytest.fixture(scope="module")
