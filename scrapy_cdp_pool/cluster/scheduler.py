@@ -72,6 +72,7 @@ from scrapy_cdp_pool import scrapy_internals
 from scrapy_cdp_pool.cluster.bloom import check_crawl
 from scrapy_cdp_pool.cluster.dupefilter import ClusterDupeFilter
 from scrapy_cdp_pool.cluster.feed import adopt_redis_spider, requests_from_feed
+from scrapy_cdp_pool.cluster.feed_watch import FeedWatch
 from scrapy_cdp_pool.cluster.flush import flush_buckets, flushes_at_start
 from scrapy_cdp_pool.cluster.frontier import SEEN, START_SEEN, Taken
 from scrapy_cdp_pool.cluster.held import LEASE_META_KEY, HeldRequests
@@ -79,7 +80,7 @@ from scrapy_cdp_pool.cluster.keys import PROFILE_COPY_META_KEY, gate_of
 from scrapy_cdp_pool.cluster.link import REDIS_ERROR, ClusterLink, link_for
 from scrapy_cdp_pool.cluster.locks import ClusterProfileLocks
 from scrapy_cdp_pool.cluster.poison import POISONED_META_KEY
-from scrapy_cdp_pool.cluster.scripts import FEED_BATCH, FEED_MARK
+from scrapy_cdp_pool.cluster.scripts import FEED_MARK
 from scrapy_cdp_pool.cluster.wake import FALLBACK_S, WakeListener
 from scrapy_cdp_pool.core.gates import (
     _TOKEN_META_KEY,
@@ -115,9 +116,6 @@ _PRIVATE_META_KEYS = (
     POISONED_META_KEY,
     PROFILE_COPY_META_KEY,
 )
-FEED_CHECK_S = 10.0
-"""How long a feed key in another hash slot (a Redis Cluster), found empty,
-is left unread, seconds (it is read again at a take after this long)."""
 PENDING_FRESH_S = 1.0
 """How long the fleet's figures of the last take (queued, leased) answer
 ``has_pending_requests`` and ``len()`` without asking Redis, seconds."""
@@ -157,9 +155,7 @@ class ClusterScheduler(BaseScheduler):
             )
             for bucket, frontier in enumerate(self.shards.frontiers)
         ]
-        self._feed_type = ""  # the feed key's type when the last look could not read it
-        self._feed_next = 0.0  # when to look at a feed key in another slot again
-        self._feed_kept: list[bytes] = []  # popped from it, not stored yet
+        self.feed_watch = FeedWatch(crawler, link)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -416,7 +412,7 @@ class ClusterScheduler(BaseScheduler):
             return None, False
         self.held.forget(acks)
         if bucket == 0 and not self.link.feed_moved:
-            self._feed_type_seen(taken.feed_type)
+            self.feed_watch.type_seen(taken.feed_type)
         self._counted(taken)
         self._note_figures(bucket, taken)
         if taken.lease is None:
@@ -435,7 +431,7 @@ class ClusterScheduler(BaseScheduler):
         state.changed = False
         self.wakes[bucket].waiting(False)
         if bucket == 0 and self.link.feed_moved:
-            self._move_feed()
+            self.feed_watch.move(self._queued[1])
         frontier = self.shards.frontiers[bucket]
         split = self.shards.split
         local_acks = [split(lease)[1] for lease in acks]
@@ -487,36 +483,6 @@ class ClusterScheduler(BaseScheduler):
                 "Cluster crawl %r: %d requests whose lease expired queued again",
                 self.link.name, taken.requeued, extra={"crawler": self.crawler},
             )  # fmt: skip
-
-    def _feed_type_seen(self, kind: str) -> None:
-        """The feed key's type when it cannot be read ('' when it can): one
-        ERROR each time it becomes unreadable."""
-        if kind != self._feed_type:
-            self._feed_type = kind
-            if kind:
-                logger.error(
-                    "Cluster crawl %r: the feed key %r is a Redis %s: only a list, a set or a "
-                    "sorted set is read; its items are left where they are",
-                    self.link.name, self.link.feed_key, kind, extra={"crawler": self.crawler},
-                )  # fmt: skip
-
-    def _move_feed(self) -> None:
-        """A feed key in another hash slot of a Redis Cluster: its items are
-        moved to the crawl's own keys when fewer than a batch are queued
-        (:meth:`~scrapy_cdp_pool.cluster.frontier.Frontier.move_feed`; looked
-        at again :data:`FEED_CHECK_S` after it was found empty)."""
-        now = time.monotonic()
-        if not self._feed_kept and (self._queued[1] >= FEED_BATCH or now < self._feed_next):
-            return
-        try:
-            moved, kind = self.link.call(
-                "feed",
-                lambda: self.frontier.move_feed(self.link.feed_key, FEED_BATCH, self._feed_kept),
-            )
-        except RedisUnavailable:
-            return
-        self._feed_type_seen(kind)
-        self._feed_next = now if moved else now + FEED_CHECK_S
 
     def _park_unloadable(self, lease: str, data: bytes, stat: str) -> None:
         """Count ``stat`` and keep ``data`` in the crawl's 'unloadable' hash
