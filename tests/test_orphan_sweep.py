@@ -15,8 +15,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -24,6 +25,7 @@ import pytest_twisted
 from twisted.internet.defer import Deferred
 
 from scrapy_cdp_pool.browser.pool.private_dir import SERVER_RECORD, remove_stale_dirs
+from scrapy_cdp_pool.browser.pool.process_start import same_start, start_mark
 from scrapy_cdp_pool.browser.pool.servers import embedded_server
 from scrapy_cdp_pool.settings.config import PoolConfig
 from tests.servers import ROOT
@@ -64,15 +66,35 @@ def _orphan(tmp: Path) -> tuple[Path, psutil.Process]:
     return Path(path), server
 
 
+def _edit_record(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    record = json.loads((path / SERVER_RECORD).read_text())
+    edit(record)
+    (path / SERVER_RECORD).write_text(json.dumps(record))
+
+
+def _clock_stepped(record: dict[str, Any]) -> None:
+    """What the record's wall-clock start reads as after the clock moved
+    1.5 s: psutil's create_time of the same process then differs as much."""
+    record["start_time"] -= 1.5
+
+
+def _another_start(record: dict[str, Any]) -> None:
+    """A record naming a process started at another time: its PID reused."""
+    record["start_time"] -= 3600
+    mark = record["start_mark"]
+    record["start_mark"] = f"{mark}0" if isinstance(mark, str) else mark - 3600
+
+
 def test_the_sweep_ends_a_killed_crawls_orphan_server_and_only_it(tmp: Path) -> None:
-    """Before: the directory was removed and the server ran on."""
+    """Before: the directory was removed and the server ran on. The first
+    orphan's recorded wall-clock start is 1.5 s off (the clock moved since
+    it was written: on Linux psutil adds ``/proc/stat``'s btime, which moves
+    with it), so it is known by its start mark alone: before, the sweep
+    compared wall-clock times within 1 s and left it running (seen in CI)."""
     path, server = _orphan(tmp)
     reused_path, other = _orphan(tmp)
-    # the second one's record names a process started at another time (its
-    # PID reused by another program): not ended
-    record = json.loads((reused_path / SERVER_RECORD).read_text())
-    record["start_time"] -= 3600
-    (reused_path / SERVER_RECORD).write_text(json.dumps(record))
+    _edit_record(path, _clock_stepped)
+    _edit_record(reused_path, _another_start)
     try:
         removed = remove_stale_dirs(str(tmp))
         assert sorted(removed) == sorted([path, reused_path])
@@ -96,3 +118,35 @@ async def test_an_embedded_server_is_recorded_in_its_private_directory() -> None
         assert record["cmdline"] == psutil.Process(server.pid).cmdline()
     finally:
         await Deferred.fromFuture(asyncio.ensure_future(server.stop()))
+
+
+def test_a_start_mark_reads_past_a_command_name_with_parentheses(tmp: Path) -> None:
+    """``/proc/<pid>/stat``'s second field is the command name in
+    parentheses, which may hold ``) (`` itself: the mark is read after the
+    last one, and stays the same read after read."""
+    program = tmp / "a) b ("
+    shutil.copy(shutil.which("sleep") or "/bin/sleep", program)
+    process = subprocess.Popen([str(program), "600"])
+    try:
+        mark = start_mark(process.pid)
+        assert mark is not None
+        assert same_start(mark, start_mark(process.pid))
+        assert not same_start(mark, start_mark(os.getpid()))
+        if sys.platform.startswith("linux"):
+            assert isinstance(mark, str)
+            ticks = int(mark.rsplit(":", 1)[1])
+            # the same count psutil adds to the boot time (a whole second)
+            since_boot = ticks / os.sysconf("SC_CLK_TCK")
+            created = psutil.Process(process.pid).create_time()
+            assert abs(psutil.boot_time() + since_boot - created) < 1
+    finally:
+        process.kill()
+        process.wait(10)
+    assert start_mark(process.pid) is None
+
+
+def test_marks_of_different_kinds_are_not_the_same() -> None:
+    assert same_start(12.0, 12.5)
+    assert not same_start(12.0, 13.0)
+    assert not same_start("boot:12", 12.0)
+    assert not same_start(None, None)

@@ -4,7 +4,8 @@ its ``TMPDIR``, Chromium's profile and crash directories.
 Made with :func:`tempfile.mkdtemp` (mode 0700, in the system's temporary
 directory, or in a shorter one when ``TMPDIR`` is too long for the sockets the
 browsers make inside it: :func:`private_base`) as ``cdp-pool-*``, with a
-marker file naming the process that made it (PID and start time). Removed
+marker file naming the process that made it (PID and start, as
+:mod:`.process_start`'s mark: exact on Linux, not moved by clock changes). Removed
 when the server stops; what a killed crawl left behind is removed by the next
 start (:func:`remove_stale_dirs`): only
 directories with the marker, owned by this user, whose maker is no longer
@@ -28,11 +29,14 @@ from pathlib import Path
 
 import psutil
 
+from scrapy_cdp_pool.browser.pool.process_start import same_start, start_mark
+
 logger = logging.getLogger(__name__)
 
 PREFIX = "cdp-pool-"
 MARKER = ".cdp-pool-owner"
-#: the server started with the directory: ``{"pid", "start_time", "cmdline"}``
+#: the server started with the directory: ``{"pid", "start_time", "start_mark",
+#: "cmdline"}`` (the start as a wall-clock time and as :mod:`.process_start`'s mark)
 SERVER_RECORD = ".cdp-pool-server"
 
 _swept = False
@@ -77,10 +81,20 @@ def _start_time(pid: int) -> float | None:
         return None
 
 
+def _started_as_recorded(record: dict[str, object], pid: int) -> bool:
+    """Whether process ``pid`` is the one a record names: its start mark
+    (:mod:`.process_start`) equals the recorded one; a record without a mark
+    (written by an earlier version) is compared by wall-clock start time."""
+    if "start_mark" in record:
+        return same_start(record["start_mark"], start_mark(pid))
+    return same_start(record.get("start_time"), _start_time(pid))
+
+
 def make_private_dir(kind: str) -> Path:
     """A new ``cdp-pool-<kind>-*`` directory, mode 0700, with the marker."""
     path = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{kind}-", dir=private_base()))
-    owner = {"pid": os.getpid(), "start_time": _start_time(os.getpid())}
+    pid = os.getpid()
+    owner = {"pid": pid, "start_time": _start_time(pid), "start_mark": start_mark(pid)}
     marker = path / MARKER
     fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -94,7 +108,12 @@ def record_server(path: Path, pid: int) -> None:
     without doing so. Never raises (a server not recorded is not swept)."""
     try:
         process = psutil.Process(pid)
-        record = {"pid": pid, "start_time": process.create_time(), "cmdline": process.cmdline()}
+        record = {
+            "pid": pid,
+            "start_time": process.create_time(),
+            "start_mark": start_mark(pid),
+            "cmdline": process.cmdline(),
+        }
         fd = os.open(path / SERVER_RECORD, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(record, f)
@@ -109,10 +128,10 @@ def _end_orphan(path: Path) -> int | None:
     too) gets SIGKILL. The PID ended, or ``None``."""
     try:
         record = json.loads((path / SERVER_RECORD).read_text(encoding="utf-8"))
-        pid, started, cmdline = int(record["pid"]), float(record["start_time"]), record["cmdline"]
+        pid, cmdline = int(record["pid"]), record["cmdline"]
         process = psutil.Process(pid)
         same = (
-            abs(process.create_time() - started) < 1.0
+            _started_as_recorded(record, pid)
             and process.cmdline() == cmdline
             and process.uids().real == os.getuid()
         )
@@ -132,13 +151,13 @@ def _maker_alive(marker: Path) -> bool:
     try:
         owner = json.loads(marker.read_text(encoding="utf-8"))
         pid = int(owner["pid"])
-        started = owner.get("start_time")
     except (OSError, ValueError, KeyError, TypeError):
         return True  # unreadable: not ours to judge, leave it
-    now = _start_time(pid)
-    if now is None:
+    if not psutil.pid_exists(pid):
         return False
-    return started is None or abs(now - float(started)) < 1.0  # else: the PID was reused
+    if owner.get("start_time") is None and "start_mark" not in owner:
+        return True  # no start recorded: cannot tell a reused PID
+    return _started_as_recorded(owner, pid)  # else: the PID was reused
 
 
 def remove_stale_dirs(root: str | None = None) -> list[Path]:
