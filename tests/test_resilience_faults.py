@@ -237,38 +237,44 @@ async def test_chromium_page_stuck_in_script_is_named_after_the_navigation_and_a
     assert "retry/count" not in stats
 
 
-@pytest.mark.parametrize(
-    "path",
-    [
-        "/hanging-image",  # the document is in, its image never comes: no load event
-        "/slow?ms=60000",  # no document yet
-        # loaded, then navigating to a slow page (Chromium holds the probe
-        # while a navigation is pending: not probed)
-        "/behaviour/scheme?when=inline&to=%2Fslow%3Fms%3D60000",
-    ],
-)
+#: pages only waiting on the network, each its own way
+NETWORK_WAITS = [
+    "/hanging-image",  # the document is in, its image never comes: no load event
+    "/slow?ms=60000",  # no document yet
+    # loaded, then navigating to a slow page (Chromium holds the probe
+    # while a navigation is pending: not probed)
+    "/behaviour/scheme?when=inline&to=%2Fslow%3Fms%3D60000",
+]
+
+
 @pytest_twisted.ensureDeferred
-async def test_chromium_page_waiting_on_the_network_still_times_out_and_is_retried(
-    site: SiteServer, path: str
+async def test_chromium_pages_waiting_on_the_network_still_time_out_and_are_retried(
+    site: SiteServer,
 ) -> None:
     """A page that is only waiting on the network answers the probe (or, with
     no document yet or a navigation pending, is not probed): it stays a
-    ``DownloadTimeoutError``, retried."""
-    url = site.url(f"{path}{'&' if '?' in path else '?'}wait={token()}")
+    ``DownloadTimeoutError``, retried. The three ways in one crawl (three
+    parametrized crawls before, each waiting out the same two timeouts)."""
+    wait = token()
+    urls = [site.url(f"{path}{'&' if '?' in path else '?'}wait={wait}") for path in NETWORK_WAITS]
     spider, crawler = await crawl(
         # 5 s: the retry's navigation reaches the site within it on a loaded machine
-        [scrapy.Request(url, meta={"cdp": True, "download_timeout": 5, "max_retry_times": 1})],
+        [
+            scrapy.Request(url, meta={"cdp": True, "download_timeout": 5, "max_retry_times": 1})
+            for url in urls
+        ],
         {"CDP_POOL_BROWSER": "chromium", "RETRY_ENABLED": True},
     )
-    assert len(spider.failures) == 1
-    failure = spider.failures[0]
-    assert failure.check(DownloadTimeoutError), failure.value
-    assert not failure.check(PageScriptStalled)
-    assert hits(site, url.removeprefix(site.base)) == 2  # retried once
+    failed = {failure.request.url: failure for failure in spider.failures}
+    assert sorted(failed) == sorted(urls)
+    for url, failure in failed.items():
+        assert failure.check(DownloadTimeoutError), (url, failure.value)
+        assert not failure.check(PageScriptStalled), url
+        assert hits(site, url.removeprefix(site.base)) == 2, url  # retried once
     stats = crawler.stats.get_stats()
-    assert stats["retry/count"] == 1
+    assert stats["retry/count"] == len(urls)
     assert "cdp_pool/errors/PageScriptStalled" not in stats
-    assert stats["cdp_pool/failures/DownloadTimeoutError"] == 1
+    assert stats["cdp_pool/failures/DownloadTimeoutError"] == len(urls)
     assert_contexts_balanced(crawler)
 
 
