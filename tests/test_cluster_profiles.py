@@ -350,3 +350,49 @@ async def test_a_redis_that_lost_the_crawl_is_named_before_a_profile_it_lost(
     assert all(named == 1 for named in StateLostSpider.named_at_failure), (
         StateLostSpider.named_at_failure
     )
+
+
+@pytest_twisted.ensureDeferred
+async def test_a_page_that_changes_nothing_writes_no_save_back_and_no_health(
+    site: SiteServer, redis_server: RedisServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real worker's crawls (Lightpanda, save-back on). A success resets the
+    fleet's consecutive failures when the take read some (2, written by hand
+    as another worker's); once the count is 0, a request of the profile that
+    succeeds writes no health and, its page changing no cookie, no save-back
+    (the state equals the copy read under its lock): counted by a spy on the
+    health writes that calls through, and by the profile's stored version.
+    Before: one health write and one save-back per request."""
+    write_profile(tmp_path, "alice", session="valid-alice")
+    writes: list[str] = []
+    real = FleetHealthBook._write
+
+    def counted(book: FleetHealthBook, name: str, why: str | None) -> Any:
+        writes.append(name)
+        return real(book, name, why)
+
+    monkeypatch.setattr(FleetHealthBook, "_write", counted)
+    client = redis_server.client()
+    health = f"{PREFIX}profile_health:alice"
+    client.hset(health, "consecutive_failures", 2)
+    settings = {
+        "CDP_POOL_CLUSTER_REDIS_URL": redis_server.url, "CDP_POOL_CLUSTER_NAME": "test",
+        "CDP_POOL_PROFILE_SAVE_STATE": True, "CDP_POOL_PROFILES_DIR": str(tmp_path),
+    }  # fmt: skip
+    meta = {"cdp_profile": "alice"}
+
+    spider, crawler = await crawl([scrapy.Request(site.url("/whoami?first"), meta=meta)], settings)
+    assert not spider.failures, spider.failures
+    assert writes == ["alice"]  # the fleet's 2 reset
+    assert client.hget(health, "consecutive_failures") == b"0"
+    version = client.hget(f"{PREFIX}profile:alice", "version")
+
+    requests = [scrapy.Request(site.url(f"/whoami?n={n}"), meta=meta) for n in range(3)]
+    spider, crawler = await crawl(requests, settings)
+    assert not spider.failures, spider.failures
+    assert len(spider.responses) == 3
+    assert writes == ["alice"]  # none more
+    stats = crawler.stats.get_stats()
+    assert stats["cdp_pool/cluster/unchanged_profile_saves"] == 3, stats
+    assert client.hget(f"{PREFIX}profile:alice", "version") == version
+    assert client.hget(health, "uses") == b"4"  # the last 3 written at close

@@ -139,6 +139,11 @@ SEEN = "seen"
 START_SEEN = "start_seen"
 
 
+def _count(raw: bytes | None) -> int:
+    """A Redis hash field holding a count: 0 when absent."""
+    return int(raw) if raw else 0
+
+
 def worker_id() -> str:
     """``<host name>:<pid>:<random>``: unique across machines and restarts."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -178,6 +183,9 @@ class Taken:
     profile: tuple[bytes | None, bytes | None, bytes | None] | None = None
     """The taken request's profile as stored, read in the take (``state``,
     ``identity``, health's ``retired``), when asked for; ``None`` otherwise."""
+    profile_failures: int | None = None
+    """With :attr:`profile`: the fleet's ``consecutive_failures`` of that
+    profile as the take read it (0 when absent); ``None`` otherwise."""
 
 
 class Frontier:
@@ -338,6 +346,7 @@ class Frontier:
             poisoned=int(raw[9]),
             ready_left=bool(int(raw[10])),
             profile=(raw[12], raw[13], raw[14]) if len(raw) >= 15 else None,
+            profile_failures=_count(raw[15]) if len(raw) >= 16 else None,
         )
 
     def settle(self, ops: Iterable[str]) -> int:

@@ -18,7 +18,8 @@ def key_prefix(name: str) -> str:
 PROFILE_COPY_META_KEY = "_cdp_cluster_profile_copy"
 """The copy of the request's profile the take read with it (the profile lock
 taken in the same step: no other worker can save it back meanwhile):
-``(state, identity, retired)`` as stored (each ``None`` when absent), read by
+``(state, identity, retired, consecutive failures)`` as stored (each of the
+first three ``None`` when absent; the count 0 when absent), read by
 :class:`~scrapy_cdp_pool.cluster.profile_hook.SharedProfilesMiddleware`
 instead of a round trip of its own."""
 

@@ -16,9 +16,17 @@ before each request of the profile (with the profile, in one round trip:
 :meth:`FleetHealthBook.retired_field`). So a failure on one worker retires the
 profile for a request another worker starts a Redis round trip later at most.
 
-One write per request of a profile: its use is counted with its outcome (a
-success resets ``consecutive_failures``, a failure counts), in one pipelined
-round trip; uses not written yet are written at close.
+A failure is written at once (the script above). A success resets
+``consecutive_failures`` in one pipelined round trip with the uses counted so
+far, only when there may be failures to reset: the fleet's count, read by the
+frontier's take with the request (:meth:`FleetHealthBook.read_failures`), was
+not 0, or was not read, or this worker counted a failure of the profile it
+has not reset, or has one still being written. Else no write (the common case:
+before, one round trip per request of a profile, 0.99 per page in
+``benchmarks/cluster.py --crawl``): the profile's lock was this worker's from
+that read on, so no other worker's request of it failed in between. Uses not
+written with an outcome are written every :data:`USES_WRITE_EVERY` per
+profile and at close.
 """
 
 from __future__ import annotations
@@ -35,6 +43,10 @@ if TYPE_CHECKING:
     from redis import Redis
 
 logger = logging.getLogger(__name__)
+
+#: uses of a profile counted on this worker and not written with an outcome
+#: are written once they reach this many (and at close)
+USES_WRITE_EVERY = 100
 
 # KEYS: the health hash. ARGV: max failures, why, the setting's name.
 # Returns {consecutive failures, retirement reason or ''}.
@@ -79,6 +91,9 @@ class FleetHealthBook(HealthBook):
         self._failed_script = redis.register_script(_FAILED)
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cdp-pool-health")
         self._pending: list[tuple[str, Future[Any]]] = []
+        #: profiles whose fleet count of consecutive failures, read with their
+        #: request now in flight, was 0 (:meth:`read_failures`)
+        self._clean: set[str] = set()
         self._uses: dict[str, int] = {}  # uses not written yet, per profile
         self._uses_lock = threading.Lock()  # counted on the loop, written in the thread
         self._failing = False
@@ -91,19 +106,37 @@ class FleetHealthBook(HealthBook):
     def used(self, name: str) -> None:
         self._take_in()
         super().used(name)
-        with self._uses_lock:  # written with the outcome
-            self._uses[name] = self._uses.get(name, 0) + 1
+        with self._uses_lock:  # written with an outcome, or in a batch
+            uses = self._uses[name] = self._uses.get(name, 0) + 1
+        if uses >= USES_WRITE_EVERY:
+            self._submit(name, self._write_uses, name)
+
+    def read_failures(self, name: str, count: int | None) -> None:
+        """The fleet's ``consecutive_failures`` of ``name`` as read with its
+        request now in flight (by the take, under the profile's lock), or
+        ``None`` when not read."""
+        if count == 0:
+            self._clean.add(name)
+        else:
+            self._clean.discard(name)
 
     def succeeded(self, name: str) -> None:
         self._take_in()
+        nothing_to_reset = (
+            name in self._clean
+            and self[name].consecutive_failures == 0
+            and not any(pending == name for pending, _ in self._pending)
+        )
         super().succeeded(name)
-        self._submit(name, self._write, name, None)
+        if not nothing_to_reset:
+            self._submit(name, self._write, name, None)
 
     def failed(self, name: str, why: str) -> str | None:
         """Count a failure here and in the fleet; the fleet's count decides
         a retirement, taken in (and logged) once its answer is back. Returns
         ``None``: the caller does not log it a second time."""
         self._take_in()
+        self._clean.discard(name)
         record = self[name]
         record.consecutive_failures += 1
         self.inc(name, "failures")

@@ -13,9 +13,10 @@ health; nothing else in the profile code changes:
 - at ``spider_opened``: seeds the store from ``CDP_POOL_PROFILES_DIR`` (each
   profile the cluster does not hold yet) and logs what it did;
 - before each request of a profile: reads the fleet's latest copy of the
-  profile and its retirement (read by the frontier's take with the request,
+  profile, its retirement and its consecutive failures (read by the
+  frontier's take with the request,
   :data:`~scrapy_cdp_pool.cluster.keys.PROFILE_COPY_META_KEY`; else one Redis
-  round trip for both), validated in a thread, and
+  round trip for the first two), validated in a thread, and
   remembers the request's fencing token (:data:`FENCING_TOKEN_META_KEY`, set
   by the frontier's take) for the save-back that follows its render;
 - at ``spider_closed``: waits for the health writes still queued.
@@ -167,7 +168,8 @@ class SharedProfilesMiddleware:
         if not name:
             return
         self.shared.remember_token(name, fencing_token(request))
-        copy = request.meta.pop(PROFILE_COPY_META_KEY, None)
+        taken = request.meta.pop(PROFILE_COPY_META_KEY, None)
+        copy, failures = (taken[:3], taken[3]) if taken is not None else (None, None)
         retired = await asyncio.to_thread(self._read, name, copy)
         if retired is _NOT_STORED:
             # A Redis that lost the crawl (restarted without persistence,
@@ -177,6 +179,7 @@ class SharedProfilesMiddleware:
             link_for(self.crawler).crawl_is_there()
             retired = None
         self.health.adopt(name, retired)
+        self.health.read_failures(name, failures if copy is not None else None)
 
     def _read(self, name: str, copy: Any = None) -> str | None:
         """The fleet's copy of the profile (kept for the profile middleware

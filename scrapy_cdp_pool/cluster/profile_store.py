@@ -68,6 +68,7 @@ from scrapy_cdp_pool.profiles.validate import identity_problems, storage_state_p
 
 __all__ = [
     "STALE_WRITES_STAT",
+    "UNCHANGED_SAVES_STAT",
     "ProfileStoreUnreachable",
     "SeedReport",
     "SharedProfiles",
@@ -84,6 +85,8 @@ NOT_STORED = "is not in the cluster's profile store (seed it from CDP_POOL_PROFI
 """The reason of the ``ProfileFileError`` of a profile Redis does not hold."""
 #: the stat counting save-backs refused by the fencing token
 STALE_WRITES_STAT = "cdp_pool/cluster/stale_profile_writes"
+#: the stat counting save-backs not sent: the state is what Redis holds
+UNCHANGED_SAVES_STAT = "cdp_pool/cluster/unchanged_profile_saves"
 
 _SEED = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -163,6 +166,9 @@ class SharedProfiles:
         self._cache: dict[str, Profile] = {}
         self._names: list[str] = []
         self._tokens: dict[str, int | None] = {}
+        #: the fencing token under which each cached copy was read or written
+        #: (the copy is what Redis holds while that token holds the lock)
+        self._cached_under: dict[str, int | None] = {}
         self._lock = threading.Lock()
 
     # Keys ------------------------------------------------------------------
@@ -261,6 +267,7 @@ class SharedProfiles:
             raise
         with self._lock:
             self._cache[name] = profile
+            self._cached_under[name] = self._tokens.get(name)
         return profile, value
 
     def _fetch(
@@ -341,6 +348,10 @@ class SharedProfiles:
                 token = self._tokens.get(name)
         if token is None:
             raise self._stale(name, key, None, None)
+        if self._unchanged(name, state, token):
+            if self.stats is not None:
+                self.stats.inc_value(UNCHANGED_SAVES_STAT)
+            return Path(key)
         try:
             written, value = self._save(
                 keys=[self.lock_key(name), key, self.names_key_of(name)],
@@ -355,7 +366,23 @@ class SharedProfiles:
             cached = self._cache.get(name)
             if cached is not None:
                 self._cache[name] = dataclasses.replace(cached, storage_state=state)
+                self._cached_under[name] = token
         return Path(key)
+
+    def _unchanged(self, name: str, state: dict[str, Any], token: int) -> bool:
+        """Whether ``state`` is what Redis holds for ``name``: the cached copy,
+        read (or written) under ``token``, the request's own (no other worker
+        could save it back since), is equal. Such a save-back is not sent (a
+        page that changed no cookie or storage: before, one script call per
+        request of a profile). A lock lost meanwhile is then not reported as a
+        stale write: nothing would have been written either way."""
+        with self._lock:
+            cached = self._cache.get(name)
+            return (
+                cached is not None
+                and self._cached_under.get(name) == token
+                and cached.storage_state == state
+            )
 
     def _stale(
         self, name: str, key: str, token: int | None, current: int | None

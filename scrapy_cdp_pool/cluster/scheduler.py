@@ -419,8 +419,8 @@ class ClusterScheduler(BaseScheduler):
             return None, True
         lease = self.shards.lease(bucket, taken.lease)
         request = self._hand_out(lease, taken.data, taken.token, taken.poisoned, sent)
-        if request is not None and taken.profile is not None:
-            request.meta[PROFILE_COPY_META_KEY] = taken.profile  # read with the take
+        if request is not None and taken.profile is not None:  # read with the take
+            request.meta[PROFILE_COPY_META_KEY] = (*taken.profile, taken.profile_failures)
         return request, True
 
     def _send_take(self, bucket: int, acks: list[str], releases: list[str]) -> Taken | None:

@@ -306,7 +306,10 @@ local function result(id, data, token, poisoned, more, ident)
     local copy = redis.call('HMGET', P .. 'profile:' .. ident, 'state', 'identity')
     table.insert(answer, copy[1])
     table.insert(answer, copy[2])
-    table.insert(answer, redis.call('HGET', P .. 'profile_health:' .. ident, 'retired'))
+    local health = redis.call('HMGET', P .. 'profile_health:' .. ident, 'retired',
+                              'consecutive_failures')
+    table.insert(answer, health[1])
+    table.insert(answer, health[2])
   end
   return answer
 end
@@ -387,7 +390,8 @@ may start; then how many leases of the request ran out when that reached
 the most allowed (it is poisoned: fail it, do not download it), else 0; then
 1 when gates are still ready (another take may find one open), else 0; with
 the profile copy asked for and a request of a profile taken, its stored
-``state``, ``identity`` and health's ``retired`` (each nil when absent). The
+``state``, ``identity``, health's ``retired`` and ``consecutive_failures``
+(each nil when absent). The
 feed key is the script's second declared key (``KEYS[2]``), after the crawl's
 route key (see :mod:`~scrapy_cdp_pool.cluster.redis_client`)."""
 
