@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest_twisted
 import scrapy
 from scrapy.crawler import Crawler, CrawlerRunner
 from scrapy.utils.test import get_crawler
-from twisted.internet.defer import Deferred, DeferredList
+from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from scrapy_cdp_pool.core.runtime import CrawlerRuntime, runtime_of
@@ -142,22 +141,3 @@ async def crawl(
     spider = crawler.spider or getattr(crawler, "cdp_pool_closed_spider", None)
     assert isinstance(spider, RecordingSpider)
     return spider, crawler
-
-
-async def each_at_once(cases: dict[str, Callable[[], Awaitable[None]]]) -> None:
-    """Run each case (a coroutine function, its crawls in this reactor) at
-    once, and wait for all of them; fail naming every case that failed, with
-    its traceback. For cases that mostly wait (on a site's pauses, delays or
-    deadlines): one after another, each held a worker of the suite for the
-    whole of its waits."""
-    names = list(cases)
-    results = await DeferredList(
-        [Deferred.fromCoroutine(cases[name]()) for name in names], consumeErrors=True
-    )
-    failed = [
-        f"--- {name} ---\n{result.getTraceback()}"
-        for name, (ok, result) in zip(names, results, strict=True)
-        if not ok
-    ]
-    if failed:
-        raise AssertionError(f"{len(failed)} of {len(names)} cases failed:\n" + "\n".join(failed))

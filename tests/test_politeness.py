@@ -13,7 +13,7 @@ first gap counts: the browser is still starting when Scrapy dispatches the
 first requests. No speed is asserted.
 
 Each test runs its crawl on the three backends at once
-(:func:`tests.crawl.each_at_once`: the crawls mostly wait out the delays; one
+(:func:`tests.at_once.each_at_once`: the crawls mostly wait out the delays; one
 parametrized case after another, each held a worker of the suite); each
 backend's requests carry a key of their own, and the site's records are
 read per key.
@@ -29,7 +29,8 @@ from typing import Any
 import pytest_twisted
 import scrapy
 
-from tests.crawl import crawl, each_at_once
+from tests.at_once import each_at_once
+from tests.crawl import crawl
 from tests.fault_records import records
 from tests.servers import SiteServer
 

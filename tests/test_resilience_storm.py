@@ -38,7 +38,8 @@ from scrapy.http import Response
 from scrapy_cdp_pool.render._page.document import DocumentResponse, DocumentTracker
 from scrapy_cdp_pool.render._page.page import Page
 from scrapy_cdp_pool.resilience.host_pause import HostPauseMiddleware
-from tests.crawl import crawl, each_at_once
+from tests.at_once import each_at_once
+from tests.crawl import crawl
 from tests.fault_records import records, storm_violations
 from tests.servers import SiteServer
 
@@ -102,7 +103,7 @@ CASES = {
 async def test_no_request_reaches_a_host_inside_a_pause_it_announced(
     site: SiteServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The four cases' crawls at once (:func:`tests.crawl.each_at_once`; one
+    """The four cases' crawls at once (:func:`tests.at_once.each_at_once`; one
     parametrized case after another, each held a worker of the suite while it
     waited out its windows): each its own key at the site, its spies' records
     read by its own URLs, a pause one crawler sets never seen by another
