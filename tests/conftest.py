@@ -43,6 +43,21 @@ def _shared_browsers(request: pytest.FixtureRequest) -> Iterator[None]:
         crawl.stop_sharing()
 
 
+@pytest.fixture(autouse=True)
+def _own_browser(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test marked ``own_browser`` in a module of ``SHARED_BROWSERS =
+    True``: its crawls start their own embedded server."""
+    if request.node.get_closest_marker("own_browser") is None or not getattr(
+        request.module, "SHARED_BROWSERS", False
+    ):
+        yield
+        return
+    from tests import crawl
+
+    with crawl.not_shared():
+        yield
+
+
 @pytest.fixture(scope="session")
 def site() -> Iterator[SiteServer]:
     server = SiteServer()

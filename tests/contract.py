@@ -217,6 +217,7 @@ class HandlerContract:
         assert any("unknown action 'fly'" in m for m in messages), messages
         assert any("click" in m and "#nope" in m for m in messages), messages
 
+    @pytest.mark.own_browser  # counts its own crawler's pages or contexts
     @pytest_twisted.ensureDeferred
     async def test_non_rendered_requests_never_touch_the_pool(self, site: SiteServer) -> None:
         key = token()

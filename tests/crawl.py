@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest_twisted
@@ -99,6 +101,18 @@ def stop_sharing() -> None:
     holders, _holders = _holders or {}, None
     for runtime, _ in holders.values():
         release_held(runtime)
+
+
+@contextmanager
+def not_shared() -> Iterator[None]:
+    """Within it, each crawl starts its own embedded server (a test marked
+    ``own_browser``: tests/conftest.py), whatever :func:`share_browsers` said."""
+    global _holders
+    holders, _holders = _holders, None
+    try:
+        yield
+    finally:
+        _holders = holders
 
 
 def _shared(settings: dict[str, Any]) -> dict[str, Any]:

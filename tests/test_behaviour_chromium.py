@@ -21,6 +21,10 @@ from tests.crawl import crawl
 from tests.profiles import hits
 from tests.servers import SiteServer
 
+#: crawls of equal settings share one embedded server (tests/crawl.py); a test
+#: that counts what its own crawler's server did is marked ``own_browser``
+SHARED_BROWSERS = True
+
 CHROMIUM = {"CDP_POOL_BROWSER": "chromium"}
 #: one slot, one request at a time: every request after the first gets the
 #: page the previous one left (page reuse is Chromium's default)
@@ -62,6 +66,7 @@ def _chain(site: SiteServer, path: str, count: int, meta: dict[str, Any]) -> scr
     return scrapy.Request(site.url(f"{path}&n={count}"), meta={**meta, "left": count, "then": then})
 
 
+@pytest.mark.own_browser  # counts its own crawler's pages or contexts
 @pytest_twisted.ensureDeferred
 async def test_a_reused_page_keeps_no_storage_of_the_previous_request(site: SiteServer) -> None:
     """Four visits to a page counting them in localStorage, sessionStorage,
@@ -91,6 +96,7 @@ async def test_a_service_worker_never_answers_the_next_request(site: SiteServer)
     assert crawler.stats.get_value("cdp_pool/contexts_opened") == 1
 
 
+@pytest.mark.own_browser  # counts its own crawler's pages or contexts
 @pytest_twisted.ensureDeferred
 async def test_what_a_page_writes_while_leaving_does_not_reach_the_next_request(
     site: SiteServer,
@@ -113,6 +119,7 @@ async def test_what_a_page_writes_while_leaving_does_not_reach_the_next_request(
     assert crawler.stats.get_value("cdp_pool/contexts_opened") == 1  # the page was reused
 
 
+@pytest.mark.own_browser  # counts its own crawler's pages or contexts
 @pytest_twisted.ensureDeferred
 async def test_a_kept_page_that_armed_beforeunload_leaves_the_next_request_unharmed(
     site: SiteServer,
@@ -148,6 +155,7 @@ def _reports(site: SiteServer, key: str) -> Any:
         return json.loads(answer.read())
 
 
+@pytest.mark.own_browser  # counts its own crawler's pages or contexts
 @pytest_twisted.ensureDeferred
 async def test_a_page_with_a_frame_of_another_site_is_not_kept(site: SiteServer) -> None:
     """A cross-site iframe's storage is partitioned by the top-level site, out
@@ -199,6 +207,7 @@ async def test_scrolling_loads_more_on_chromium(site: SiteServer) -> None:
     assert len(spider.responses[0].css(".card")) >= 10
 
 
+@pytest.mark.own_browser  # counts its own crawler's pages or contexts
 @pytest_twisted.ensureDeferred
 async def test_a_kept_page_is_rearmed_only_with_what_changed(
     site: SiteServer, monkeypatch: pytest.MonkeyPatch

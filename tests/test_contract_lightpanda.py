@@ -6,6 +6,10 @@ from typing import Any
 
 from tests.contract import HandlerContract
 
+#: crawls of equal settings share one embedded server (tests/crawl.py); a test
+#: that counts what its own crawler's server did is marked ``own_browser``
+SHARED_BROWSERS = True
+
 
 class TestEmbeddedLightpanda(HandlerContract):
     # Lightpanda does not fetch <img> unless started with --load-resources image.

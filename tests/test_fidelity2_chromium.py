@@ -7,6 +7,10 @@ import pytest_twisted
 from tests.fidelity2 import CHROME_UA, SCRAPY_UA, FidelityCases
 from tests.servers import SiteServer
 
+#: crawls of equal settings share one embedded server (tests/crawl.py); a test
+#: that counts what its own crawler's server did is marked ``own_browser``
+SHARED_BROWSERS = True
+
 
 class TestChromium(FidelityCases):
     browser = "chromium"

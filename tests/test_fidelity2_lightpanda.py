@@ -11,6 +11,10 @@ import scrapy
 from tests.fidelity2 import CHROME_UA, SCRAPY_UA, FidelityCases
 from tests.servers import SiteServer
 
+#: crawls of equal settings share one embedded server (tests/crawl.py); a test
+#: that counts what its own crawler's server did is marked ``own_browser``
+SHARED_BROWSERS = True
+
 
 class TestLightpanda(FidelityCases):
     browser = "lightpanda"
