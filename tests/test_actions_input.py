@@ -182,24 +182,31 @@ async def test_unchecking_a_radio_button_fails_by_name(site: SiteServer, browser
     assert "cannot uncheck radio button #r1" in message
 
 
-@pytest.mark.parametrize(
-    ("selector", "why"),
-    [("#under", "div#overlay would receive the event instead of button#under (#under)"),
-     ("#hidden", "button#hidden (#hidden) is not visible"),
-     ("#absent", "no element matches #absent")],
-    ids=["covered", "hidden", "absent"],
-)  # fmt: skip
+#: selector -> why a click on it times out
+NOT_ACTIONABLE = {
+    "#under": "div#overlay would receive the event instead of button#under (#under)",
+    "#hidden": "button#hidden (#hidden) is not visible",
+    "#absent": "no element matches #absent",
+}
+
+
 @pytest_twisted.ensureDeferred
 async def test_a_click_waits_for_an_actionable_element_then_fails_naming_why_on_chromium(
-    site: SiteServer, selector: str, why: str
+    site: SiteServer,
 ) -> None:
+    """The three ways in one crawl, each its own page (three crawls before,
+    each waiting out the same 4 s action timeout)."""
+    urls = {selector: site.url(f"/act/covered?{token()}") for selector in NOT_ACTIONABLE}
     spider, _ = await crawl(
-        [scrapy.Request(site.url(f"/act/covered?{token()}"), meta={"cdp": True, "cdp_actions": [
-            ["click", selector, {"timeout": 4}]]})],
+        [scrapy.Request(urls[selector], meta={"cdp": True, "cdp_actions": [
+            ["click", selector, {"timeout": 4}]]}) for selector in NOT_ACTIONABLE],
         {"CDP_POOL_BROWSER": "chromium"},
     )  # fmt: skip
-    [failure] = spider.failures
-    assert f"action #0 click['{selector}'] timed out: {why}" in str(failure.value)
+    failed = {failure.request.url: str(failure.value) for failure in spider.failures}
+    assert sorted(failed) == sorted(urls.values())
+    for selector, why in NOT_ACTIONABLE.items():
+        message = failed[urls[selector]]
+        assert f"action #0 click['{selector}'] timed out: {why}" in message, message
 
 
 @pytest.mark.parametrize("browser", BACKENDS)

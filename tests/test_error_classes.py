@@ -17,6 +17,7 @@ import pytest_twisted
 import scrapy
 from lightpanda.client import find_binary
 
+from tests.at_once import each_at_once
 from tests.crawl import crawl
 from tests.servers import SiteServer
 
@@ -97,19 +98,28 @@ def _slow_starting(tmp_path: Path, binary: str, seconds: int) -> str:
     return str(launcher)
 
 
-@pytest.mark.parametrize("backend", ["lightpanda", "chromium"])
 @pytest_twisted.ensureDeferred
 async def test_a_slow_browser_start_does_not_fail_the_first_request(
-    site: SiteServer, tmp_path: Path, backend: str
+    site: SiteServer, tmp_path: Path
 ) -> None:
-    # The browser starts 8 s late; the first request's download_timeout is 5 s.
-    setting = "CDP_POOL_CHROMIUM_PATH" if backend == "chromium" else "CDP_POOL_LIGHTPANDA_PATH"
-    real = "/usr/bin/chromium" if backend == "chromium" else str(find_binary())
-    settings = {"CDP_POOL_BROWSER": backend, setting: _slow_starting(tmp_path, real, 8)}
-    request = scrapy.Request(site.url("/products"), meta={"cdp": True, "download_timeout": 5})
-    spider, _ = await crawl([request], settings)
-    assert not spider.failures, [repr(f.value) for f in spider.failures]
-    assert [r.status for r in spider.responses] == [200]
+    """Both backends at once (:func:`tests.at_once.each_at_once`: each case
+    waits out its browser's late start)."""
+
+    async def case(backend: str) -> None:
+        # The browser starts 8 s late; the first request's download_timeout is 5 s.
+        setting = "CDP_POOL_CHROMIUM_PATH" if backend == "chromium" else "CDP_POOL_LIGHTPANDA_PATH"
+        real = "/usr/bin/chromium" if backend == "chromium" else str(find_binary())
+        (tmp_path / backend).mkdir()
+        launcher = _slow_starting(tmp_path / backend, real, 8)
+        settings = {"CDP_POOL_BROWSER": backend, setting: launcher}
+        request = scrapy.Request(
+            site.url(f"/products?{backend}"), meta={"cdp": True, "download_timeout": 5}
+        )
+        spider, _ = await crawl([request], settings)
+        assert not spider.failures, [repr(f.value) for f in spider.failures]
+        assert [r.status for r in spider.responses] == [200]
+
+    await each_at_once({b: lambda b=b: case(b) for b in ("lightpanda", "chromium")})
 
 
 @pytest.mark.parametrize("via", ["meta", "setting"])

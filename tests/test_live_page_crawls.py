@@ -19,6 +19,7 @@ import scrapy
 
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.telemetry.collect import StatusCollector
+from tests.at_once import each_at_once
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import token, write_profile
 from tests.servers import SiteServer
@@ -113,47 +114,53 @@ class LeavingSpider(RecordingSpider):
         return ()
 
 
-@pytest.mark.parametrize("browser", BACKENDS)
 @pytest_twisted.ensureDeferred
 async def test_a_page_left_open_is_closed_at_the_deadline_and_its_slot_freed(
-    site: SiteServer, browser: str, caplog: pytest.LogCaptureFixture
+    site: SiteServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # One slot: the second request renders only once the first one's page,
-    # left open by its callback, is closed at its download_timeout: 6 s (15
-    # before) covers the render and Playwright's connection (~1 s quiet) on a
-    # loaded machine.
-    first = _live(site, f"left-{browser}", download_timeout=6)
-    second = scrapy.Request(
-        site.url(f"/live/button?key=next-{browser}"),
-        meta={"cdp": True, "download_timeout": 60},
-        priority=-1,
-    )
-    spider, crawler = await crawl(
-        [first, second],
-        {"CDP_POOL_BROWSER": browser, "CDP_POOL_CONNECTIONS": 1, "CDP_POOL_REUSE_PAGES": False},
-        spider_cls=LeavingSpider,
-    )
-    assert not spider.failures, spider.failures
-    assert len(spider.responses) == 2
-    assert spider.kept is not None
-    assert spider.kept.is_closed()
-    # The slot stayed held while the page was open: the next request's
-    # render, and so its callback, came after the page was closed.
-    assert spider.live_open_when_next_ran == 0
-    assert spider.open_in_telemetry == 1  # the status line's "(1 live)"
-    assert not runtime_of(crawler).live_pages.open
-    warnings = [
-        r.getMessage() for r in caplog.records
-        if r.name == LIVE_LOGGER and r.levelno == logging.WARNING
-    ]  # fmt: skip
-    assert len(warnings) == 1, warnings
-    assert first.url in warnings[0]
-    assert "download_timeout = 6 s" in warnings[0]
-    stats = crawler.stats.get_stats()
-    assert stats["cdp_pool/live_pages"] == 1
-    assert stats["cdp_pool/live_pages_closed_at_deadline"] == 1
-    assert stats["cdp_pool/pages_in_flight_max"] == 1
-    assert stats["cdp_pool/contexts_opened"] == stats["cdp_pool/contexts_closed"] == 2
+    # both backends at once (tests.at_once.each_at_once): each case mostly waits
+
+    async def case(browser: str) -> None:
+        # One slot: the second request renders only once the first one's page,
+        # left open by its callback, is closed at its download_timeout: 6 s (15
+        # before) covers the render and Playwright's connection (~1 s quiet) on a
+        # loaded machine.
+        first = _live(site, f"left-{browser}", download_timeout=6)
+        second = scrapy.Request(
+            site.url(f"/live/button?key=next-{browser}"),
+            meta={"cdp": True, "download_timeout": 60},
+            priority=-1,
+        )
+        spider, crawler = await crawl(
+            [first, second],
+            {"CDP_POOL_BROWSER": browser, "CDP_POOL_CONNECTIONS": 1, "CDP_POOL_REUSE_PAGES": False},
+            spider_cls=LeavingSpider,
+        )
+        assert not spider.failures, spider.failures
+        assert len(spider.responses) == 2
+        assert spider.kept is not None
+        assert spider.kept.is_closed()
+        # The slot stayed held while the page was open: the next request's
+        # render, and so its callback, came after the page was closed.
+        assert spider.live_open_when_next_ran == 0
+        assert spider.open_in_telemetry == 1  # the status line's "(1 live)"
+        assert not runtime_of(crawler).live_pages.open
+        # this crawl's (the other backend's crawl runs beside it)
+        warnings = [
+            r.getMessage() for r in caplog.records
+            if r.name == LIVE_LOGGER and r.levelno == logging.WARNING
+            and (first.url in r.getMessage() or second.url in r.getMessage())
+        ]  # fmt: skip
+        assert len(warnings) == 1, warnings
+        assert first.url in warnings[0]
+        assert "download_timeout = 6 s" in warnings[0]
+        stats = crawler.stats.get_stats()
+        assert stats["cdp_pool/live_pages"] == 1
+        assert stats["cdp_pool/live_pages_closed_at_deadline"] == 1
+        assert stats["cdp_pool/pages_in_flight_max"] == 1
+        assert stats["cdp_pool/contexts_opened"] == stats["cdp_pool/contexts_closed"] == 2
+
+    await each_at_once({str(v): lambda v=v: case(v) for v in BACKENDS})
 
 
 class IsolationSpider(RecordingSpider):
