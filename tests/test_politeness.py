@@ -56,6 +56,19 @@ async def _on_each_backend(case: Callable[[str], Awaitable[None]]) -> None:
     await each_at_once({backend: lambda b=backend: case(b) for backend in BACKENDS})
 
 
+async def _six_pages_spaced(site: SiteServer, settings: dict[str, Any], gap: float) -> None:
+    """Six pages on every backend at once, ``settings`` on top of :data:`BASE`:
+    each backend's six arrivals at the site at least ``gap`` seconds apart."""
+
+    async def case(backend: str) -> None:
+        gaps, spider, _ = await _crawl_and_gaps(site, backend, settings, _pages(site, 6))
+        assert not spider.failures
+        assert len(gaps) == 5
+        assert min(gaps) >= gap, gaps
+
+    await _on_each_backend(case)
+
+
 def _gaps(arrivals: list[float]) -> list[float]:
     ordered = sorted(arrivals)
     return [b - a for a, b in itertools.pairwise(ordered)]
@@ -87,29 +100,17 @@ def _pages(
 
 @pytest_twisted.ensureDeferred
 async def test_download_delay_holds_at_the_site(site: SiteServer) -> None:
-    async def case(backend: str) -> None:
-        # 0.5 s (1.0 before): the rule holds for any delay; 5 gaps are waited out
-        settings = {"DOWNLOAD_DELAY": 0.5, "DOWNLOAD_DELAY_JITTER": 0}
-        gaps, spider, _ = await _crawl_and_gaps(site, backend, settings, _pages(site, 6))
-        assert not spider.failures
-        assert len(gaps) == 5
-        assert min(gaps) >= 0.5, gaps
-
-    await _on_each_backend(case)
+    # 0.5 s (1.0 before): the rule holds for any delay; 5 gaps are waited out
+    settings = {"DOWNLOAD_DELAY": 0.5, "DOWNLOAD_DELAY_JITTER": 0}
+    await _six_pages_spaced(site, settings, 0.5)
 
 
 @pytest_twisted.ensureDeferred
 async def test_a_randomized_delay_is_never_below_half_the_delay(site: SiteServer) -> None:
-    async def case(backend: str) -> None:
-        # 0.5 s (1.0 before), DOWNLOAD_DELAY_JITTER: 0.5, Scrapy's default: each
-        # delay drawn between 0.25 and 0.75 s
-        settings = {"DOWNLOAD_DELAY": 0.5}
-        gaps, spider, _ = await _crawl_and_gaps(site, backend, settings, _pages(site, 6))
-        assert not spider.failures
-        assert len(gaps) == 5
-        assert min(gaps) >= 0.25, gaps
-
-    await _on_each_backend(case)
+    # 0.5 s (1.0 before), DOWNLOAD_DELAY_JITTER: 0.5, Scrapy's default: each
+    # delay drawn between 0.25 and 0.75 s
+    settings = {"DOWNLOAD_DELAY": 0.5}
+    await _six_pages_spaced(site, settings, 0.25)
 
 
 @pytest_twisted.ensureDeferred
@@ -157,32 +158,20 @@ async def test_a_shared_download_slot_spaces_two_hosts(site: SiteServer) -> None
 
 @pytest_twisted.ensureDeferred
 async def test_autothrottle_keeps_at_least_the_download_delay(site: SiteServer) -> None:
-    async def case(backend: str) -> None:
-        settings = {
-            "AUTOTHROTTLE_ENABLED": True,
-            "AUTOTHROTTLE_START_DELAY": 1.0,
-            "AUTOTHROTTLE_TARGET_CONCURRENCY": 16.0,
-            "DOWNLOAD_DELAY": 0.5,  # AutoThrottle's floor
-            "DOWNLOAD_DELAY_JITTER": 0,
-        }
-        gaps, spider, _ = await _crawl_and_gaps(site, backend, settings, _pages(site, 6))
-        assert not spider.failures
-        assert len(gaps) == 5
-        assert min(gaps) >= 0.5, gaps
-
-    await _on_each_backend(case)
+    settings = {
+        "AUTOTHROTTLE_ENABLED": True,
+        "AUTOTHROTTLE_START_DELAY": 1.0,
+        "AUTOTHROTTLE_TARGET_CONCURRENCY": 16.0,
+        "DOWNLOAD_DELAY": 0.5,  # AutoThrottle's floor
+        "DOWNLOAD_DELAY_JITTER": 0,
+    }
+    await _six_pages_spaced(site, settings, 0.5)
 
 
 @pytest_twisted.ensureDeferred
 async def test_the_host_rate_holds_at_the_site(site: SiteServer) -> None:
-    async def case(backend: str) -> None:
-        settings = {"CDP_POOL_HOST_RATE": 2.0}
-        gaps, spider, _ = await _crawl_and_gaps(site, backend, settings, _pages(site, 6))
-        assert not spider.failures
-        assert len(gaps) == 5
-        assert min(gaps) >= 0.5, gaps
-
-    await _on_each_backend(case)
+    settings = {"CDP_POOL_HOST_RATE": 2.0}
+    await _six_pages_spaced(site, settings, 0.5)
 
 
 @pytest_twisted.ensureDeferred
