@@ -46,10 +46,9 @@ def _shared_browsers(request: pytest.FixtureRequest) -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _own_browser(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test marked ``own_browser`` in a module of ``SHARED_BROWSERS =
-    True``: its crawls start their own embedded server."""
-    if request.node.get_closest_marker("own_browser") is None or not getattr(
-        request.module, "SHARED_BROWSERS", False
-    ):
+    True``: its crawls start their own embedded server (elsewhere they do
+    anyway)."""
+    if request.node.get_closest_marker("own_browser") is None:
         yield
         return
     from tests import crawl

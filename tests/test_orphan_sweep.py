@@ -107,6 +107,26 @@ def test_the_sweep_ends_a_killed_crawls_orphan_server_and_only_it(tmp: Path) -> 
                 process.kill()
 
 
+def _no_mark(record: dict[str, Any]) -> None:
+    """A record whose start mark could not be read when it was written."""
+    record["start_mark"] = None
+
+
+def test_a_record_without_a_start_mark_is_known_by_its_wall_clock_start(tmp: Path) -> None:
+    """A record written by an earlier version, or whose mark could not be
+    read (``null``): compared by its wall-clock start, as before the marks
+    (before this mend a ``null`` mark never matched, and the orphan ran on)."""
+    path, server = _orphan(tmp)
+    _edit_record(path, _no_mark)
+    try:
+        assert remove_stale_dirs(str(tmp)) == [path]
+        psutil.wait_procs([server], timeout=10)
+        assert not server.is_running()
+    finally:
+        if server.is_running():
+            server.kill()
+
+
 @pytest_twisted.ensureDeferred
 async def test_an_embedded_server_is_recorded_in_its_private_directory() -> None:
     server = embedded_server(PoolConfig())

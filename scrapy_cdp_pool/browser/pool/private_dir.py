@@ -84,8 +84,9 @@ def _start_time(pid: int) -> float | None:
 def _started_as_recorded(record: dict[str, object], pid: int) -> bool:
     """Whether process ``pid`` is the one a record names: its start mark
     (:mod:`.process_start`) equals the recorded one; a record without a mark
-    (written by an earlier version) is compared by wall-clock start time."""
-    if "start_mark" in record:
+    (written by an earlier version, or a mark that could not be read) is
+    compared by wall-clock start time."""
+    if record.get("start_mark") is not None:
         return same_start(record["start_mark"], start_mark(pid))
     return same_start(record.get("start_time"), _start_time(pid))
 
@@ -155,7 +156,7 @@ def _maker_alive(marker: Path) -> bool:
         return True  # unreadable: not ours to judge, leave it
     if not psutil.pid_exists(pid):
         return False
-    if owner.get("start_time") is None and "start_mark" not in owner:
+    if owner.get("start_time") is None and owner.get("start_mark") is None:
         return True  # no start recorded: cannot tell a reused PID
     return _started_as_recorded(owner, pid)  # else: the PID was reused
 
