@@ -24,6 +24,7 @@ from twisted.python.failure import Failure
 
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import BrowserUnresponsive, PageScriptStalled
+from tests.at_once import each_at_once
 from tests.contract import token
 from tests.crawl import RecordingSpider, crawl
 from tests.profiles import hits
@@ -88,43 +89,46 @@ async def _crawl_frozen(
     site: SiteServer, path: str, meta: dict[str, Any], **spider_attributes: Any
 ) -> tuple[FreezingSpider, Any]:
     """Crawl one request to ``path`` (``meta``) on one Chromium connection
-    with retries, :class:`FreezingSpider`'s ``spider_attributes`` set for it
-    (put back after); the spider thawed (in case the test failed before the
-    request did)."""
-    saved = {name: getattr(FreezingSpider, name) for name in spider_attributes}
-    for name, value in spider_attributes.items():
-        setattr(FreezingSpider, name, value)
-    try:
-        spider, crawler = await crawl(
-            [scrapy.Request(site.url(path), meta=meta)],
-            {"CDP_POOL_BROWSER": "chromium", "CDP_POOL_CONNECTIONS": 1, "RETRY_ENABLED": True},
-            spider_cls=FreezingSpider,
-        )
-    finally:
-        for name, value in saved.items():
-            setattr(FreezingSpider, name, value)
+    with retries, by a subclass of :class:`FreezingSpider` with
+    ``spider_attributes`` (so that crawls of several cases run at once); the
+    spider thawed (in case the test failed before the request did)."""
+    spider_cls = type("FreezingCase", (FreezingSpider,), {"site": site, **spider_attributes})
+    spider, crawler = await crawl(
+        [scrapy.Request(site.url(path), meta=meta)],
+        {"CDP_POOL_BROWSER": "chromium", "CDP_POOL_CONNECTIONS": 1, "RETRY_ENABLED": True},
+        spider_cls=spider_cls,
+    )
     assert isinstance(spider, FreezingSpider)
     spider.thaw()
     return spider, crawler
 
 
 @pytest_twisted.ensureDeferred
-async def test_a_deadline_passing_while_the_whole_browser_is_stopped_is_retried_not_stalled(
+async def test_a_browser_stopped_at_a_deadline_is_named_unresponsive_and_retried(
     site: SiteServer,
 ) -> None:
-    """The first attempt fails as ``BrowserUnresponsive`` (the browser did
+    """Both cases below at once (tests.at_once.each_at_once: each mostly
+    waits out its deadlines; each crawl its own Chromium, stopped alone)."""
+    await each_at_once({
+        "document-in": lambda: _a_deadline_passing_while_the_whole_browser_is_stopped(site),
+        "document-not-in": lambda: _a_browser_stopped_before_the_document_arrived(site),
+    })  # fmt: skip
+
+
+async def _a_deadline_passing_while_the_whole_browser_is_stopped(site: SiteServer) -> None:
+    """Retried, not stalled. The first attempt fails as ``BrowserUnresponsive`` (the browser did
     not answer ``Browser.getVersion`` beside the probe) and is retried; the
     retry, on a browser that answers, is a page waiting on the network: a
     ``DownloadTimeoutError``. Before: ``PageScriptStalled`` ("the page's main
     thread stayed busy outside any script"), not retried (1 hit)."""
     path = f"/hanging-image?frozen={token()}"
-    FreezingSpider.site = site
-    FreezingSpider.never_hits = hits(site, "/never")
     # 8 s: under load the document must have arrived (else a plain timeout);
     # the retry, waited out, 5 s (8 before): its navigation reaches the site
     # within it on a loaded machine
     meta = {"cdp": True, "download_timeout": 8, "max_retry_times": 1}
-    spider, crawler = await _crawl_frozen(site, path, meta, retry_timeout=5)
+    spider, crawler = await _crawl_frozen(
+        site, path, meta, never_hits=hits(site, "/never"), retry_timeout=5
+    )
     stats = crawler.stats.get_stats()
     assert "cdp_pool/errors/PageScriptStalled" not in stats, stats
     assert stats["cdp_pool/errors/BrowserUnresponsive"] == 1
@@ -137,10 +141,7 @@ async def test_a_deadline_passing_while_the_whole_browser_is_stopped_is_retried_
     assert not failure.check(BrowserUnresponsive)  # the retry's: the browser answered
 
 
-@pytest_twisted.ensureDeferred
-async def test_a_browser_stopped_before_the_document_arrived_is_named_unresponsive(
-    site: SiteServer,
-) -> None:
+async def _a_browser_stopped_before_the_document_arrived(site: SiteServer) -> None:
     """Issue 39 item 7: the browser is stopped once the site has the
     navigation's request (its document never arrives, so the page itself
     cannot be probed). The first attempt fails as ``BrowserUnresponsive``,
@@ -148,10 +149,8 @@ async def test_a_browser_stopped_before_the_document_arrived_is_named_unresponsi
     retry, on a browser that answers, is a plain ``DownloadTimeoutError``.
     Before: both attempts were plain timeouts, the frozen browser unnamed."""
     path = f"/slow?ms=60000&frozen={token()}"
-    FreezingSpider.site = site
-    FreezingSpider.never_hits = 0
     meta = {"cdp": True, "download_timeout": 4, "max_retry_times": 1}
-    spider, crawler = await _crawl_frozen(site, path, meta, freeze_on=path)
+    spider, crawler = await _crawl_frozen(site, path, meta, never_hits=0, freeze_on=path)
     stats = crawler.stats.get_stats()
     assert stats["cdp_pool/errors/BrowserUnresponsive"] == 1, stats
     assert stats["retry/count"] == 1

@@ -1,9 +1,10 @@
 """Issue 29, items 1 and 5: the built distributions, as a user gets them.
 
-``python -m build`` makes the sdist and, from it, the wheel. Then pip
+``python -m build`` makes the sdist and, from it, the wheel. Meanwhile pip
 downloads, from the index, wheels only, what the wheel with ``[lightpanda]``
-needs on this machine and the sdist's build requirement (the wheelhouse:
-one resolution per test run, shared by the xdist workers). Then:
+needs on this machine (its requirements as ``pyproject.toml`` declares them)
+and the sdist's build requirement (the wheelhouse: one resolution per test
+run, shared by the xdist workers). Then:
 
 - the wheel's dependencies resolve for Windows, macOS 11 and an older
   manylinux (glibc 2.17), wheels only, with no ``lightpanda`` (an extra);
@@ -70,10 +71,37 @@ def _shared(
     """A directory ``name`` for this test run, the same for every xdist
     worker (lock it with ``FileLock(f"{directory}.lock")``)."""
     if worker_id == "master":
-        return tmp_path_factory.mktemp(name)
-    shared = tmp_path_factory.getbasetemp().parent / f"{name}-{testrun_uid}"
+        shared = tmp_path_factory.getbasetemp() / name
+    else:
+        shared = tmp_path_factory.getbasetemp().parent / f"{name}-{testrun_uid}"
     shared.mkdir(exist_ok=True)
     return shared
+
+
+#: what the wheel with ``[lightpanda]`` requires, as ``pyproject.toml`` declares
+#: it (the wheel's metadata is made from it: a requirement the build dropped
+#: or added fails the venvs' installs from the wheelhouse)
+REQUIRES: list[str] = [
+    *PYPROJECT["project"]["dependencies"],
+    *PYPROJECT["project"]["optional-dependencies"]["lightpanda"],
+]
+
+
+def _downloading(wheels: Path) -> subprocess.Popen[str]:
+    """pip downloading, from the index, wheels only, :data:`REQUIRES` and the
+    sdist's :data:`BUILD_REQUIRES` into ``wheels``, started."""
+    return subprocess.Popen([
+        sys.executable, "-m", "pip", "download", "-q", "--only-binary", ":all:",
+        "--dest", str(wheels), *REQUIRES, *BUILD_REQUIRES,
+    ], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENVIRON)  # fmt: skip
+
+
+def _downloaded(shared: Path, downloading: subprocess.Popen[str]) -> None:
+    """Wait for ``downloading`` (:func:`_downloading`) and mark ``shared``'s
+    wheelhouse done."""
+    out, _ = downloading.communicate(timeout=PIP_DEADLINE_S)
+    assert downloading.returncode == 0, out
+    (shared / "done").touch()
 
 
 @pytest.fixture(scope="module")
@@ -82,18 +110,25 @@ def dists(
 ) -> tuple[Path, Path]:
     """(wheel, sdist) built from a copy of this checkout (two builds in one
     tree collide on its ``.egg-info``), the wheel from the sdist; once per
-    test run, shared by the xdist workers (the first one builds)."""
+    test run, shared by the xdist workers (the first one builds). The
+    wheelhouse (:func:`wheelhouse`) is downloaded meanwhile: pip mostly
+    waits on the index while the build runs."""
     shared = _shared(tmp_path_factory, worker_id, testrun_uid, "dist")
+    house = _shared(tmp_path_factory, worker_id, testrun_uid, "wheelhouse")
     with FileLock(f"{shared}.lock"):
         if not (shared / "built").exists():
-            source = tmp_path_factory.mktemp("source") / "scrapy-cdp-pool"
-            ignored = (".*", "__pycache__", "*.egg-info", "_build", "build", "dist")
-            shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*ignored))
-            out = shared / "out"
-            built = _run([sys.executable, "-m", "build", "--outdir", str(out), str(source)])
-            assert built.returncode == 0, built.stdout + built.stderr
-            (shared / "build.log").write_text(built.stdout + built.stderr)
-            (shared / "built").touch()
+            with FileLock(f"{house}.lock"):
+                downloading = None if (house / "done").exists() else _downloading(house / "wheels")
+                source = tmp_path_factory.mktemp("source") / "scrapy-cdp-pool"
+                ignored = (".*", "__pycache__", "*.egg-info", "_build", "build", "dist")
+                shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*ignored))
+                out = shared / "out"
+                built = _run([sys.executable, "-m", "build", "--outdir", str(out), str(source)])
+                if downloading is not None:
+                    _downloaded(house, downloading)
+                assert built.returncode == 0, built.stdout + built.stderr
+                (shared / "build.log").write_text(built.stdout + built.stderr)
+                (shared / "built").touch()
     [wheel] = (shared / "out").glob("scrapy_cdp_pool-*.whl")
     [sdist] = (shared / "out").glob("scrapy_cdp_pool-*.tar.gz")
     return wheel, sdist
@@ -107,21 +142,15 @@ def wheelhouse(
     testrun_uid: str,
 ) -> Path:
     """A directory of wheels (pip's ``--find-links``): what pip resolves from
-    the index, wheels only, for the wheel with ``[lightpanda]`` on this
-    machine, and the sdist's ``BUILD_REQUIRES``; both venvs install from it
-    alone. Once per test run, shared by the xdist workers (the first one
-    downloads)."""
+    the index, wheels only, for :data:`REQUIRES` on this machine (the wheel
+    with ``[lightpanda]``) and the sdist's ``BUILD_REQUIRES``; both venvs
+    install from it alone. Once per test run, shared by the xdist workers
+    (downloaded during :func:`dists`' build)."""
     shared = _shared(tmp_path_factory, worker_id, testrun_uid, "wheelhouse")
-    wheels = shared / "wheels"
     with FileLock(f"{shared}.lock"):
         if not (shared / "done").exists():
-            got = _run([
-                sys.executable, "-m", "pip", "download", "-q", "--only-binary", ":all:",
-                "--dest", str(wheels), f"{dists[0]}[lightpanda]", *BUILD_REQUIRES,
-            ])  # fmt: skip
-            assert got.returncode == 0, got.stdout + got.stderr
-            (shared / "done").touch()
-    return wheels
+            _downloaded(shared, _downloading(shared / "wheels"))
+    return shared / "wheels"
 
 
 def test_the_build_warns_of_no_deprecation_and_states_the_license_in_spdx(
