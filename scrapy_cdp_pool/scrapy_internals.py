@@ -196,6 +196,22 @@ def active_download_count(crawler: Crawler) -> int:
     return len(engine.downloader.active) if engine is not None else 0
 
 
+def free_download_slots(crawler: Crawler, most: int) -> int:
+    """How many more requests the engine pulls from the scheduler right now
+    (``CONCURRENT_REQUESTS`` less the downloader's active requests; none while
+    the scraper makes it back out; at most ``most``, ``CONCURRENT_REQUESTS =
+    0`` being unbounded); 0 without an engine."""
+    engine = running_engine(crawler)
+    slot = getattr(getattr(engine, "scraper", None), "slot", None)
+    downloader = getattr(engine, "downloader", None)  # an engine stood in by a test: none
+    if slot is None or downloader is None or slot.needs_backout():
+        return 0
+    total: int = downloader.total_concurrency
+    if total <= 0:
+        return most
+    return max(0, min(most, total - len(downloader.active)))
+
+
 def running_scheduler(crawler: Crawler) -> Any:
     """The engine's scheduler, or None before a spider is open."""
     engine = running_engine(crawler)

@@ -58,6 +58,56 @@ def test_a_busy_identity_holds_back_only_its_own_requests(module_redis_server: R
     assert taken(two) == "a2"
 
 
+def test_a_take_wakes_another_worker_only_for_gates_open_beyond_its_spare_slots(
+    module_redis_server: RedisServer,
+) -> None:
+    """Issue 38: a take looks past the request it takes and pushes a wake
+    token only when gates are open beyond the worker's own ``spare`` slots
+    (before: whenever the ``ready`` set was not empty, its gates closed or
+    not, so a waiting worker woke to a take that found nothing: about half of
+    a profile-bound crawl's takes). Gates found closed on the way are parked."""
+    (one,) = frontiers(module_redis_server, 1)
+    wake = f"{one.prefix}wake"
+    push(one, "a1", identity="a", priority=9)
+    push(one, "a2", identity="a", priority=8)  # its profile busy once a1 is taken
+    one.client.delete(wake)  # the push's own token (a gate that had none)
+    first = one.take(spare=0)
+    assert (first.data, first.ready_left) == (b"a1", False)
+    assert one.client.llen(wake) == 0  # a2's gate is closed: nobody is woken for it
+    assert one.client.zcard(f"{one.prefix}ready") == 0  # parked on the way
+    push(one, "b1", identity="b")
+    push(one, "c1", identity="c")
+    push(one, "d1", identity="d")
+    one.client.delete(wake)  # the pushes' own tokens
+    second = one.take(spare=2)
+    assert (second.data, second.ready_left) == (b"b1", True)
+    assert one.client.llen(wake) == 0  # c1 and d1: this worker takes them next
+    third = one.take(spare=0)
+    assert (third.data, third.ready_left) == (b"c1", True)
+    assert one.client.llen(wake) == 1  # d1 is open, this worker has no slot for it
+    assert taken(one) == "d1"
+    assert taken(one) is None
+
+
+def test_a_push_says_whether_its_gate_became_ready(module_redis_server: RedisServer) -> None:
+    """Issue 38: the scheduler takes again after a push only when the push
+    made its gate ready (a take may start it); before, after every push,
+    and a push into a gate parked behind its busy profile made a take that
+    found nothing."""
+    (one,) = frontiers(module_redis_server, 1)
+    push(one, "a1", identity="a")
+    assert one.readied  # a gate that had none
+    push(one, "a2", identity="a")
+    assert not one.readied  # in ready already
+    assert taken(one) == "a1"
+    assert taken(one) is None  # a2's gate parked: its profile is busy
+    push(one, "a3", identity="a")
+    assert not one.readied  # parked
+    push(one, "b1", identity="b")
+    assert one.readied
+    assert taken(one) == "b1"
+
+
 def test_priorities_are_honoured_across_gates_and_fifo_within(
     module_redis_server: RedisServer,
 ) -> None:

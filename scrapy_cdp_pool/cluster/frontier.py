@@ -179,7 +179,8 @@ class Taken:
     """How many leases of the request taken ran out, when that reached
     ``max_deliveries`` (it fails as poisoned); 0 otherwise."""
     ready_left: bool = True
-    """Gates are still ready after this take: another may find one open."""
+    """A gate was still open after this take (looked at past the request
+    taken, up to ``spare`` + 1 of them): another take may start one."""
     profile: tuple[bytes | None, bytes | None, bytes | None] | None = None
     """The taken request's profile as stored, read in the take (``state``,
     ``identity``, health's ``retired``), when asked for; ``None`` otherwise."""
@@ -232,6 +233,9 @@ class Frontier:
         #: (seen set, fingerprint) known to be in Redis: the sets only grow
         #: while the crawl lives (a lost crawl closes the spider)
         self._known: set[tuple[str, bytes]] = set()
+        #: the last :meth:`push` stored its request in a gate that became
+        #: ready with it (a take may start it; a wake token was pushed)
+        self.readied = False
         #: the type of a feed key moved from another slot (move_feed), as last seen
         self._feed_types: dict[str, str] = {}
         self._push = client.register_script(scripts.PUSH)
@@ -264,11 +268,15 @@ class Frontier:
         ``seen`` already (nothing stored; :data:`SEEN` with :attr:`bloom`
         set: in the Bloom filter). A fingerprint this worker already
         knows to be there (:data:`KNOWN_FINGERPRINTS`) is refused without a
-        round trip. :raises ValueError: see :func:`score_base`."""
+        round trip. :attr:`readied` says whether the gate became ready with
+        it. :raises ValueError: see :func:`score_base`."""
+        self.readied = False
         if seen and (seen, fp) in self._known:
             return False
         keys, args = self.push_call(data, gate, priority, seen, fp)
-        stored = bool(self.run_keyed(self._push, keys, *args))
+        answer = int(self.run_keyed(self._push, keys, *args))
+        self.readied = answer > 0
+        stored = answer != 0
         if seen:
             if len(self._known) >= KNOWN_FINGERPRINTS:
                 self._known.clear()
@@ -294,6 +302,7 @@ class Frontier:
         releases: Iterable[str] = (),
         *,
         profile_copy: bool = False,
+        spare: int = 0,
     ) -> Taken:
         """Settle ``releases`` (``r:<id>`` ops, see :meth:`settle`), acknowledge
         ``acks`` (lease ids), move items from the feed ``feed_key`` (if any: a
@@ -302,11 +311,15 @@ class Frontier:
         feed entry's ``data`` starts with
         :data:`~scrapy_cdp_pool.cluster.scripts.FEED_MARK`. ``profile_copy``:
         read the stored copy of the taken request's profile too
-        (``Taken.profile``). Run by Redis later than :attr:`call_timeout_s`
-        (plus :data:`STALE_TAKE_SLACK_MS`) after it was sent, by Redis's
-        clock, it settles and puts expired leases back but leases nothing:
-        its sender gave up on the answer, and a lease nobody knows of would
-        run out and count as a delivery."""
+        (``Taken.profile``). ``spare``: how many more requests this worker
+        takes right after this one (its free download slots): the take looks
+        past the request it takes for gates still open, and wakes another
+        worker (a token on the wake list) only for those beyond ``spare``;
+        ``Taken.ready_left`` says whether it found one. Run by Redis later
+        than :attr:`call_timeout_s` (plus :data:`STALE_TAKE_SLACK_MS`) after
+        it was sent, by Redis's clock, it settles and puts expired leases back
+        but leases nothing: its sender gave up on the answer, and a lease
+        nobody knows of would run out and count as a delivery."""
         ops = [*releases, *(f"a:{lease}" for lease in acks)]
         self.calls += 1
         sent_ms = time.monotonic() * 1000
@@ -327,6 +340,7 @@ class Frontier:
                 self.max_deliveries,
                 "1" if profile_copy else "0",
                 deadline,
+                max(0, spare),
                 *ops,
             ],
         )

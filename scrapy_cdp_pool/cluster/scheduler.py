@@ -121,6 +121,12 @@ PENDING_FRESH_S = 1.0
 ``has_pending_requests`` and ``len()`` without asking Redis, seconds."""
 
 
+MOST_SPARE = 64
+"""Most free download slots a take says its worker fills right after it
+(:meth:`~scrapy_cdp_pool.cluster.frontier.Frontier.take`'s ``spare``):
+open gates beyond them wake other workers."""
+
+
 class ClusterScheduler(BaseScheduler):
     def __init__(self, crawler: Crawler, link: ClusterLink, dupefilter: BaseDupeFilter) -> None:
         self.crawler = crawler
@@ -314,7 +320,10 @@ class ClusterScheduler(BaseScheduler):
             return True
         if stored:
             self.stats.inc_value("cdp_pool/cluster/stored")
-            self._buckets[bucket].changed = True  # its gate may be open
+        if frontier.readied:
+            # its gate became ready: it may be open (else it is parked, or
+            # ready already, which a take or a wake token tells this worker)
+            self._buckets[bucket].changed = True
         self._pending = (time.monotonic(), True)
         return stored
 
@@ -377,6 +386,7 @@ class ClusterScheduler(BaseScheduler):
         releases = self._by_bucket(self.held.take_ops(), ops=True)
         count = self.shards.count
         start, self._turn = self._turn, (self._turn + 1) % count
+        spare = self._spare()
         request: Request | None = None
         for step in range(count):  # round-robin from a rotating start: none starved
             bucket = (start + step) % count
@@ -384,7 +394,7 @@ class ClusterScheduler(BaseScheduler):
             changed = ops or self._buckets[bucket].changed or self.held.unreleased(acks)
             if not changed and self._idle(bucket):
                 continue  # its last take found nothing, and nothing changed since
-            request, reached = self._take_from(bucket, acks, ops)
+            request, reached = self._take_from(bucket, acks, ops, spare)
             if request is not None or not reached:
                 break
         left = [op for ops in releases.values() for op in ops]
@@ -392,6 +402,17 @@ class ClusterScheduler(BaseScheduler):
             self.held.keep_ops(left)
             self.held.flush_soon()
         return request
+
+    def _spare(self) -> int:
+        """How many more requests this worker starts right after the one it
+        takes now: the engine's free download slots after it, and no more
+        than its browser pool's free slots after it when a pool runs (an
+        open gate past those wakes another worker, which starts it sooner)."""
+        spare = scrapy_internals.free_download_slots(self.crawler, MOST_SPARE)
+        pool = runtime_of(self.crawler).pool
+        if pool is not None:
+            spare = min(spare, pool.free_slots)
+        return max(0, spare - 1)
 
     def _by_bucket(self, leases: list[str], *, ops: bool = False) -> dict[int, list[str]]:
         """``leases`` (or settle ops, ``<op>:<lease>``) by their bucket, as named here."""
@@ -402,12 +423,14 @@ class ClusterScheduler(BaseScheduler):
         return grouped
 
     def _take_from(
-        self, bucket: int, acks: list[str], releases: list[str]
+        self, bucket: int, acks: list[str], releases: list[str], spare: int = 0
     ) -> tuple[Request | None, bool]:
         """Take from ``bucket``, with its acknowledgements and releases (as
-        named here); ``(request or None, whether Redis answered)``."""
+        named here), ``spare`` more requests to be taken after it
+        (:meth:`~scrapy_cdp_pool.cluster.frontier.Frontier.take`);
+        ``(request or None, whether Redis answered)``."""
         sent = time.monotonic()
-        taken = self._send_take(bucket, acks, releases)
+        taken = self._send_take(bucket, acks, releases, spare)
         if taken is None:
             return None, False
         self.held.forget(acks)
@@ -419,11 +442,18 @@ class ClusterScheduler(BaseScheduler):
             return None, True
         lease = self.shards.lease(bucket, taken.lease)
         request = self._hand_out(lease, taken.data, taken.token, taken.poisoned, sent)
+        if request is None and taken.ready_left:
+            # nothing for the engine (an item parked unloadable), whose loop
+            # then stops; the gates the take found open are this worker's to
+            # start (no other worker was woken for them): ask again soon
+            self.gates.wake()
         if request is not None and taken.profile is not None:  # read with the take
             request.meta[PROFILE_COPY_META_KEY] = (*taken.profile, taken.profile_failures)
         return request, True
 
-    def _send_take(self, bucket: int, acks: list[str], releases: list[str]) -> Taken | None:
+    def _send_take(
+        self, bucket: int, acks: list[str], releases: list[str], spare: int = 0
+    ) -> Taken | None:
         """The take script on ``bucket``'s shard (its leases and ops named as
         the bucket knows them); ``None`` when Redis could not answer (the
         releases kept for the next take, the engine woken to try again)."""
@@ -441,7 +471,9 @@ class ClusterScheduler(BaseScheduler):
         try:
             return self.link.call(
                 "take",
-                lambda: frontier.take(local_acks, feed_key, local_ops, profile_copy=True),
+                lambda: frontier.take(
+                    local_acks, feed_key, local_ops, profile_copy=True, spare=spare
+                ),
             )
         except RedisUnavailable:
             self.held.keep_ops(releases)

@@ -187,13 +187,15 @@ if not redis.call('ZSCORE', timed, ARGV[4])
     and redis.call('ZADD', ready, 'LT', score, ARGV[4]) == 1 then
   redis.call('LPUSH', wake, '1')
   redis.call('LTRIM', wake, 0, 7)
+  return id
 end
-return id
+return -id
 """
 """Store a request (with its fingerprint, if any, in the same step: in a
 set, or in the Bloom filter's bits, :mod:`~scrapy_cdp_pool.cluster.bloom`):
-its id, or 0 when the fingerprint was seen already. Declares every key it
-touches (:func:`push_keys`)."""
+its id when its gate became ready with it (a wake token pushed), minus its
+id when the gate did not (parked, or ready already), 0 when the fingerprint
+was seen already. Declares every key it touches (:func:`push_keys`)."""
 
 
 def push_keys(prefix: str, seen: str, gate: str, bloom: tuple[str, str] | None = None) -> list[str]:
@@ -214,8 +216,9 @@ TAKE = (
 -- (0: none), host interval ms (0: none), most gates to look at, leases of a
 -- request that may run out before it is poisoned, '1' to read the profile's
 -- stored copy with it, the latest Redis time (ms) it may lease a request at
--- ('0': any), then settle ops ('r:<id>' releases, then 'a:<id>' acks: see
--- SETTLE); settled counts the acks
+-- ('0': any), how many more requests the worker takes right after this one
+-- (its free slots: open gates beyond those wake another worker), then settle
+-- ops ('r:<id>' releases, then 'a:<id>' acks: see SETTLE); settled counts the acks
 local worker = ARGV[2]
 local lease_ms = tonumber(ARGV[3])
 local conc = tonumber(ARGV[4])
@@ -224,8 +227,9 @@ local now = now_ms()
 local max_deliveries = tonumber(ARGV[7])
 local copy_profile = ARGV[8] == '1'
 local deadline = tonumber(ARGV[9])
+local spare = tonumber(ARGV[10])
 local settled = 0
-for i = 10, #ARGV do
+for i = 11, #ARGV do
   local op = string.sub(ARGV[i], 1, 1)
   local done = settle(op, string.sub(ARGV[i], 3), worker)
   if op == 'a' then settled = settled + done end
@@ -279,11 +283,21 @@ if requeued > 0 then redis.call('HINCRBY', P .. 'stats', 'requeued', requeued) e
 for _, g in ipairs(redis.call('ZRANGEBYSCORE', P .. 'timed', '-inf', now, 'LIMIT', 0, 100)) do
   unpark(g)
 end
-local function result(id, data, token, poisoned, more, ident)
-  if id ~= '' then woke = true end  -- gates left ready: pass the token on
-  publish_wake()
+local function result(id, data, token, poisoned, more, ident, open_left)
+  local ready_left
+  if open_left == nil then
+    -- not scanned (a stale take, a paused crawl): what its releases made ready
+    publish_wake()
+    ready_left = redis.call('EXISTS', P .. 'ready')
+  else
+    -- scanned: a token only for gates open beyond what this worker takes next
+    if open_left > spare then
+      redis.call('LPUSH', P .. 'wake', '1')
+      redis.call('LTRIM', P .. 'wake', 0, WAKE_TOKENS - 1)
+    end
+    ready_left = open_left > 0 and 1 or 0
+  end
   local wait = -1
-  local ready_left = redis.call('EXISTS', P .. 'ready')
   if more then
     wait = 0
   elseif id == '' or ready_left == 0 then
@@ -318,9 +332,15 @@ end
 -- run out and count as a delivery (poison)
 if deadline > 0 and now > deadline then return result('', '', '', 0, true) end
 if redis.call('EXISTS', P .. 'paused') == 1 then return result('', '', '') end
+-- the best open gate is taken from; the scan goes on past it (without
+-- taking) to count the gates still open, up to one more than the worker's
+-- spare slots: a closed gate is parked on the way, as a later take would
 local exhausted = false
+local picked = nil
+local open_left = 0
+local pos = 0
 for _ = 1, tonumber(ARGV[6]) do
-  local head = redis.call('ZRANGE', P .. 'ready', 0, 0)
+  local head = redis.call('ZRANGE', P .. 'ready', pos, pos)
   if #head == 0 then exhausted = true break end
   local g = head[1]
   local host, nb, ident = split_gate(g)
@@ -352,11 +372,15 @@ for _ = 1, tonumber(ARGV[6]) do
       end
     end
   end
-  if open then
+  if open and picked ~= nil then
+    open_left = open_left + 1
+    if open_left > spare then break end
+    pos = pos + 1  -- left ready, open: the next one
+  elseif open then
     local id = top[1]
     redis.call('ZREM', P .. 'q:' .. g, id)
     redis.call('DECR', P .. 'queued')
-    rescore(g)
+    rescore(g)  -- looked at again in turn: its profile or host may be closed now
     local token = ''
     if ident ~= '' then
       token = tostring(redis.call('INCR', P .. 'fence'))
@@ -373,10 +397,15 @@ for _ = 1, tonumber(ARGV[6]) do
       poisoned = tonumber(redis.call('HGET', P .. 'expired', id) or '0')
       if poisoned < max_deliveries then poisoned = 0 end
     end
-    return result(id, redis.call('HGET', P .. 'req', id), token, poisoned, false, ident)
+    picked = {id, redis.call('HGET', P .. 'req', id), token, poisoned, ident}
   end
 end
-return result('', '', '', 0, not exhausted)
+if picked ~= nil then
+  -- the scan stopped at its limit: more may be open past it
+  if not exhausted and open_left <= spare then open_left = math.max(open_left, 1) end
+  return result(picked[1], picked[2], picked[3], picked[4], false, picked[5], open_left)
+end
+return result('', '', '', 0, not exhausted, nil, 0)
 """
 )
 """Release and acknowledge (the worker's settle ops ride on its take), move
@@ -388,7 +417,9 @@ due), the feed key's type
 when the take could not read it ('' otherwise)]``; ``id`` is empty when none
 may start; then how many leases of the request ran out when that reached
 the most allowed (it is poisoned: fail it, do not download it), else 0; then
-1 when gates are still ready (another take may find one open), else 0; with
+1 when a gate was found open past the request taken (another take may start
+one; looked for up to the worker's spare slots + 1, a token pushed for those
+beyond them), else 0; with
 the profile copy asked for and a request of a profile taken, its stored
 ``state``, ``identity``, health's ``retired`` and ``consecutive_failures``
 (each nil when absent). The

@@ -8,8 +8,11 @@ token on the crawl's list ``<prefix>wake``. The scripts push one there
 (:data:`~scrapy_cdp_pool.cluster.scripts.TAKE`, ``SETTLE``, ``PUSH``,
 ``UNLOCK_PROFILE``) when a step made a gate ready that was not (a profile or
 host slot released with gates waiting for it, a request stored in a gate
-that had none) and gates are still ready at its end, and a take that took a
-request while gates are left ready passes one on; the list keeps at most 8.
+that had none) and gates are still ready at its end. A take looks past the
+request it takes for gates still open and pushes one only when it finds more
+than its worker's free slots (its worker takes those itself, next): a token
+popped for a gate that was closed woke a worker to a take that found nothing.
+The list keeps at most 8.
 A waiting worker pops tokens with ``BLPOP`` on a connection of its own, so
 one token wakes one worker, not the fleet: the cost of a release does not
 grow with the workers waiting. A worker that is not waiting (its slots

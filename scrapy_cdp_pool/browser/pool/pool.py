@@ -572,6 +572,15 @@ class ConnectionPool:
         """Leases waiting for a free slot."""
         return self.slots.waiting
 
+    @property
+    def free_slots(self) -> int:
+        """Pages this pool opens now without a wait: its slots less the
+        pages open and the leases waiting (the pool's, not its dedicated
+        servers')."""
+        connections = self.connections
+        slots = sum(c.capacity for c in connections)
+        return max(0, slots - sum(c.open_contexts for c in connections) - self.waiting)
+
     def owns(self, connection: PooledConnection) -> bool:
         """Whether ``connection`` is one of this pool's (not a dedicated
         server's)."""
