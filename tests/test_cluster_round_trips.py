@@ -14,7 +14,7 @@ import scrapy
 from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
 
-from scrapy_cdp_pool import Addon
+from scrapy_cdp_pool import Addon, scrapy_internals
 from scrapy_cdp_pool.cluster.frontier import SEEN, Frontier
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.redis_client import connect
@@ -110,6 +110,27 @@ async def test_the_scheduler_path_makes_two_round_trips_per_request(
     assert scheduler.frontier.calls - calls == 2 * (total + 1 - warm_up)
     scheduler.close("finished")
     assert crawler.stats.get_value("cdp_pool/cluster/acked") == total
+
+
+@pytest.mark.parametrize(("shards", "spare"), [(1, 3), (2, 0)])
+def test_a_take_counts_on_the_free_slots_only_with_one_bucket(
+    module_redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, shards: int, spare: int
+) -> None:
+    """The ``spare`` a take sends (its worker starts that many more requests
+    next, so open gates up to it wake nobody) is the engine's free slots less
+    the one taken, with one bucket; with several it is 0, since the worker's
+    next takes go round the buckets: a gate one take counted on, in one
+    bucket, was left open with nobody woken while the next take went to
+    another bucket (found by a trial against Redis, two buckets)."""
+    settings = {
+        "ADDONS": {Addon: 0},
+        **cluster(module_redis_server.url, token(), CDP_POOL_CLUSTER_SHARDS=shards),
+    }
+    crawler = get_crawler(Spider, settings)
+    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
+    assert scheduler.shards.count == shards
+    monkeypatch.setattr(scrapy_internals, "free_download_slots", lambda crawler, most: 4)
+    assert scheduler._spare() == spare
 
 
 @pytest_twisted.ensureDeferred
