@@ -386,7 +386,6 @@ class ClusterScheduler(BaseScheduler):
         releases = self._by_bucket(self.held.take_ops(), ops=True)
         count = self.shards.count
         start, self._turn = self._turn, (self._turn + 1) % count
-        spare = self._spare()
         request: Request | None = None
         for step in range(count):  # round-robin from a rotating start: none starved
             bucket = (start + step) % count
@@ -394,7 +393,7 @@ class ClusterScheduler(BaseScheduler):
             changed = ops or self._buckets[bucket].changed or self.held.unreleased(acks)
             if not changed and self._idle(bucket):
                 continue  # its last take found nothing, and nothing changed since
-            request, reached = self._take_from(bucket, acks, ops, spare)
+            request, reached = self._take_from(bucket, acks, ops)
             if request is not None or not reached:
                 break
         left = [op for ops in releases.values() for op in ops]
@@ -429,14 +428,12 @@ class ClusterScheduler(BaseScheduler):
         return grouped
 
     def _take_from(
-        self, bucket: int, acks: list[str], releases: list[str], spare: int = 0
+        self, bucket: int, acks: list[str], releases: list[str]
     ) -> tuple[Request | None, bool]:
         """Take from ``bucket``, with its acknowledgements and releases (as
-        named here), ``spare`` more requests to be taken after it
-        (:meth:`~scrapy_cdp_pool.cluster.frontier.Frontier.take`);
-        ``(request or None, whether Redis answered)``."""
+        named here); ``(request or None, whether Redis answered)``."""
         sent = time.monotonic()
-        taken = self._send_take(bucket, acks, releases, spare)
+        taken = self._send_take(bucket, acks, releases)
         if taken is None:
             return None, False
         self.held.forget(acks)
@@ -457,11 +454,9 @@ class ClusterScheduler(BaseScheduler):
             request.meta[PROFILE_COPY_META_KEY] = (*taken.profile, taken.profile_failures)
         return request, True
 
-    def _send_take(
-        self, bucket: int, acks: list[str], releases: list[str], spare: int = 0
-    ) -> Taken | None:
+    def _send_take(self, bucket: int, acks: list[str], releases: list[str]) -> Taken | None:
         """The take script on ``bucket``'s shard (its leases and ops named as
-        the bucket knows them); ``None`` when Redis could not answer (the
+        the bucket knows them, :meth:`_spare` with it); ``None`` when Redis could not answer (the
         releases kept for the next take, the engine woken to try again)."""
         state = self._buckets[bucket]
         state.changed = False
@@ -474,6 +469,7 @@ class ClusterScheduler(BaseScheduler):
         local_ops = [op[:2] + split(op[2:])[1] for op in releases]
         feed_key = self.link.take_feed_key if bucket == 0 else ""
         state.last_take = time.monotonic()
+        spare = self._spare()
         try:
             return self.link.call(
                 "take",

@@ -53,11 +53,12 @@ end
 -- takes again (instead of every worker asking every few ms)
 local WAKE_TOKENS = 8
 local woke = false
+local function push_token()
+  redis.call('LPUSH', P .. 'wake', '1')
+  redis.call('LTRIM', P .. 'wake', 0, WAKE_TOKENS - 1)
+end
 local function publish_wake()
-  if woke and redis.call('EXISTS', P .. 'ready') == 1 then
-    redis.call('LPUSH', P .. 'wake', '1')
-    redis.call('LTRIM', P .. 'wake', 0, WAKE_TOKENS - 1)
-  end
+  if woke and redis.call('EXISTS', P .. 'ready') == 1 then push_token() end
 end
 local function split_gate(g)
   return string.match(g, '^([^|]*)|([^|]*)|(.*)$')
@@ -291,10 +292,7 @@ local function result(id, data, token, poisoned, more, ident, open_left)
     ready_left = redis.call('EXISTS', P .. 'ready')
   else
     -- scanned: a token only for gates open beyond what this worker takes next
-    if open_left > spare then
-      redis.call('LPUSH', P .. 'wake', '1')
-      redis.call('LTRIM', P .. 'wake', 0, WAKE_TOKENS - 1)
-    end
+    if open_left > spare then push_token() end
     ready_left = open_left > 0 and 1 or 0
   end
   local wait = -1

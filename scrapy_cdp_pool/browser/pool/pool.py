@@ -559,8 +559,7 @@ class ConnectionPool:
         kept pages (as httpcore's pool shows its requests), e.g.
         ``<ConnectionPool [READY | 3/8 open, 5 waiting, 1 kept, 4 connections]>``."""
         connections = self.connections
-        open_now = sum(c.open_contexts for c in connections)
-        slots = sum(c.capacity for c in connections)
+        open_now, slots = self._open_and_slots()
         kept = sum(len(c.idle_pages) for c in connections)
         return (
             f"<{type(self).__name__} [{self.state.name} | {open_now}/{slots} open, "
@@ -577,9 +576,13 @@ class ConnectionPool:
         """Pages this pool opens now without a wait: its slots less the
         pages open and the leases waiting (the pool's, not its dedicated
         servers')."""
+        open_now, slots = self._open_and_slots()
+        return max(0, slots - open_now - self.waiting)
+
+    def _open_and_slots(self) -> tuple[int, int]:
+        """(pages open, slots) over this pool's connections."""
         connections = self.connections
-        slots = sum(c.capacity for c in connections)
-        return max(0, slots - sum(c.open_contexts for c in connections) - self.waiting)
+        return sum(c.open_contexts for c in connections), sum(c.capacity for c in connections)
 
     def owns(self, connection: PooledConnection) -> bool:
         """Whether ``connection`` is one of this pool's (not a dedicated
