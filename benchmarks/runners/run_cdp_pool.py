@@ -44,7 +44,7 @@ def patch_off(feature: str) -> None:
 
         RenderStats.result = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
     elif feature == "cache_guard":
-        from scrapy_cdp_pool.render._request import session
+        from scrapy_cdp_pool.render._request import opening
 
         def unguarded(original: Any) -> Any:
             async def opened(*args: Any, **kwargs: Any) -> Any:
@@ -53,16 +53,16 @@ def patch_off(feature: str) -> None:
             return opened
 
         for name in ("open_page", "take_over_page"):
-            setattr(session, name, unguarded(getattr(session, name)))
+            setattr(opening, name, unguarded(getattr(opening, name)))
     elif feature == "network_events":
-        from scrapy_cdp_pool.render._request import session
+        from scrapy_cdp_pool.render._request import opening
 
-        original_open = session.open_page
+        original_open = opening.open_page
 
         async def without_network(*args: Any, **kwargs: Any) -> Any:
             return await original_open(*args, **{**kwargs, "network_events": False})
 
-        session.open_page = without_network
+        opening.open_page = without_network
     elif feature == "page_cleaning":
         from scrapy_cdp_pool.browser.pool import page_reuse
 
