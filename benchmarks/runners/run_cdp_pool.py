@@ -4,6 +4,8 @@ server the harness started, through CDP_POOL_ENDPOINTS."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import sys
 from typing import Any
 
@@ -33,43 +35,61 @@ FEATURES: dict[str, dict[str, Any]] = {
 }
 
 
+def _replace(owner: Any, name: str, make: Any, keyword: str = "") -> None:
+    """Replace ``owner.name`` with ``make(original)``; fails at once when the
+    render path moved (no such name, or no such ``keyword`` argument), so a
+    patch can never silently measure nothing."""
+    original = getattr(owner, name)  # AttributeError: the function moved
+    if keyword and keyword not in inspect.signature(original).parameters:
+        raise TypeError("%s.%s takes no %r argument" % (owner.__name__, name, keyword))
+    setattr(owner, name, make(original))
+
+
+def _with(keyword: str, value: Any) -> Any:
+    """A wrapper factory: the coroutine function called with ``keyword=value``."""
+
+    def make(original: Any) -> Any:
+        @functools.wraps(original)  # its signature, for the next patch's check
+        async def called(*args: Any, **kwargs: Any) -> Any:
+            return await original(*args, **{**kwargs, keyword: value})
+
+        return called
+
+    return make
+
+
 def patch_off(feature: str) -> None:
-    """Switch off a default feature that has no setting (benchmark only)."""
+    """Switch off a default feature that has no setting (benchmark only).
+
+    :raises AttributeError, TypeError: the call it patches is no longer where
+        the render path calls it (tests/unit/test_benchmark_patches.py)."""
     if feature == "download_signals":
         from scrapy_cdp_pool.core import rendering
 
-        rendering.send_download_signals = lambda crawler, request, response: response
+        _replace(
+            rendering,
+            "send_download_signals",
+            lambda _: lambda crawler, request, response: response,
+        )
     elif feature == "render_stats":
         from scrapy_cdp_pool.core.render_stats import RenderStats
 
-        RenderStats.result = lambda self, *args, **kwargs: None  # type: ignore[method-assign]
-    elif feature == "cache_guard":
+        _replace(RenderStats, "result", lambda _: lambda self, *args, **kwargs: None)
+    elif feature in ("cache_guard", "network_events"):
         from scrapy_cdp_pool.render._request import opening
 
-        def unguarded(original: Any) -> Any:
-            async def opened(*args: Any, **kwargs: Any) -> Any:
-                return await original(*args, **{**kwargs, "guard_cache": False})
-
-            return opened
-
-        for name in ("open_page", "take_over_page"):
-            setattr(opening, name, unguarded(getattr(opening, name)))
-    elif feature == "network_events":
-        from scrapy_cdp_pool.render._request import opening
-
-        original_open = opening.open_page
-
-        async def without_network(*args: Any, **kwargs: Any) -> Any:
-            return await original_open(*args, **{**kwargs, "network_events": False})
-
-        opening.open_page = without_network
+        if feature == "cache_guard":
+            for name in ("open_page", "take_over_page"):
+                _replace(opening, name, _with("guard_cache", False), "guard_cache")
+        else:
+            _replace(opening, "open_page", _with("network_events", False), "network_events")
     elif feature == "page_cleaning":
         from scrapy_cdp_pool.browser.pool import page_reuse
 
         async def cleaned(*args: Any, **kwargs: Any) -> bool:
             return True
 
-        page_reuse.clean_for_reuse = cleaned
+        _replace(page_reuse, "clean_for_reuse", lambda _: cleaned)
     elif feature == "page_stop":
         from scrapy_cdp_pool.browser.pool import page_reuse
 
@@ -79,7 +99,7 @@ def patch_off(feature: str) -> None:
                 await alongside
             return True
 
-        page_reuse.stop_page = stopped
+        _replace(page_reuse, "stop_page", lambda _: stopped)
 
 
 if __name__ == "__main__":

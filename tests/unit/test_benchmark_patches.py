@@ -1,0 +1,68 @@
+"""The benchmark's ``--off NAME`` patches still reach the render path.
+
+``benchmarks/quick.py --features`` measures what each default feature costs a
+page by switching it off; where a feature has no setting,
+``benchmarks/runners/run_cdp_pool.py`` replaces the one call that does its
+work. When that call moves (as render/ going private moved the page opening
+to ``render/_request/opening.py``) the patch must fail at once, not measure
+the defaults under the feature's name. Run in a child process: the patches
+replace module attributes for good.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RUNNERS = REPO / "benchmarks" / "runners"
+
+PROBE = """
+import sys
+sys.path[:0] = [{runners!r}, {repo!r}]
+import run_cdp_pool
+for name in run_cdp_pool.FEATURES:
+    run_cdp_pool.patch_off(name)
+print(sorted(run_cdp_pool.FEATURES))
+"""
+
+
+def test_every_feature_switch_patches_a_call_the_render_path_makes() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(runners=str(RUNNERS), repo=str(REPO))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "cache_guard" in done.stdout
+    assert "network_events" in done.stdout
+
+
+def test_a_patch_of_a_call_that_moved_fails_by_name() -> None:
+    probe = f"""
+import sys, types
+sys.path[:0] = [{str(RUNNERS)!r}, {str(REPO)!r}]
+import run_cdp_pool
+async def opened(spec): ...
+module = types.ModuleType("opening")
+module.open_page = opened
+try:
+    unguarded = run_cdp_pool._with("guard_cache", False)
+    run_cdp_pool._replace(module, "open_page", unguarded, "guard_cache")
+except TypeError as e:
+    print("refused:", e)
+try:
+    run_cdp_pool._replace(module, "take_over_page", lambda original: original)
+except AttributeError as e:
+    print("missing:", e)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused: opening.open_page takes no 'guard_cache' argument" in done.stdout
+    assert "missing:" in done.stdout
+    assert "take_over_page" in done.stdout
