@@ -1,7 +1,7 @@
-"""Quick mode: the plugin at its defaults against each backend's raw CDP floor, one run, ~1 minute.
+"""Quick mode: the plugin at its defaults against each backend's raw CDP floor, two rounds, ~1 minute.
 
     python benchmarks/quick.py [--features] [--full-chromium] [--lightpanda-pages 300]
-                               [--chromium-pages 60] [--out benchmarks/QUICK.md]
+                               [--chromium-pages 60] [--rounds 2] [--out benchmarks/QUICK.md]
 
 In one process tree (the benchmark site, then one runner subprocess at a time, each measured):
 
@@ -20,17 +20,24 @@ In one process tree (the benchmark site, then one runner subprocess at a time, e
   and on the shell (``run_cdp_pool.py --off NAME``): what each costs per page is the defaults
   row's CPU ms (and pages/s) against its row.
 
-Prints pages/s, the ratio to the backend's floor (the kept-page loop for Chromium) and CPU ms per
-page, split into browser (the server process tree) and crawler (the runner: Scrapy and the
-plugin, or the raw loop), then writes the table to ``--out``. Quote it in a closing note beside
-the last landed figure. One run is noisy on a shared machine: the ``other load`` column says how
-many cores other processes used meanwhile.
+Every configuration runs ``--rounds`` times (default 2), the rounds one after the other and each
+round every row in turn, so a configuration and its floor run minutes apart at most and a slow
+spell of the machine falls on both. Prints pages/s, the ratio to the backend's floor (the
+kept-page loop for Chromium) and CPU ms per page, split into browser (the server process tree)
+and crawler (the runner: Scrapy and the plugin, or the raw loop), then writes the table to
+``--out``: each figure the median over the rounds, the ratio the median of each round's ratio
+(a row and its floor from the same round); a line under the table gives every round's ratio.
+Quote it in a closing note beside the last landed figure. One round's ratio moved by a quarter
+between back-to-back runs on a quiet 2-core machine (Lightpanda 0.63 then 0.89, 2026-12-07): the
+``other load`` column says how many cores other processes used meanwhile (the largest over the
+rounds), which does not see a slower host.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
+import statistics
 import sys
 import tempfile
 import time
@@ -114,41 +121,78 @@ HEADER = (
 )
 
 
-def table(rows: list[Row], results: dict[str, execute.RunResult]) -> list[str]:
+Results = dict[str, list[execute.RunResult]]
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def _ok(runs: list[execute.RunResult] | None) -> bool:
+    return bool(runs) and all(r.status == "ok" for r in runs or ())
+
+
+def _cpu(runs: list[execute.RunResult], part: str) -> float:
+    return _median([r.cpu_ms_per_page.get(part, 0.0) for r in runs])
+
+
+def round_ratios(results: Results, name: str, floor: str) -> list[float]:
+    """``name``'s pages/s over its floor's, round by round (rounds where
+    both ran and the floor did some pages)."""
+    pairs = zip(results.get(name, []), results.get(floor, []), strict=False)
+    return [
+        r.pages_per_s / f.pages_per_s
+        for r, f in pairs
+        if r.status == "ok" and f.status == "ok" and f.pages_per_s
+    ]
+
+
+def table(rows: list[Row], results: Results) -> list[str]:
     lines = [HEADER]
     for group, cfg, pages, floor in rows:
-        r = results.get(cfg.name)
-        if r is None or r.status != "ok":
-            error = r.error[:80] if r is not None else "not run"
+        runs = results.get(cfg.name)
+        if not runs or not _ok(runs):
+            failed = [r for r in runs or () if r.status != "ok"]
+            error = failed[0].error[:80] if failed else "not run"
             lines.append("| %s | %s | %d | %s | | | | | |" % (group, cfg.name, pages, error))
             continue
-        ref = results.get(floor)
+        ratios = round_ratios(results, cfg.name, floor) if floor not in ("", "-") else []
         if not floor:
             ratio = "floor"
-        elif floor == "-":
-            ratio = "n/a"
-        elif ref is not None and ref.status == "ok" and ref.pages_per_s:
-            ratio = "%.2f" % (r.pages_per_s / ref.pages_per_s)
+        elif ratios:
+            ratio = "%.2f" % _median(ratios)
         else:
             ratio = "n/a"
-        browser = r.cpu_ms_per_page.get("server", 0.0)
-        crawler = r.cpu_ms_per_page.get("crawler", 0.0)
+        browser, crawler = _cpu(runs, "server"), _cpu(runs, "crawler")
+        other = max(r.other_load_cores or 0.0 for r in runs)
         lines.append(
             "| %s | %s | %d | %.1f | %s | %.2f | %.2f | %.2f | %.2f |"
-            % (group, cfg.name, r.pages, r.pages_per_s, ratio, browser, crawler,
-               browser + crawler, r.other_load_cores or 0.0)
+            % (group, cfg.name, runs[0].pages, _median([r.pages_per_s for r in runs]), ratio,
+               browser, crawler, browser + crawler, other)
         )  # fmt: skip
     return lines
 
 
-def crawler_budget(results: dict[str, execute.RunResult]) -> list[str]:
+def ratio_lines(rows: list[Row], results: Results) -> list[str]:
+    """Each plugin-at-defaults row's ratio to its floor in every round."""
+    lines = []
+    for _group, cfg, _pages, floor in rows:
+        if cfg.name.startswith("plugin_defaults") and floor not in ("", "-"):
+            ratios = round_ratios(results, cfg.name, floor)
+            if ratios:
+                each = ", ".join("%.2f" % r for r in ratios)
+                lines.append("%s / %s, round by round: %s" % (cfg.name, floor, each))
+    return ["", *lines] if lines else []
+
+
+def crawler_budget(results: Results) -> list[str]:
     """Where the plugin's crawler CPU per page goes on Lightpanda: the raw
     loop's (its CDP work), Scrapy's own (the floor), and the rest (the
-    plugin's own Python and its extra messages)."""
-    runs = [results.get(n) for n in ("raw_cdp_loop", "plugin_defaults", SCRAPY_FLOOR)]
-    if any(r is None or r.status != "ok" for r in runs):
+    plugin's own Python and its extra messages); medians over the rounds."""
+    names = ("raw_cdp_loop", "plugin_defaults", SCRAPY_FLOOR)
+    if not all(_ok(results.get(n)) for n in names):
         return []
-    raw, plugin, scrapy = (r.cpu_ms_per_page.get("crawler", 0.0) for r in runs if r is not None)
+    raw, plugin, scrapy = (_cpu(results[n], "crawler") for n in names)
     return [
         "",
         "Lightpanda, crawler CPU ms a page: plugin %.2f = raw loop's CDP work %.2f + Scrapy's own "
@@ -163,26 +207,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chromium-pages", type=int, default=60)
     ap.add_argument("--features", action="store_true", help="each default feature off in turn")
     ap.add_argument("--full-chromium", action="store_true", help="also /usr/bin/chromium")
+    ap.add_argument(
+        "--rounds", type=int, default=2, help="runs of every row, alternated (medians reported)"
+    )
     ap.add_argument("--site", type=Path, default=default_site())
     ap.add_argument("--out", type=Path, default=HERE / "QUICK.md")
     a = ap.parse_args(argv)
+    if a.rounds < 1:
+        ap.error("--rounds: at least 1")
     procs.interrupt_on_sigterm()
     log_dir = Path(tempfile.mkdtemp(prefix="bench-quick-"))
     rows = plan(a)
     site = procs.start_benchsite(a.site, log_dir)
-    results: dict[str, execute.RunResult] = {}
+    results: Results = {}
     t0 = time.monotonic()
     try:
         most = max(a.lightpanda_pages, a.chromium_pages)
         procs.warm_benchsite(site, [*page_urls("", KIND, most), warmup_url("", KIND, most)])
-        for _group, cfg, pages, _floor in rows:
-            measure.wait_quiet(5)
-            r = execute.run_config(
-                cfg, KIND, 1, site=site, pages=pages, log_dir=log_dir, timeout_s=90 + pages
-            )
-            results[cfg.name] = r
-            done = "%.1f pages/s" % r.pages_per_s if r.status == "ok" else r.error[:200]
-            print("%-34s %s" % (cfg.name, done), flush=True)
+        for run in range(1, a.rounds + 1):
+            for _group, cfg, pages, _floor in rows:
+                measure.wait_quiet(5)
+                r = execute.run_config(
+                    cfg, KIND, run, site=site, pages=pages, log_dir=log_dir, timeout_s=90 + pages
+                )
+                results.setdefault(cfg.name, []).append(r)
+                done = "%.1f pages/s" % r.pages_per_s if r.status == "ok" else r.error[:200]
+                print("round %d  %-34s %s" % (run, cfg.name, done), flush=True)
     except KeyboardInterrupt:
         print("interrupted: reporting the runs so far", flush=True)
     finally:
@@ -195,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         "%s; %s; total %.0f s" % (KIND, about, time.monotonic() - t0),
         "",
         *table(rows, results),
+        *ratio_lines(rows, results),
         *crawler_budget(results),
     ]
     text = "\n".join(lines) + "\n"
@@ -202,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     a.out.write_text(text)
     print("wrote %s (logs in %s)" % (a.out, log_dir))
-    return 0 if all(r.status == "ok" for r in results.values()) else 1
+    return 0 if all(_ok(runs) for runs in results.values()) else 1
 
 
 def _machine() -> dict[str, str]:
