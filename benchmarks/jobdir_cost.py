@@ -76,7 +76,11 @@ def scheduler_path(mode: dict[str, Any], total: int, workdir: Path) -> tuple[flo
     spider = crawler._create_spider()
     crawler.spider = spider
     in_progress: set[scrapy.Request] = set()
-    crawler.engine = SimpleNamespace(_slot=SimpleNamespace(inprogress=in_progress))  # type: ignore[assignment]
+    # The engine's slot as the plugin reads it: the requests in progress, and
+    # its loop's call (a request finished wakes the engine: nothing to run here).
+    nextcall = SimpleNamespace(schedule=lambda delay=0: None)
+    engine_slot = SimpleNamespace(inprogress=in_progress, nextcall=nextcall)
+    crawler.engine = SimpleNamespace(_slot=engine_slot)  # type: ignore[assignment]
     gates = runtime_of(crawler).gates
     scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
     scheduler.open(spider)

@@ -1,4 +1,4 @@
-"""Quick mode: the plugin at its defaults against each backend's raw CDP floor, two rounds, ~1 minute.
+"""Quick mode: the plugin at its defaults against each backend's raw CDP floor, 2 rounds, ~1 minute.
 
     python benchmarks/quick.py [--features] [--full-chromium] [--lightpanda-pages 300]
                                [--chromium-pages 60] [--rounds 2] [--out benchmarks/QUICK.md]

@@ -62,7 +62,7 @@ def patch_off(feature: str) -> None:
     """Switch off a default feature that has no setting (benchmark only).
 
     :raises AttributeError, TypeError: the call it patches is no longer where
-        the render path calls it (tests/unit/test_benchmark_patches.py)."""
+        the render path calls it (tests/unit/test_benchmarks_run.py)."""
     if feature == "download_signals":
         from scrapy_cdp_pool.core import rendering
 
