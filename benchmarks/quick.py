@@ -174,10 +174,10 @@ def table(rows: list[Row], results: Results) -> list[str]:
 
 
 def ratio_lines(rows: list[Row], results: Results) -> list[str]:
-    """Each plugin-at-defaults row's ratio to its floor in every round."""
+    """Each row's ratio to its floor in every round."""
     lines = []
     for _group, cfg, _pages, floor in rows:
-        if cfg.name.startswith("plugin_defaults") and floor not in ("", "-"):
+        if floor not in ("", "-"):
             ratios = round_ratios(results, cfg.name, floor)
             if ratios:
                 each = ", ".join("%.2f" % r for r in ratios)
@@ -213,8 +213,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--site", type=Path, default=default_site())
     ap.add_argument("--out", type=Path, default=HERE / "QUICK.md")
     a = ap.parse_args(argv)
-    if a.rounds < 1:
-        ap.error("--rounds: at least 1")
+    for option, value in (
+        ("--rounds", a.rounds),
+        ("--lightpanda-pages", a.lightpanda_pages),
+        ("--chromium-pages", a.chromium_pages),
+    ):
+        if value < 1:
+            ap.error("%s: at least 1 (got %d)" % (option, value))
+    if not a.site.is_file():
+        ap.error("--site: no such file: %s (the benchmark site's server.py)" % a.site)
+    if not a.out.parent.is_dir():
+        ap.error("--out: no such directory: %s" % a.out.parent)
     procs.interrupt_on_sigterm()
     log_dir = Path(tempfile.mkdtemp(prefix="bench-quick-"))
     rows = plan(a)

@@ -164,7 +164,10 @@ if __name__ == "__main__":
         settings["CDP_POOL_CHROMIUM_PATH"] = args.chromium_path
     for feature in filter(None, args.off.split(",")):
         if feature not in FEATURES:
-            emit("error", message="--off: unknown feature %r" % feature)
+            emit(
+                "error",
+                message="--off: unknown feature %r (one of: %s)" % (feature, ", ".join(FEATURES)),
+            )
             sys.exit(2)
         settings.update(FEATURES[feature])
         patch_off(feature)

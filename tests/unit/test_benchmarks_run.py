@@ -25,6 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 RUNNERS = REPO / "benchmarks" / "runners"
 
@@ -89,3 +91,26 @@ def test_the_jobdir_cost_benchmark_drives_the_scheduler_through_a_crawl() -> Non
     assert done.returncode == 0, done.stderr[-2000:]
     for mode in ("memory (no JOBDIR)", "Scrapy's JOBDIR", "durable JOBDIR + fsync"):
         assert mode in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--lightpanda-pages", "0"], "--lightpanda-pages: at least 1"),
+        (["--chromium-pages", "-5"], "--chromium-pages: at least 1"),
+        (["--rounds", "0"], "--rounds: at least 1"),
+        (["--site", "/nonexistent/server.py"], "--site: no such file"),
+        (["--out", "/nonexistent-dir/QUICK.md"], "--out: no such directory"),
+    ],
+)
+def test_quick_mode_refuses_bad_input_by_name_before_it_runs(args: list[str], named: str) -> None:
+    """Found by a trial as a new user: page counts of 0 or less ran the whole
+    benchmark to rows that "did not finish their pages", a missing ``--site``
+    gave a traceback, and a missing ``--out`` directory one after the run."""
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "quick.py"), *args],
+        capture_output=True, text=True, timeout=60, check=False, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert named in done.stderr
+    assert "Traceback" not in done.stderr
