@@ -129,7 +129,8 @@ def _median(values: list[float]) -> float:
 
 
 def _ok(runs: list[execute.RunResult] | None) -> bool:
-    return bool(runs) and all(r.status == "ok" for r in runs or ())
+    """Whether the row ran and every round of it succeeded."""
+    return runs is not None and len(runs) > 0 and all(r.status == "ok" for r in runs)
 
 
 def _cpu(runs: list[execute.RunResult], part: str) -> float:
@@ -138,7 +139,8 @@ def _cpu(runs: list[execute.RunResult], part: str) -> float:
 
 def round_ratios(results: Results, name: str, floor: str) -> list[float]:
     """``name``'s pages/s over its floor's, round by round (rounds where
-    both ran and the floor did some pages)."""
+    both ran and the floor did some pages); none for a floor itself (``""``)
+    or a row without one (``"-"``): no run goes by those names."""
     pairs = zip(results.get(name, []), results.get(floor, []), strict=False)
     return [
         r.pages_per_s / f.pages_per_s
@@ -150,13 +152,13 @@ def round_ratios(results: Results, name: str, floor: str) -> list[float]:
 def table(rows: list[Row], results: Results) -> list[str]:
     lines = [HEADER]
     for group, cfg, pages, floor in rows:
-        runs = results.get(cfg.name)
-        if not runs or not _ok(runs):
-            failed = [r for r in runs or () if r.status != "ok"]
+        runs = results.get(cfg.name, [])
+        if not _ok(runs):
+            failed = [r for r in runs if r.status != "ok"]
             error = failed[0].error[:80] if failed else "not run"
             lines.append("| %s | %s | %d | %s | | | | | |" % (group, cfg.name, pages, error))
             continue
-        ratios = round_ratios(results, cfg.name, floor) if floor not in ("", "-") else []
+        ratios = round_ratios(results, cfg.name, floor)
         if not floor:
             ratio = "floor"
         elif ratios:
@@ -177,11 +179,10 @@ def ratio_lines(rows: list[Row], results: Results) -> list[str]:
     """Each row's ratio to its floor in every round."""
     lines = []
     for _group, cfg, _pages, floor in rows:
-        if floor not in ("", "-"):
-            ratios = round_ratios(results, cfg.name, floor)
-            if ratios:
-                each = ", ".join("%.2f" % r for r in ratios)
-                lines.append("%s / %s, round by round: %s" % (cfg.name, floor, each))
+        ratios = round_ratios(results, cfg.name, floor)
+        if ratios:
+            each = ", ".join("%.2f" % r for r in ratios)
+            lines.append("%s / %s, round by round: %s" % (cfg.name, floor, each))
     return ["", *lines] if lines else []
 
 

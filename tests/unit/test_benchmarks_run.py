@@ -8,8 +8,6 @@ render layer's restructuring: the two ``--off`` switches below, and
 ``jobdir_cost.py``'s stand-in engine (the plugin now wakes the engine when a
 request finishes).
 
-The benchmark's ``--off NAME`` patches still reach the render path:
-
 ``benchmarks/quick.py --features`` measures what each default feature costs a
 page by switching it off; where a feature has no setting,
 ``benchmarks/runners/run_cdp_pool.py`` replaces the one call that does its
@@ -28,36 +26,38 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-RUNNERS = REPO / "benchmarks" / "runners"
+BENCHMARKS = REPO / "benchmarks"
 
-PROBE = """
+#: a probe's first lines: the runner importable as the benchmarks import it
+IMPORT_RUNNER = f"""
 import sys
-sys.path[:0] = [{runners!r}, {repo!r}]
+sys.path[:0] = [{str(BENCHMARKS / "runners")!r}, {str(REPO)!r}]
 import run_cdp_pool
-for name in run_cdp_pool.FEATURES:
-    run_cdp_pool.patch_off(name)
-print(sorted(run_cdp_pool.FEATURES))
 """
 
 
+def _python(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """This interpreter run with ``args`` in the repository, its output kept."""
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True, text=True, timeout=timeout, check=False, cwd=REPO,
+    )  # fmt: skip
+
+
 def test_every_feature_switch_patches_a_call_the_render_path_makes() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(runners=str(RUNNERS), repo=str(REPO))],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = _python("-c", IMPORT_RUNNER + """
+for name in run_cdp_pool.FEATURES:
+    run_cdp_pool.patch_off(name)
+print(sorted(run_cdp_pool.FEATURES))
+""")  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "cache_guard" in done.stdout
     assert "network_events" in done.stdout
 
 
 def test_a_patch_of_a_call_that_moved_fails_by_name() -> None:
-    probe = f"""
-import sys, types
-sys.path[:0] = [{str(RUNNERS)!r}, {str(REPO)!r}]
-import run_cdp_pool
+    done = _python("-c", IMPORT_RUNNER + """
+import types
 async def opened(spec): ...
 module = types.ModuleType("opening")
 module.open_page = opened
@@ -70,10 +70,7 @@ try:
     run_cdp_pool._replace(module, "take_over_page", lambda original: original)
 except AttributeError as e:
     print("missing:", e)
-"""
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=False
-    )
+""")  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "refused: opening.open_page takes no 'guard_cache' argument" in done.stdout
     assert "missing:" in done.stdout
@@ -83,11 +80,7 @@ except AttributeError as e:
 def test_the_jobdir_cost_benchmark_drives_the_scheduler_through_a_crawl() -> None:
     """``benchmarks/jobdir_cost.py``'s scheduler path (no ``--crawl``): every
     queue mode it compares hands out all its requests."""
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "jobdir_cost.py"), "--requests", "30",
-         "--repeat", "1"],
-        capture_output=True, text=True, timeout=120, check=False, cwd=REPO,
-    )  # fmt: skip
+    done = _python(str(BENCHMARKS / "jobdir_cost.py"), "--requests", "30", "--repeat", "1")
     assert done.returncode == 0, done.stderr[-2000:]
     for mode in ("memory (no JOBDIR)", "Scrapy's JOBDIR", "durable JOBDIR + fsync"):
         assert mode in done.stdout
@@ -107,10 +100,7 @@ def test_quick_mode_refuses_bad_input_by_name_before_it_runs(args: list[str], na
     """Found by a trial as a new user: page counts of 0 or less ran the whole
     benchmark to rows that "did not finish their pages", a missing ``--site``
     gave a traceback, and a missing ``--out`` directory one after the run."""
-    done = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks" / "quick.py"), *args],
-        capture_output=True, text=True, timeout=60, check=False, cwd=REPO,
-    )  # fmt: skip
+    done = _python(str(BENCHMARKS / "quick.py"), *args, timeout=60)
     assert done.returncode == 2
     assert named in done.stderr
     assert "Traceback" not in done.stderr
