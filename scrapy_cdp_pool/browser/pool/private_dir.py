@@ -124,7 +124,7 @@ def record_server(path: Path, pid: int) -> None:
 
 def _end_orphan(path: Path) -> int | None:
     """End the server recorded in ``path`` (:func:`record_server`) if it
-    still runs: the same process (start time within 1 s, same command line),
+    still runs: the same process (:func:`_started_as_recorded`, same command line),
     this user's. Its process group (the server's own session: its children
     too) gets SIGKILL. The PID ended, or ``None``."""
     try:
