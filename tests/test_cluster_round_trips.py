@@ -5,6 +5,7 @@ stored is refused without asking Redis."""
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -16,9 +17,11 @@ from scrapy.utils.test import get_crawler
 
 from scrapy_cdp_pool import Addon, scrapy_internals
 from scrapy_cdp_pool.cluster.frontier import SEEN, Frontier
+from scrapy_cdp_pool.cluster.host_pause import ClusterHostPauseMiddleware
 from scrapy_cdp_pool.cluster.keys import gate_of
 from scrapy_cdp_pool.cluster.redis_client import connect
 from scrapy_cdp_pool.cluster.shards import Buckets
+from scrapy_cdp_pool.cluster.take_checks import FRESH_S
 from scrapy_cdp_pool.core.runtime import runtime_of
 from tests.cluster_harness import RedisServer, cluster
 from tests.crawl import crawl
@@ -142,8 +145,11 @@ async def test_a_request_asks_redis_whether_its_host_is_paused_once(
     slot, once it has one and right before its navigation; a plain
     request's before its turn and right before its download) only the last
     asks Redis ("no pause?", a ``PTTL``), the others read what the worker
-    knows. Counted by a spy on ``Buckets.pause_left`` that calls through.
-    Before: 3 a rendered request, 2 a plain one."""
+    knows; and that one is answered by the take that just handed the
+    request out (its script read the pause) when it came within
+    ``take_checks.FRESH_S`` of it, else by a ``PTTL``. Counted by a spy on
+    ``Buckets.pause_left`` that calls through, and by the stat. Before: 3
+    a rendered request, 2 a plain one; then 1 (a ``PTTL`` each)."""
     asked: list[str] = []
     real = Buckets.pause_left
 
@@ -163,4 +169,40 @@ async def test_a_request_asks_redis_whether_its_host_is_paused_once(
     stats = crawler.stats.get_stats()
     # in the browser: 4 of the 7 (/echo's text/plain is a raw document)
     assert stats.get("cdp_pool/pages", 0) + stats.get("cdp_pool/documents_raw", 0) == 4, stats
-    assert len(asked) == 7, asked
+    by_take = stats.get("cdp_pool/cluster/pause_checks_by_take", 0)
+    assert len(asked) + by_take == 7, (asked, by_take)
+
+
+def test_a_pause_check_stands_on_a_fresh_take_only(module_redis_server: RedisServer) -> None:
+    """The check right before a navigation (``remaining``) asks Redis no
+    ``PTTL`` when a take handed out a request of the host at most
+    ``FRESH_S`` before (and says it was checked then), and asks it when that
+    take is older, or was of another host; a pause written before the check
+    (pushed to the worker) is seen either way."""
+    crawler = get_crawler(
+        Spider, {"ADDONS": {Addon: 0}, **cluster(module_redis_server.url, token())}
+    )
+    crawler.spider = crawler._create_spider()
+    middleware = ClusterHostPauseMiddleware.from_crawler(crawler)
+    link = middleware.link
+    asked: list[str] = []
+    real = link.shards.pause_left
+    link.shards.pause_left = lambda host: asked.append(host) or real(host)  # type: ignore[method-assign]
+    try:
+        now = time.monotonic()
+        link.take_checks.taken("fresh.example", now)
+        link.take_checks.taken("stale.example", now - FRESH_S - 1)
+        assert middleware.remaining("fresh.example") == 0
+        assert (asked, middleware.checked_at) == ([], now)
+        assert middleware.remaining("stale.example") == 0
+        assert middleware.remaining("other.example") == 0
+        assert asked == ["stale.example", "other.example"]
+        assert middleware.checked_at > now
+        link.shards.pause_host("fresh.example", 30)  # as another worker would
+        deadline = time.monotonic() + 30
+        while middleware.remaining("fresh.example") == 0:  # until its message comes
+            assert time.monotonic() < deadline
+        assert middleware.remaining("fresh.example") > 20
+    finally:
+        middleware.events.stop()
+        link.client.close()

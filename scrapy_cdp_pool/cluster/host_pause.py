@@ -10,8 +10,10 @@ expiring then), so that:
   request is sent), :meth:`remaining`, sees pauses announced by any worker:
   pushed to each worker as they are written
   (:mod:`~scrapy_cdp_pool.cluster.host_events`), no round trip; "no pause"
-  is one ``PTTL``. Its earlier checks, before a request takes a browser slot
-  and before it makes a context (:meth:`known_remaining`), only avoid
+  is the take's that just handed the request out (its script read the pause:
+  :mod:`~scrapy_cdp_pool.cluster.take_checks`), else one ``PTTL``. Its
+  earlier checks, before a request takes a browser slot and before it makes
+  a context (:meth:`known_remaining`), only avoid
   holding a slot or making a context for nothing: they ask no Redis (three
   ``PTTL`` a rendered request before, one now).
 
@@ -64,6 +66,10 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
         self.link = link
         #: the fleet's pauses (and navigation answers) pushed to this worker
         self.events = HostEvents(link.url, link.frontier.prefix)
+        #: when (``time.monotonic()``) what the last :meth:`remaining` answered
+        #: was read: that call, or the take it stood on
+        #: (:mod:`~scrapy_cdp_pool.cluster.take_checks`)
+        self.checked_at = 0.0
         #: host -> end (``time.monotonic()``) of a fleet pause :meth:`remaining` read
         self._read_pauses: dict[str, float] = {}
         if config.resilience.host_rate:  # the host rate held fleet-wide at the site too
@@ -99,16 +105,29 @@ class ClusterHostPauseMiddleware(HostPauseMiddleware):
         """This worker's pause of ``host`` or the fleet's, whichever ends
         later: a fleet pause already pushed to this worker is answered from
         memory (:mod:`~scrapy_cdp_pool.cluster.host_events`); "no pause" is
-        always asked of Redis (``PTTL``). Redis writes a pause's message to
-        the subscribers after it answers the worker that wrote it (its
-        pending writes are served newest first), so under load a check begun
-        after that answer could miss it: the storm test
+        the answer of the take that handed out a request of ``host`` just
+        before (:mod:`~scrapy_cdp_pool.cluster.take_checks`: its script read
+        the pause), else asked of Redis (``PTTL``). Not from the messages
+        alone: Redis writes a pause's message to the subscribers after it
+        answers the worker that wrote it (its pending writes are served
+        newest first), so under load a check begun after that answer could
+        miss it: the storm test
         (``test_no_worker_reaches_a_host_inside_a_pause_another_announced``)
-        caught 2 navigations inside pauses that way, 1 run in 3."""
+        caught 2 navigations inside pauses that way, 1 run in 3.
+        :attr:`checked_at` says when the answer was read (the take's send)."""
         local = super().remaining(host)
         pushed = self.events.pause_left(host)
+        now = time.monotonic()
         if pushed is not None and pushed > 0:
+            self.checked_at = now
             return max(local, pushed)
+        if pushed is not None:  # live: a pause written since a take is pushed
+            taken = self.link.take_checks.checked_at(host, now)
+            if taken is not None:
+                self.checked_at = taken
+                self.crawler.stats.inc_value("cdp_pool/cluster/pause_checks_by_take")
+                return local
+        self.checked_at = now
         try:
             shared = self.link.call("pause", lambda: self.link.shards.pause_left(host))
         except RedisUnavailable:

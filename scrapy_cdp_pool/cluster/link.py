@@ -60,6 +60,7 @@ from scrapy_cdp_pool.cluster.redis_client import (
     is_cluster_url,
 )
 from scrapy_cdp_pool.cluster.shards import Buckets, SlotOwner, bucket_prefix, resolve_layout
+from scrapy_cdp_pool.cluster.take_checks import TakeChecks
 from scrapy_cdp_pool.core.exit_status import fail_exit_on
 from scrapy_cdp_pool.core.runtime import runtime_of
 from scrapy_cdp_pool.errors import RedisUnavailable
@@ -126,6 +127,8 @@ class ClusterLink:
         #: the key the take reads the feed from
         self.take_feed_key = self.frontier.feed_staging_key if self.feed_moved else self.feed_key
         self.lease_s = config.cluster.lease_s
+        #: the hosts a take just found unpaused (:mod:`~scrapy_cdp_pool.cluster.take_checks`)
+        self.take_checks = TakeChecks()
         #: stay open when the frontier is empty (``CDP_POOL_CLUSTER_KEEP_OPEN``)
         self.keep_open = config.cluster.keep_open
         self._retry_at = 0.0

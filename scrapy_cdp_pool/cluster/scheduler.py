@@ -562,6 +562,8 @@ class ClusterScheduler(BaseScheduler):
         # budgets (local and fleet-wide) count a page from its hand-out, as
         # with the local queue (the profile lock was taken in Redis)
         self.gates.run_dequeue_hooks(request)
+        if sent:  # its take read its host's pause: the check before its navigation
+            self.link.take_checks.taken(host_of(request), sent)
         return request
 
     def _feed(self, lease: str, data: bytes) -> None:

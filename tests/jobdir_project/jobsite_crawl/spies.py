@@ -3,9 +3,11 @@ and per host pause this worker announced, written at once; the real methods
 are called.
 
 - ``{"navigate": url, "t": ..., "checked": ...}``: ``time.monotonic()`` when
-  the navigation started, and when the handler's last pause check before it
-  (``remaining(host)``, in the same task, right before the navigation) began:
-  from then on a pause written to Redis is seen.
+  the navigation started, and when what the handler's last pause check
+  before it (``remaining(host)``, in the same task, right before the
+  navigation) answered was read (``checked_at``: that call, or the take that
+  handed the request out just before): from then on a pause written to Redis
+  is seen.
 - ``{"pause": host, "t": ..., "url": ...}``: once the pause is set locally
   and written to Redis; the URL of the response that asked for it (its 429)."""
 
@@ -41,8 +43,9 @@ class Spy:
             await navigate(page, timeout_s)
 
         def spy_remaining(middleware: ClusterHostPauseMiddleware, host: str) -> float:
-            checks[id(asyncio.current_task())] = time.monotonic()
-            return remaining(middleware, host)
+            left = remaining(middleware, host)
+            checks[id(asyncio.current_task())] = middleware.checked_at
+            return left
 
         def spy_observe(middleware: ClusterHostPauseMiddleware, request: Any, url: str,
                         *args: Any) -> None:  # fmt: skip
