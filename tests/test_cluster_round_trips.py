@@ -12,8 +12,11 @@ from typing import Any
 import pytest
 import pytest_twisted
 import scrapy
+from scrapy import signals
 from scrapy.utils.misc import load_object
 from scrapy.utils.test import get_crawler
+from twisted.internet import reactor
+from twisted.internet.task import deferLater
 
 from scrapy_cdp_pool import Addon, scrapy_internals
 from scrapy_cdp_pool.cluster.frontier import SEEN, Frontier
@@ -113,6 +116,64 @@ async def test_the_scheduler_path_makes_two_round_trips_per_request(
     assert scheduler.frontier.calls - calls == 2 * (total + 1 - warm_up)
     scheduler.close("finished")
     assert crawler.stats.get_value("cdp_pool/cluster/acked") == total
+
+
+def _scheduler(redis_url: str, name: str) -> tuple[Any, Any]:
+    """An opened cluster scheduler of crawl ``name`` and its crawler, with
+    an engine stand-in that has nothing in progress and nothing to wake."""
+    crawler = get_crawler(Spider, {"ADDONS": {Addon: 0}, **cluster(redis_url, name)})
+    spider = crawler._create_spider()
+    crawler.spider = spider
+    nextcall = SimpleNamespace(schedule=lambda: None)
+    crawler.engine = SimpleNamespace(_slot=SimpleNamespace(inprogress=set(),  # type: ignore[assignment]
+                                                           nextcall=nextcall))  # fmt: skip
+    scheduler = load_object(crawler.settings["SCHEDULER"]).from_crawler(crawler)
+    scheduler.open(spider)
+    return scheduler, crawler
+
+
+@pytest_twisted.ensureDeferred
+async def test_the_requests_of_one_turn_are_stored_in_one_round_trip(
+    module_redis_server: RedisServer,
+) -> None:
+    """A callback's 50 new links, one of them stored by another worker
+    before, and one twice: ``enqueue_request`` answers at once (``False``
+    for the repeat, which this worker knows), and at the end of the turn the
+    51 pushes go to Redis in one round trip; the one only Redis knew is then
+    logged as a duplicate and ``request_dropped`` is sent for it. Before:
+    one round trip per request (51)."""
+    name = token()
+    scheduler, crawler = _scheduler(module_redis_server.url, name)
+    other, _ = _scheduler(module_redis_server.url, name)
+    dropped: list[str] = []
+
+    def on_dropped(request: scrapy.Request, spider: scrapy.Spider) -> None:
+        dropped.append(request.url)
+
+    crawler.signals.connect(on_dropped, signal=signals.request_dropped)
+    try:
+        links = [scrapy.Request(f"http://127.0.0.1:9/page/{n}") for n in range(50)]
+        known_elsewhere = scrapy.Request("http://127.0.0.1:9/page/other")
+        assert other.enqueue_request(known_elsewhere.copy())
+        assert other._flush_unstored()
+        calls = scheduler.shards.calls
+        answers = [scheduler.enqueue_request(r) for r in [*links, known_elsewhere, links[0].copy()]]
+        assert answers == [True] * 51 + [False]
+        assert scheduler.shards.calls == calls  # nothing sent yet
+        deadline = time.monotonic() + 30
+        while scheduler._unstored:  # stored at the end of the turn
+            assert time.monotonic() < deadline
+            await deferLater(reactor, 0.001, lambda: None)
+        assert scheduler.shards.calls - calls == 1
+        assert dropped == [known_elsewhere.url]
+        stats = crawler.stats.get_stats()
+        assert stats["cdp_pool/cluster/stored"] == 50
+        assert stats["dupefilter/filtered"] == 2
+        taken = {scheduler.next_request().url for _ in range(51)}  # type: ignore[union-attr]
+        assert taken == {r.url for r in [*links, known_elsewhere]}  # each stored once
+    finally:
+        scheduler.close("finished")
+        other.close("finished")
 
 
 @pytest.mark.parametrize(("shards", "spare"), [(1, 3), (2, 0)])

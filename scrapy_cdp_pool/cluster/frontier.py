@@ -28,6 +28,7 @@ from redis.exceptions import (
     ClusterDownError,
     ClusterError,
     MasterDownError,
+    NoScriptError,
     OutOfMemoryError,
     ReadOnlyError,
     ResponseError,
@@ -278,10 +279,47 @@ class Frontier:
         self.readied = answer > 0
         stored = answer != 0
         if seen:
-            if len(self._known) >= KNOWN_FINGERPRINTS:
-                self._known.clear()
-            self._known.add((seen, fp))
+            self._remember(seen, fp)
         return stored
+
+    def prepare_push(
+        self, data: bytes, gate: str, priority: int, seen: str = "", fp: bytes = b""
+    ) -> tuple[list[str], list[object]] | None:
+        """:meth:`push`'s keys and arguments for :meth:`push_many`; ``None``
+        when ``fp`` is known to be in ``seen`` (a duplicate, no round trip).
+        The fingerprint counts as known from here: the caller keeps the
+        request until it is stored. :raises ValueError: see :func:`score_base`."""
+        if seen and (seen, fp) in self._known:
+            return None
+        call = self.push_call(data, gate, priority, seen, fp)
+        if seen:
+            self._remember(seen, fp)
+        return call
+
+    def push_many(self, calls: list[tuple[list[str], list[object]]]) -> list[int | Exception]:
+        """Run :meth:`push`'s script for each of ``calls`` (from
+        :meth:`prepare_push`), in order, in one round trip (pipelined
+        ``EVALSHA``; one whose script Redis does not have, after a restart,
+        is run again on its own, loading it). Each answer: > 0 stored and its
+        gate became ready, < 0 stored, 0 a duplicate, or the error Redis
+        answered for it. :raises Exception: the connection's errors."""
+        self.calls += 1
+        sha = self._push.sha
+        with self.client.pipeline(transaction=False) as pipe:
+            for keys, args in calls:
+                pipe.evalsha(sha, len(keys), *keys, self.prefix, *args)  # type: ignore[arg-type]
+            answers = pipe.execute(raise_on_error=False)
+        out: list[int | Exception] = []
+        for (keys, args), answer in zip(calls, answers, strict=True):
+            if isinstance(answer, NoScriptError):
+                answer = self.run_keyed(self._push, keys, *args)
+            out.append(answer if isinstance(answer, Exception) else int(answer))
+        return out
+
+    def _remember(self, seen: str, fp: bytes) -> None:
+        if len(self._known) >= KNOWN_FINGERPRINTS:
+            self._known.clear()
+        self._known.add((seen, fp))
 
     def push_call(
         self, data: bytes, gate: str, priority: int, seen: str = "", fp: bytes = b""

@@ -5,9 +5,11 @@ when ``CDP_POOL_CLUSTER_REDIS_URL`` is set. Each call is one atomic step in
 Redis (:mod:`scrapy_cdp_pool.cluster.scripts`):
 
 - ``enqueue_request``: the fingerprint and the push together, so a request is
-  never seen without being stored. Start requests are stored once per crawl
-  however many workers start: their fingerprints (``dont_filter`` ones too)
-  go to a set of their own.
+  never seen without being stored; the requests of one event-loop turn (a
+  callback's links) go in one round trip per bucket at its end
+  (:mod:`~scrapy_cdp_pool.cluster.yielded`). Start requests are stored once
+  per crawl however many workers start: their fingerprints (``dont_filter``
+  ones too) go to a set of their own.
 - ``next_request``: acknowledgements of the requests the engine is done with
   (as :class:`~scrapy_cdp_pool.jobdir.DurableScheduler` does: callback
   output scheduled, items through the pipelines), then the take: the best
@@ -19,7 +21,7 @@ Redis (:mod:`scrapy_cdp_pool.cluster.scripts`):
   :class:`~scrapy_cdp_pool.core.gates.RequestGates`), the request itself
   when the engine is done with it.
 
-Cost: one Redis round trip per push and per take, the releases and
+Cost: one Redis round trip per take and per turn's pushes, the releases and
 acknowledgements riding on the next take (a release goes on its own only
 when no take comes soon: :data:`~scrapy_cdp_pool.cluster.held.RELEASE_FLUSH_S`);
 a push of a fingerprint this worker knows is stored makes none
@@ -82,6 +84,7 @@ from scrapy_cdp_pool.cluster.locks import ClusterProfileLocks
 from scrapy_cdp_pool.cluster.poison import POISONED_META_KEY
 from scrapy_cdp_pool.cluster.scripts import FEED_MARK
 from scrapy_cdp_pool.cluster.wake import FALLBACK_S, WakeListener
+from scrapy_cdp_pool.cluster.yielded import YieldedRequests
 from scrapy_cdp_pool.core.gates import (
     _TOKEN_META_KEY,
     INVALID_META_KEY,
@@ -143,7 +146,8 @@ class ClusterScheduler(BaseScheduler):
             self.gates,
             send_figures=runtime_of(crawler).config.telemetry.metrics_port is not None,
         )
-        self._unstored: deque[Request] = deque()  # yielded while Redis was down
+        #: requests yielded, not stored yet (this turn's, or Redis was down)
+        self._unstored = YieldedRequests(crawler, link, dupefilter, self._readied)
         self._local: deque[Request] = deque()  # unserializable: fail by name here
         self._pending: tuple[float, bool] = (0.0, False)
         self._pending_rechecked = 0.0  # the _pending[0] whose staleness wakes the engine
@@ -180,6 +184,7 @@ class ClusterScheduler(BaseScheduler):
 
     def open(self, spider: Spider) -> Any:
         self.spider = spider
+        self._unstored.spider = spider
         self.gates.locks = ClusterProfileLocks(self.link)
         adopt_redis_spider(self.crawler, spider, self.link.feed_key)
         start = self._start_state()
@@ -235,6 +240,7 @@ class ClusterScheduler(BaseScheduler):
 
     def close(self, reason: str) -> Any:
         self.held.stop_renewal()
+        self._unstored.stop()
         stopping = [wake.stop() for wake in self.wakes]
         self._flush_unstored()
         done = self._finished_leases()
@@ -280,24 +286,28 @@ class ClusterScheduler(BaseScheduler):
             request.meta[UNSERIALIZABLE_META_KEY] = str(e)
             self._local.append(request)  # handed out here; fails by name
             return True
-        if self._unstored or self.link.down:
-            self._unstored.append(request)  # keep the order
-            return True
         try:
-            stored = self._store(request, data)
-        except RedisUnavailable:
-            self._unstored.append(request)
+            prepared = self._prepare(request, data)
+        except ValueError as e:  # a priority the frontier cannot order
+            request.meta[UNSERIALIZABLE_META_KEY] = str(e)
+            self._local.append(request)
             return True
-        if not stored:
+        if prepared is None:
             self._log_duplicate(request)
-        return stored
+            return False
+        self._unstored.add(request, *prepared)  # stored at the end of this turn
+        self._pending = (time.monotonic(), True)
+        return True
 
     def _log_duplicate(self, request: Request) -> None:
         if self.spider is not None:
             self.df.log(request, self.spider)
 
-    def _store(self, request: Request, data: bytes) -> bool:
-        """:raises RedisUnavailable: the request was not stored."""
+    def _prepare(
+        self, request: Request, data: bytes
+    ) -> tuple[int, tuple[list[str], list[object]]] | None:
+        """The bucket and push call of ``request``; ``None`` for a duplicate
+        known here. :raises ValueError: a priority the frontier cannot order."""
         seen, fp = "", b""
         if request.meta.get("is_start_request") and request.dont_filter:
             seen, fp = START_SEEN, self.crawler.request_fingerprinter.fingerprint(request)
@@ -305,39 +315,22 @@ class ClusterScheduler(BaseScheduler):
             if isinstance(self.df, ClusterDupeFilter):
                 seen, fp = SEEN, self.df.fingerprint(request)
             elif self.df.request_seen(request):
-                return False
+                return None
         host, profile = host_of(request), profile_of(request)
         gate = gate_of(host, profile, self._not_before_ms(request))
         bucket = self.shards.index(host, profile)
-        frontier = self.shards.frontiers[bucket]
-        try:
-            stored = self.link.call(
-                "store", lambda: frontier.push(data, gate, request.priority, seen, fp)
-            )
-        except ValueError as e:  # a priority the frontier cannot order
-            request.meta[UNSERIALIZABLE_META_KEY] = str(e)
-            self._local.append(request)
-            return True
-        if stored:
-            self.stats.inc_value("cdp_pool/cluster/stored")
-        if frontier.readied:
-            # its gate became ready: it may be open (else it is parked, or
-            # ready already, which a take or a wake token tells this worker)
-            self._buckets[bucket].changed = True
-        self._pending = (time.monotonic(), True)
-        return stored
+        call = self.shards.frontiers[bucket].prepare_push(data, gate, request.priority, seen, fp)
+        return None if call is None else (bucket, call)
+
+    def _readied(self, bucket: int) -> None:
+        """A request stored made its gate ready: it may be open (else it is
+        parked, or ready already, which a take or a wake token tells)."""
+        self._buckets[bucket].changed = True
 
     def _flush_unstored(self) -> bool:
-        """Store what was kept while Redis was down; whether all is stored."""
-        while self._unstored:
-            request = self._unstored[0]
-            try:
-                if not self._store(request, serialize(request, self.spider)):
-                    self._log_duplicate(request)
-            except RedisUnavailable:
-                return False
-            self._unstored.popleft()
-        return True
+        """Store the requests yielded and kept (this turn's, or while Redis
+        was down); whether all are stored."""
+        return self._unstored.flush()
 
     def _not_before_ms(self, request: Request) -> int | None:
         """The request's ``cdp_not_before`` in epoch ms when it is valid and
@@ -590,8 +583,9 @@ class ClusterScheduler(BaseScheduler):
                 self.link.name, data[:200], self.link.feed_key, extra={"crawler": self.crawler},
             )  # fmt: skip
         for request in requests:
-            if self.enqueue_request(request) and self._unstored:
-                return  # not stored yet: the item's lease expires and it is fed again
+            self.enqueue_request(request)
+        if not self._flush_unstored():
+            return  # not stored yet: the item's lease expires and it is fed again
         with suppress(RedisUnavailable):
             self.link.call("feed", lambda: self.shards.settle([f"a:{lease}"]))
             self.stats.inc_value("cdp_pool/cluster/fed")
