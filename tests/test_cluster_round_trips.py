@@ -66,6 +66,25 @@ def test_a_fingerprint_known_to_be_stored_costs_no_round_trip(
     client.close()
 
 
+def test_pushes_in_one_round_trip_survive_a_flushed_script_cache(
+    module_redis_server: RedisServer,
+) -> None:
+    """``push_many`` sends ``EVALSHA``; after Redis lost its scripts (a
+    restart, ``SCRIPT FLUSH``) each is run again on its own, loading it,
+    and every answer is the script's: stored, then a duplicate."""
+    client = connect(module_redis_server.url, 5)
+    one = Frontier(client, token(), "w1", lease_s=30)
+    calls = [one.prepare_push(b"r%d" % n, gate_of("h", ""), 0, SEEN, b"fp%d" % n) for n in range(3)]
+    assert None not in calls
+    assert one.prepare_push(b"r0", gate_of("h", ""), 0, SEEN, b"fp0") is None  # known from here
+    client.script_flush()
+    answers = one.push_many([call for call in calls if call is not None])
+    assert [answer != 0 for answer in answers] == [True, True, True], answers
+    assert one.push_many([call for call in calls if call is not None]) == [0, 0, 0]
+    assert client.zcard(f"{one.prefix}q:{gate_of('h', '')}") == 3
+    client.close()
+
+
 class Spider(scrapy.Spider):
     name = "round-trips"
 
