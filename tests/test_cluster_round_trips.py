@@ -90,7 +90,7 @@ class Spider(scrapy.Spider):
 
 
 @pytest_twisted.ensureDeferred
-async def test_the_scheduler_path_makes_two_round_trips_per_request(
+async def test_the_scheduler_path_makes_one_round_trip_per_request(
     module_redis_server: RedisServer,
 ) -> None:
     """The scheduler driven as the engine drives it (each request handed out,
@@ -98,8 +98,9 @@ async def test_the_scheduler_path_makes_two_round_trips_per_request(
     done, ``len(scheduler)`` asked three times as the telemetry asks it),
     counted exactly: the engine's own loop is replaced by these calls, since
     its timing would make the count vary. Before: 8 round trips per request
-    (take, push, two duplicate pushes, release, three ``len``); after: 2 (take
-    with the release and acknowledgement, push)."""
+    (take, push, two duplicate pushes, release, three ``len``); then 2 (take
+    with the release and acknowledgement, push); now 1 (the take carries the
+    push of the request the last callback yielded, pipelined before it)."""
     settings: dict[str, Any] = {"ADDONS": {Addon: 0}, **cluster(module_redis_server.url, token())}
     crawler = get_crawler(Spider, settings)
     spider = crawler._create_spider()
@@ -132,7 +133,7 @@ async def test_the_scheduler_path_makes_two_round_trips_per_request(
         gates.on_finished(taken)  # the download is over
         assert len(scheduler) >= 0  # its response received
         in_progress.discard(taken)  # ...and the engine is done with it
-    assert scheduler.frontier.calls - calls == 2 * (total + 1 - warm_up)
+    assert scheduler.frontier.calls - calls == total + 1 - warm_up
     scheduler.close("finished")
     assert crawler.stats.get_value("cdp_pool/cluster/acked") == total
 

@@ -121,8 +121,13 @@ prefix): a key found of another type is named when a call fails with
 
 
 STALE_TAKE_SLACK_MS = 250
-"""Added to a take's deadline (:meth:`Frontier.take`): the error of the clock
-offset it is computed with (one round trip at most) and Redis's clock steps."""
+"""Taken off a take's deadline (:meth:`Frontier.take`): a take Redis runs in
+the last 250 ms before its sender would give up leases nothing (its answer
+could come too late: a lease nobody knows of), and the worker takes again.
+(Until 2026-12-08 it was added: a take run within 250 ms after the give-up
+leased, found when takes began to carry the pushes and the short-outage test
+saw the late take's lease run out.) The clock offset's own error (one round
+trip at most) moves the deadline earlier, not later."""
 PRIORITY_LIMIT = 2**19
 """Priorities must lie in ``(-PRIORITY_LIMIT, PRIORITY_LIMIT)``: a request's
 score is ``-priority * 2**33 + id``, exact in Redis's doubles (< 2**53) for
@@ -237,6 +242,8 @@ class Frontier:
         #: the last :meth:`push` stored its request in a gate that became
         #: ready with it (a take may start it; a wake token was pushed)
         self.readied = False
+        #: the answers of the pushes the last :meth:`take` carried
+        self.pushed: list[int | Exception] | None = None
         #: the type of a feed key moved from another slot (move_feed), as last seen
         self._feed_types: dict[str, str] = {}
         self._push = client.register_script(scripts.PUSH)
@@ -304,17 +311,38 @@ class Frontier:
         gate became ready, < 0 stored, 0 a duplicate, or the error Redis
         answered for it. :raises Exception: the connection's errors."""
         self.calls += 1
+        return self._pipelined(calls)[0]
+
+    def _pipelined(
+        self,
+        calls: list[tuple[list[str], list[object]]],
+        last: tuple[Any, list[str], list[object]] | None = None,
+    ) -> tuple[list[int | Exception], Any]:
+        """``calls`` of the push script, then ``last`` (a script, its keys and
+        its arguments, the prefix first), in one pipelined round trip: the
+        pushes' answers (see :meth:`push_many`) and ``last``'s (an exception
+        when Redis answered one). A script Redis does not have (after a
+        restart) is run again on its own, loading it, in its turn."""
         sha = self._push.sha
         with self.client.pipeline(transaction=False) as pipe:
             for keys, args in calls:
                 pipe.evalsha(sha, len(keys), *keys, self.prefix, *args)  # type: ignore[arg-type]
+            if last is not None:
+                script, keys, args = last
+                pipe.evalsha(script.sha, len(keys), *keys, *args)  # type: ignore[arg-type]
             answers = pipe.execute(raise_on_error=False)
         out: list[int | Exception] = []
-        for (keys, args), answer in zip(calls, answers, strict=True):
+        for (keys, args), answer in zip(calls, answers, strict=False):
             if isinstance(answer, NoScriptError):
                 answer = self.run_keyed(self._push, keys, *args)
             out.append(answer if isinstance(answer, Exception) else int(answer))
-        return out
+        if last is None:
+            return out, None
+        answer = answers[-1]
+        if isinstance(answer, NoScriptError):
+            script, keys, args = last
+            answer = script(keys=keys, args=args)
+        return out, answer
 
     def _remember(self, seen: str, fp: bytes) -> None:
         if len(self._known) >= KNOWN_FINGERPRINTS:
@@ -341,6 +369,7 @@ class Frontier:
         *,
         profile_copy: bool = False,
         spare: int = 0,
+        pushes: list[tuple[list[str], list[object]]] | None = None,
     ) -> Taken:
         """Settle ``releases`` (``r:<id>`` ops, see :meth:`settle`), acknowledge
         ``acks`` (lease ids), move items from the feed ``feed_key`` (if any: a
@@ -354,34 +383,43 @@ class Frontier:
         past the request it takes for gates still open, and wakes another
         worker (a token on the wake list) only for those beyond ``spare``;
         ``Taken.ready_left`` says whether it found one. Run by Redis later
-        than :attr:`call_timeout_s` (plus :data:`STALE_TAKE_SLACK_MS`) after
+        than :attr:`call_timeout_s` (less :data:`STALE_TAKE_SLACK_MS`) after
         it was sent, by Redis's clock, it settles and puts expired leases back
         but leases nothing: its sender gave up on the answer, and a lease
-        nobody knows of would run out and count as a delivery."""
+        nobody knows of would run out and count as a delivery. ``pushes``
+        (from :meth:`prepare_push`) run first, pipelined in the same round
+        trip; their answers are in :attr:`pushed` (as :meth:`push_many`
+        gives them; ``None`` when the round trip failed), even when the
+        take's own answer is an error (raised)."""
         ops = [*releases, *(f"a:{lease}" for lease in acks)]
         self.calls += 1
+        self.pushed = None
         sent_ms = time.monotonic() * 1000
         deadline = 0
         if self.call_timeout_s is not None and self._clock_offset_ms is not None:
             deadline = math.ceil(
-                sent_ms + self._clock_offset_ms + self.call_timeout_s * 1000 + STALE_TAKE_SLACK_MS
+                sent_ms + self._clock_offset_ms + self.call_timeout_s * 1000 - STALE_TAKE_SLACK_MS
             )
-        raw = self._take(
-            keys=[self.route_key, feed_key] if feed_key else [self.route_key],
-            args=[
-                self.prefix,
-                self.worker,
-                self.lease_ms,
-                self.host_concurrency,
-                self.host_interval_ms,
-                SCAN_GATES,
-                self.max_deliveries,
-                "1" if profile_copy else "0",
-                deadline,
-                max(0, spare),
-                *ops,
-            ],
-        )
+        keys = [self.route_key, feed_key] if feed_key else [self.route_key]
+        args: list[object] = [
+            self.prefix,
+            self.worker,
+            self.lease_ms,
+            self.host_concurrency,
+            self.host_interval_ms,
+            SCAN_GATES,
+            self.max_deliveries,
+            "1" if profile_copy else "0",
+            deadline,
+            max(0, spare),
+            *ops,
+        ]
+        if pushes:
+            self.pushed, raw = self._pipelined(pushes, (self._take, keys, args))
+            if isinstance(raw, Exception):
+                raise raw
+        else:
+            raw = self._take(keys=keys, args=args)  # type: ignore[arg-type]
         self._clock_offset_ms = int(raw[11]) - time.monotonic() * 1000
         lease = raw[0].decode() if raw[0] else None
         wait_ms = int(raw[7])

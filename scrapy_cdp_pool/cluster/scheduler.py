@@ -149,6 +149,8 @@ class ClusterScheduler(BaseScheduler):
         #: requests yielded, not stored yet (this turn's, or Redis was down)
         self._unstored = YieldedRequests(crawler, link, dupefilter, self._readied)
         self._local: deque[Request] = deque()  # unserializable: fail by name here
+        #: lease -> requests yielded when it was first seen finished (:meth:`_ackable`)
+        self._finish_marks: dict[str, int] = {}
         self._pending: tuple[float, bool] = (0.0, False)
         self._pending_rechecked = 0.0  # the _pending[0] whose staleness wakes the engine
         self._queued: tuple[float, int] = (-math.inf, 0)  # (when, fleet-wide queued)
@@ -243,7 +245,9 @@ class ClusterScheduler(BaseScheduler):
         self._unstored.stop()
         stopping = [wake.stop() for wake in self.wakes]
         self._flush_unstored()
-        done = self._finished_leases()
+        # a request whose callback's requests could not be stored is given
+        # back (done again), not acknowledged
+        done = self._ackable(self._finished_leases())
         unfinished = [lease for lease in self.held if lease not in done]
         ops = self.held.take_ops() + [f"a:{lease}" for lease in done]
         ops += [f"g:{lease}" for lease in unfinished]
@@ -324,8 +328,19 @@ class ClusterScheduler(BaseScheduler):
 
     def _readied(self, bucket: int) -> None:
         """A request stored made its gate ready: it may be open (else it is
-        parked, or ready already, which a take or a wake token tells)."""
+        parked, or ready already, which a take or a wake token tells); the
+        engine asks again (stored on their own, after its last ask)."""
         self._buckets[bucket].changed = True
+        self.gates.wake()
+
+    def _store_before_take(self) -> bool:
+        """Store the requests kept that the next take cannot carry (see
+        :meth:`YieldedRequests.to_carry`: with one bucket, up to
+        :data:`~scrapy_cdp_pool.cluster.yielded.STORE_BATCH`, it carries
+        them); whether none is left unstored that must be."""
+        if self.shards.count == 1 and self._unstored.to_carry(0):
+            return True
+        return self._flush_unstored()
 
     def _flush_unstored(self) -> bool:
         """Store the requests yielded and kept (this turn's, or while Redis
@@ -367,7 +382,7 @@ class ClusterScheduler(BaseScheduler):
     def next_request(self) -> Request | None:
         if self._local:
             return self._local.popleft()
-        if self.link.down or not self._flush_unstored():
+        if self.link.down or not self._store_before_take():
             for state in self._buckets:
                 state.changed = True  # look again once Redis is back
             self.gates.wake(self.link.retry_in_s)
@@ -375,7 +390,7 @@ class ClusterScheduler(BaseScheduler):
         if not self.gates.may_start():  # e.g. a used-up budget; it wakes the engine
             self.held.flush()  # no take to ride on
             return None
-        done = self._by_bucket(self._finished_leases())
+        done = self._by_bucket(self._ackable(self._finished_leases()))
         releases = self._by_bucket(self.held.take_ops(), ops=True)
         count = self.shards.count
         start, self._turn = self._turn, (self._turn + 1) % count
@@ -383,7 +398,12 @@ class ClusterScheduler(BaseScheduler):
         for step in range(count):  # round-robin from a rotating start: none starved
             bucket = (start + step) % count
             acks, ops = done.get(bucket, []), releases.pop(bucket, [])
-            changed = ops or self._buckets[bucket].changed or self.held.unreleased(acks)
+            changed = (
+                ops
+                or self._buckets[bucket].changed
+                or self.held.unreleased(acks)
+                or self._unstored.to_carry(bucket)
+            )
             if not changed and self._idle(bucket):
                 continue  # its last take found nothing, and nothing changed since
             request, reached = self._take_from(bucket, acks, ops)
@@ -430,6 +450,8 @@ class ClusterScheduler(BaseScheduler):
         if taken is None:
             return None, False
         self.held.forget(acks)
+        for lease in acks:
+            self._finish_marks.pop(lease, None)
         if bucket == 0 and not self.link.feed_moved:
             self.feed_watch.type_seen(taken.feed_type)
         self._counted(taken)
@@ -463,11 +485,13 @@ class ClusterScheduler(BaseScheduler):
         feed_key = self.link.take_feed_key if bucket == 0 else ""
         state.last_take = time.monotonic()
         spare = self._spare()
+        carried = self._unstored.to_carry(bucket)
+        pushes = [(item.keys, item.args) for item in carried]
         try:
             return self.link.call(
                 "take",
                 lambda: frontier.take(
-                    local_acks, feed_key, local_ops, profile_copy=True, spare=spare
+                    local_acks, feed_key, local_ops, profile_copy=True, spare=spare, pushes=pushes
                 ),
             )
         except RedisUnavailable:
@@ -475,6 +499,9 @@ class ClusterScheduler(BaseScheduler):
             state.changed = True
             self.gates.wake(self.link.retry_in_s)
             return None
+        finally:
+            if carried:
+                self._unstored.carried(carried, frontier.pushed)
 
     def _note_figures(self, bucket: int, taken: Taken) -> None:
         """The bucket's queued and leased figures from ``taken``, and when
@@ -594,6 +621,24 @@ class ClusterScheduler(BaseScheduler):
     def _finished_leases(self) -> list[str]:
         """Leases of requests the engine is done with (not acknowledged yet)."""
         return self.held.finished(scrapy_internals.requests_in_progress(self.crawler))
+
+    def _ackable(self, finished: list[str]) -> list[str]:
+        """Of ``finished``, the leases whose callbacks' requests are all
+        stored: each is marked, when first seen finished, with the count of
+        requests yielded so far (its own among them), and may be
+        acknowledged once every request yielded before that mark is stored
+        (a take carries pushes before its acknowledgements in one pipelined
+        round trip, where a refused push does not stop the take: the
+        acknowledgement of a parent whose requests ride on the same take waits
+        for the next one)."""
+        marks = self._finish_marks
+        now = self._unstored.yielded
+        stored = self._unstored.stored_before
+        if len(marks) > 2 * len(self.held) + 64:  # leases given up or lost meanwhile
+            self._finish_marks = marks = {
+                lease: marks[lease] for lease in self.held if lease in marks
+            }
+        return [lease for lease in finished if marks.setdefault(lease, now) <= stored]
 
     def has_pending_requests(self) -> bool:
         if self._local or self._unstored or self.keep_open or self.link.down:

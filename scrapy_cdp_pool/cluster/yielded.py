@@ -3,21 +3,23 @@ in one round trip per bucket and event-loop turn, not one per request.
 
 The scheduler's ``enqueue_request`` keeps each request here (its push
 prepared: :meth:`~scrapy_cdp_pool.cluster.frontier.Frontier.prepare_push`)
-and answers at once; the requests are stored, in order, at the end of the
-event loop's turn (a callback's links come in one turn), or before, when the
-scheduler takes, acknowledges or closes (an acknowledgement never goes out
-before the requests its callback yielded are stored: a worker killed in
-between leaves its parent to be done again, as before). Each bucket's
-requests go in one pipelined round trip of push scripts
-(:data:`STORE_BATCH` at most); a page that yields 120 new links cost 120
-round trips before, one now.
+and answers at once; the requests are stored, in order, with the scheduler's
+next take (pipelined before it, in its round trip: with one bucket) or on
+their own within :data:`STORE_FLUSH_S`, or before an acknowledgement or the
+close (an acknowledgement never goes out before the requests its callback
+yielded are stored: a worker killed in between leaves its parent to be done
+again, as before). Each bucket's requests go in one pipelined round trip of
+push scripts (:data:`STORE_BATCH` at most); a page that yields 120 new links
+cost 120 round trips before, none of its own now.
 
 What Scrapy sees: ``enqueue_request`` answers ``True`` for a request kept
 here, ``False`` at once for a duplicate this worker knows (its own pushes,
 and fingerprints Redis said were stored); a duplicate only Redis knew
 (another worker stored it) is found when the batch is stored: it is logged
 as Scrapy's dupefilter logs one (``dupefilter/filtered``) and
-``request_dropped`` is sent then, as the engine sends it for a ``False``.
+``request_dropped`` is sent then, as the engine sends it for a ``False``;
+not for a request whose earlier round trip failed (Redis may have run that
+push: its own request, stored), which is only logged so.
 
 While Redis cannot answer, requests are kept here, in order, and stored once
 it answers (the scheduler's outage handling); with an error answer for some
@@ -49,6 +51,11 @@ logger = logging.getLogger(__name__)
 
 #: push scripts sent in one round trip at most (a bigger batch goes in several)
 STORE_BATCH = 200
+STORE_FLUSH_S = 0.01
+"""How long the requests of a turn wait to ride on the scheduler's next take
+(the engine asks for its next request right after it schedules one) before
+they are stored on their own, seconds (as a release waits:
+:data:`~scrapy_cdp_pool.cluster.held.RELEASE_FLUSH_S`)."""
 
 
 @dataclass(slots=True)
@@ -57,6 +64,9 @@ class _Yielded:
     bucket: int
     keys: list[str]
     args: list[object]
+    seq: int  # its place among the requests yielded (YieldedRequests.yielded)
+    #: a round trip carrying it failed: Redis may have run its push
+    tried: bool = False
 
 
 class YieldedRequests:
@@ -77,6 +87,8 @@ class YieldedRequests:
         self.spider: Spider | None = None
         self._items: deque[_Yielded] = deque()
         self._timer: Any = None
+        #: requests kept so far, in all (each one's ``seq`` is the count before it)
+        self.yielded = 0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -88,15 +100,43 @@ class YieldedRequests:
         """Keep ``request`` (its push script's keys and arguments ``call``,
         for ``bucket``), stored at the end of this turn at the latest."""
         keys, args = call
-        self._items.append(_Yielded(request, bucket, keys, args))
+        self._items.append(_Yielded(request, bucket, keys, args, self.yielded))
+        self.yielded += 1
         if self._timer is None and not self.link.down:
-            self._timer = call_later(0, self._flush_late)
+            self._timer = call_later(STORE_FLUSH_S, self._flush_late)
+
+    @property
+    def stored_before(self) -> int:
+        """Every request kept before this count (:attr:`yielded` then) is
+        stored (requests are kept in order, and leave in order or not)."""
+        return self._items[0].seq if self._items else self.yielded
 
     def _flush_late(self) -> None:
-        # the engine asks for its next request after each request it
-        # schedules (``ExecutionEngine.crawl``): nothing to wake here
         self._timer = None
         self.flush()
+
+    def to_carry(self, bucket: int) -> list[_Yielded]:
+        """The requests a take on ``bucket`` carries, when they are all the
+        requests kept and no more than :data:`STORE_BATCH` (else none: the
+        others must be stored before its acknowledgements)."""
+        items = self._items
+        if not items or len(items) > STORE_BATCH or any(i.bucket != bucket for i in items):
+            return []
+        return list(items)
+
+    def carried(self, items: list[_Yielded], answers: list[int | Exception] | None) -> None:
+        """What Redis answered for ``items``, carried by a take (``None``:
+        the round trip failed; they are all kept)."""
+        if not answers:
+            for item in items:
+                item.tried = True
+            return
+        stored: set[int] = set()
+        for item, answer in zip(items, answers, strict=False):
+            if not isinstance(answer, Exception):
+                stored.add(id(item))
+                self._outcome(item, answer)
+        self._items = deque(item for item in self._items if id(item) not in stored)
 
     def stop(self) -> None:
         if self._timer is not None:
@@ -119,6 +159,8 @@ class YieldedRequests:
             try:
                 answers = self.link.call("store", partial(frontier.push_many, calls))
             except RedisUnavailable:
+                for item in batch:
+                    item.tried = True
                 return False
             error: Exception | None = None
             stored: set[int] = set()
@@ -147,9 +189,10 @@ class YieldedRequests:
             return
         if self.spider is not None:
             self.df.log(item.request, self.spider)
-        self.crawler.signals.send_catch_log(
-            signals.request_dropped, request=item.request, spider=self.spider
-        )
+        if not item.tried:  # else its own earlier push may have stored it
+            self.crawler.signals.send_catch_log(
+                signals.request_dropped, request=item.request, spider=self.spider
+            )
 
 
 def _raise(error: Exception) -> NoReturn:
