@@ -196,6 +196,42 @@ async def test_the_requests_of_one_turn_are_stored_in_one_round_trip(
         other.close("finished")
 
 
+@pytest_twisted.ensureDeferred
+async def test_a_parent_is_acknowledged_after_the_take_that_stored_its_children(
+    module_redis_server: RedisServer,
+) -> None:
+    """A take carries the pushes of the requests a callback yielded, before
+    it in one pipelined round trip; Redis runs the take even when a push
+    before it was refused (out of memory), so the parent's acknowledgement
+    is not in that take: it goes with the next one, once its children are
+    stored. Before this rule the out-of-memory crawl test saw a parent
+    acknowledged with its children refused."""
+    scheduler, crawler = _scheduler(module_redis_server.url, token())
+    in_progress = crawler.engine._slot.inprogress
+    leases = f"{scheduler.frontier.prefix}leases"
+    try:
+        scheduler.enqueue_request(scrapy.Request("http://127.0.0.1:9/parent"))
+        parent = scheduler.next_request()
+        assert parent is not None
+        in_progress.add(parent)
+        scheduler.enqueue_request(scrapy.Request("http://127.0.0.1:9/child"))
+        runtime_of(crawler).gates.on_finished(parent)
+        in_progress.discard(parent)  # the engine is done with the parent
+        calls = scheduler.frontier.calls
+        child = scheduler.next_request()  # carries the child's push: one round trip
+        assert child is not None
+        assert child.url.endswith("/child")
+        assert scheduler.frontier.calls - calls == 1
+        client = scheduler.link.client
+        assert client.zcard(leases) == 2  # the parent not acknowledged yet
+        in_progress.add(child)
+        assert scheduler.next_request() is None  # nothing left: its take acknowledges
+        assert client.zcard(leases) == 1
+        assert crawler.stats.get_value("cdp_pool/cluster/acked") == 1
+    finally:
+        scheduler.close("finished")
+
+
 @pytest.mark.parametrize(("shards", "spare"), [(1, 3), (2, 0)])
 def test_a_take_counts_on_the_free_slots_only_with_one_bucket(
     module_redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch, shards: int, spare: int
