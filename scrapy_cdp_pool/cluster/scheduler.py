@@ -6,7 +6,8 @@ Redis (:mod:`scrapy_cdp_pool.cluster.scripts`):
 
 - ``enqueue_request``: the fingerprint and the push together, so a request is
   never seen without being stored; the requests of one event-loop turn (a
-  callback's links) go in one round trip per bucket at its end
+  callback's links) ride on the next take, pipelined before it, or go in
+  one round trip per bucket of their own
   (:mod:`~scrapy_cdp_pool.cluster.yielded`). Start requests are stored once
   per crawl however many workers start: their fingerprints (``dont_filter``
   ones too) go to a set of their own.
@@ -21,8 +22,8 @@ Redis (:mod:`scrapy_cdp_pool.cluster.scripts`):
   :class:`~scrapy_cdp_pool.core.gates.RequestGates`), the request itself
   when the engine is done with it.
 
-Cost: one Redis round trip per take and per turn's pushes, the releases and
-acknowledgements riding on the next take (a release goes on its own only
+Cost: one Redis round trip per take (with the pushes since the last), the
+releases and acknowledgements riding on the next take (a release goes on its own only
 when no take comes soon: :data:`~scrapy_cdp_pool.cluster.held.RELEASE_FLUSH_S`);
 a push of a fingerprint this worker knows is stored makes none
 (:data:`~scrapy_cdp_pool.cluster.frontier.KNOWN_FINGERPRINTS`); renewals one
@@ -299,7 +300,7 @@ class ClusterScheduler(BaseScheduler):
         if prepared is None:
             self._log_duplicate(request)
             return False
-        self._unstored.add(request, *prepared)  # stored at the end of this turn
+        self._unstored.add(request, *prepared)  # stored with the next take, or soon
         self._pending = (time.monotonic(), True)
         return True
 
