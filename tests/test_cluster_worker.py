@@ -49,7 +49,10 @@ async def test_a_request_that_cannot_be_stored_fails_by_name(
     )
     assert not spider.responses
     assert [type(failure.value) for failure in spider.failures] == [UnserializableRequestError]
-    assert "handle" in str(spider.failures[0].value)
+    message = str(spider.failures[0].value)
+    assert "handle" in message
+    # where it could not go: the cluster's Redis (before: "JOBDIR", none in use)
+    assert "cannot be stored in the cluster's Redis" in message
 
 
 def test_an_unreachable_redis_is_refused_at_start(tmp_path: Any) -> None:

@@ -97,9 +97,13 @@ class RequestChecksMiddleware:
         error = request.meta.get(UNSERIALIZABLE_META_KEY)
         if error is not None:
             parts = unserializable_parts(request, self.crawler.spider) or [str(error)]
+            where = (
+                "the cluster's Redis, so no worker could take it"
+                if self.config.cluster.redis_url is not None
+                else "JOBDIR, so it would be lost on a restart"
+            )
             raise UnserializableRequestError(
-                f"{request} cannot be stored in JOBDIR, so it would be lost on a "
-                f"restart: {'; '.join(parts)}"
+                f"{request} cannot be stored in {where}: {'; '.join(parts)}"
             )
         not_before = request.meta.get(NOT_BEFORE_META_KEY)
         # Marked by the queue (a request whose value was invalid when queued)

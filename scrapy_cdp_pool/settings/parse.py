@@ -132,6 +132,21 @@ def _seconds(settings: BaseSettings, name: str, default: Any) -> float:
     return value
 
 
+def seconds_at_least(minimum: float, why: str) -> Kind:
+    """A finite number of seconds >= ``minimum`` (``why``: the reason, said
+    in the error)."""
+
+    def parse(settings: BaseSettings, name: str, default: Any) -> float:
+        raw: Any = settings.get(name, default)
+        message = f"{name}: {raw!r} is not a finite number of seconds >= {minimum:g} ({why})"
+        value = float(_number(raw, message))
+        if not (value >= minimum and math.isfinite(value)):
+            raise ValueError(message)
+        return value
+
+    return Kind(f"number >= {minimum:g}", "s", parse)
+
+
 def _megabytes(
     settings: BaseSettings, name: str, default: Any, *, allow_zero: bool = False
 ) -> float:
