@@ -141,3 +141,6 @@ def test_the_settings_are_validated() -> None:
     ):
         with pytest.raises(ValueError, match=name):
             PoolConfig.from_settings(Settings({name: value}))
+    for value in (0, 2):  # one range said for both (before: ">= 0" for 2, "> 0" for 0)
+        with pytest.raises(ValueError, match=r"BLOOM_ERROR_RATE: .* is not a number > 0 and < 1"):
+            PoolConfig.from_settings(Settings({"CDP_POOL_CLUSTER_BLOOM_ERROR_RATE": value}))

@@ -221,14 +221,19 @@ def optional_limit(*, integer: bool) -> Kind:
     return Kind(kind, "", parse_int if integer else parse_float)
 
 
-def ratio(*, below_one: bool = False) -> Kind:
-    """A number in (0, 1], or in [0, 1) with ``below_one``."""
-    allowed = "a number >= 0 and < 1" if below_one else "a number > 0 and <= 1"
+def ratio(*, below_one: bool = False, above_zero: bool = False) -> Kind:
+    """A number in (0, 1], or in [0, 1) with ``below_one`` ((0, 1) with
+    ``above_zero`` too)."""
+    low = "> 0" if above_zero or not below_one else ">= 0"
+    allowed = f"a number {low} and < 1" if below_one else "a number > 0 and <= 1"
 
     def parse(settings: BaseSettings, name: str, default: Any) -> float:
         raw: Any = settings.get(name, default)
         value = float(_number(raw, f"{name}: {raw!r} is not {allowed}"))
-        if not (0 <= value < 1 if below_one else 0 < value <= 1):
+        in_range = (0 <= value < 1 if below_one else 0 < value <= 1) and not (
+            above_zero and value == 0
+        )
+        if not in_range:
             raise ValueError(f"{name}: {raw!r} is not {allowed}")
         return value
 

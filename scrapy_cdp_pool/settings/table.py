@@ -176,7 +176,7 @@ SETTINGS: tuple[Setting, ...] = (
     S("CDP_POOL_CLUSTER_FEED_KEY",               "cluster.feed_key",                 k.NAME,               None,               "cluster", doc_default='`"<spider name>:start_urls"`'),
     S("CDP_POOL_CLUSTER_DUPEFILTER",             "cluster.dupefilter",               k.choice(DUPEFILTERS), "set",             "cluster"),
     S("CDP_POOL_CLUSTER_BLOOM_CAPACITY",         "cluster.bloom_capacity",           k.integer(1),         100_000_000,        "cluster"),
-    S("CDP_POOL_CLUSTER_BLOOM_ERROR_RATE",       "cluster.bloom_error_rate",         k.ratio(below_one=True), 0.001,       "cluster"),
+    S("CDP_POOL_CLUSTER_BLOOM_ERROR_RATE",       "cluster.bloom_error_rate",         k.ratio(below_one=True, above_zero=True), 0.001,       "cluster"),
     S("CDP_POOL_CLUSTER_SHARDS",                 "cluster.shards",                   k.integer(0),         0,                  "cluster", doc_default="`0` (auto)"),
     S("CDP_POOL_CLUSTER_BUDGET_MAX",             "cluster.budget_max",               k.optional_limit(integer=True), None, "cluster"),
     S("CDP_POOL_CLUSTER_BUDGET_LEASE_SECONDS",   "cluster.budget_lease_s",           LEASE,            30.0,               "cluster"),
