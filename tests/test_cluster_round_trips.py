@@ -5,6 +5,7 @@ stored is refused without asking Redis."""
 
 from __future__ import annotations
 
+import logging
 import time
 from types import SimpleNamespace
 from typing import Any
@@ -228,6 +229,25 @@ async def test_a_parent_is_acknowledged_after_the_take_that_stored_its_children(
         assert scheduler.next_request() is None  # nothing left: its take acknowledges
         assert client.zcard(leases) == 1
         assert crawler.stats.get_value("cdp_pool/cluster/acked") == 1
+    finally:
+        scheduler.close("finished")
+
+
+def test_a_lease_lost_is_logged_with_its_request(
+    module_redis_server: RedisServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A renewal that finds a lease gone (it ran out: another worker may do
+    the request again) names the request in its WARNING (before: only the
+    lease's number, which a user cannot trace; found by a trial)."""
+    scheduler, _ = _scheduler(module_redis_server.url, token())
+    try:
+        scheduler.enqueue_request(scrapy.Request("http://127.0.0.1:9/held"))
+        held = scheduler.next_request()
+        assert held is not None
+        scheduler.link.client.delete(f"{scheduler.frontier.prefix}lease:1")  # as if it ran out
+        with caplog.at_level(logging.WARNING):
+            scheduler.held._renew_now()
+        assert "the lease of <GET http://127.0.0.1:9/held> (1) expired" in caplog.text
     finally:
         scheduler.close("finished")
 

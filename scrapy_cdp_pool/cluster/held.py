@@ -284,12 +284,13 @@ class HeldRequests:
                 self._renewed[lease] = sent
         for lease in lost:
             self._renewed.pop(lease, None)
-            if self._requests.pop(lease, None) is not None:
+            request = self._requests.pop(lease, None)
+            if request is not None:
                 self._lost.add(lease)
                 self.crawler.stats.inc_value("cdp_pool/cluster/leases_lost")
                 logger.warning(
-                    "Cluster crawl %r: lease %s expired before it was renewed; another "
-                    "worker may do its request again", self.link.name, lease,
+                    "Cluster crawl %r: the lease of %s (%s) expired before it was renewed; "
+                    "another worker may do it again", self.link.name, request, lease,
                     extra={"crawler": self.crawler},
                 )  # fmt: skip
 
