@@ -403,7 +403,9 @@ class ClusterScheduler(BaseScheduler):
                 ops
                 or self._buckets[bucket].changed
                 or self.held.unreleased(acks)
-                or self._unstored.to_carry(bucket)
+                # pushes to carry (any left here now are this take's to carry:
+                # _store_before_take stored the others)
+                or bool(self._unstored)
             )
             if not changed and self._idle(bucket):
                 continue  # its last take found nothing, and nothing changed since
@@ -487,7 +489,7 @@ class ClusterScheduler(BaseScheduler):
         state.last_take = time.monotonic()
         spare = self._spare()
         carried = self._unstored.to_carry(bucket)
-        pushes = [(item.keys, item.args) for item in carried]
+        pushes = [item.call for item in carried]
         try:
             return self.link.call(
                 "take",

@@ -62,8 +62,8 @@ they are stored on their own, seconds (as a release waits:
 class _Yielded:
     request: Request
     bucket: int
-    keys: list[str]
-    args: list[object]
+    #: its push script's keys and arguments (Frontier.prepare_push)
+    call: tuple[list[str], list[object]]
     seq: int  # its place among the requests yielded (YieldedRequests.yielded)
     #: a round trip carrying it failed: Redis may have run its push
     tried: bool = False
@@ -99,8 +99,7 @@ class YieldedRequests:
     def add(self, request: Request, bucket: int, call: tuple[list[str], list[object]]) -> None:
         """Keep ``request`` (its push script's keys and arguments ``call``,
         for ``bucket``), stored at the end of this turn at the latest."""
-        keys, args = call
-        self._items.append(_Yielded(request, bucket, keys, args, self.yielded))
+        self._items.append(_Yielded(request, bucket, call, self.yielded))
         self.yielded += 1
         if self._timer is None and not self.link.down:
             self._timer = call_later(STORE_FLUSH_S, self._flush_late)
@@ -127,16 +126,28 @@ class YieldedRequests:
     def carried(self, items: list[_Yielded], answers: list[int | Exception] | None) -> None:
         """What Redis answered for ``items``, carried by a take (``None``:
         the round trip failed; they are all kept)."""
-        if not answers:
+        self._answered(items, answers)
+
+    def _answered(
+        self, items: list[_Yielded], answers: list[int | Exception] | None
+    ) -> Exception | None:
+        """Take what Redis answered for ``items`` (``None``: the round trip
+        failed): the stored ones and the duplicates leave, those it answered
+        an error for stay; the first such error."""
+        if answers is None:
             for item in items:
                 item.tried = True
-            return
-        stored: set[int] = set()
-        for item, answer in zip(items, answers, strict=False):
-            if not isinstance(answer, Exception):
-                stored.add(id(item))
+            return None
+        error: Exception | None = None
+        done: set[int] = set()
+        for item, answer in zip(items, answers, strict=True):
+            if isinstance(answer, Exception):
+                error = error or answer
+            else:
+                done.add(id(item))
                 self._outcome(item, answer)
-        self._items = deque(item for item in self._items if id(item) not in stored)
+        self._items = deque(item for item in self._items if id(item) not in done)
+        return error
 
     def stop(self) -> None:
         if self._timer is not None:
@@ -155,22 +166,13 @@ class YieldedRequests:
             bucket = self._items[0].bucket
             batch = [item for item in self._items if item.bucket == bucket][:STORE_BATCH]
             frontier = self.link.shards.frontiers[bucket]
-            calls = [(item.keys, item.args) for item in batch]
+            calls = [item.call for item in batch]
             try:
                 answers = self.link.call("store", partial(frontier.push_many, calls))
             except RedisUnavailable:
-                for item in batch:
-                    item.tried = True
+                self._answered(batch, None)
                 return False
-            error: Exception | None = None
-            stored: set[int] = set()
-            for item, answer in zip(batch, answers, strict=True):
-                if isinstance(answer, Exception):
-                    error = error or answer
-                    continue
-                stored.add(id(item))
-                self._outcome(item, answer)
-            self._items = deque(item for item in self._items if id(item) not in stored)
+            error = self._answered(batch, answers)
             if error is not None:  # what Redis said of the others: an outage, or a bug
                 try:
                     self.link.call("store", partial(_raise, error))

@@ -230,10 +230,9 @@ def ratio(*, below_one: bool = False, above_zero: bool = False) -> Kind:
     def parse(settings: BaseSettings, name: str, default: Any) -> float:
         raw: Any = settings.get(name, default)
         value = float(_number(raw, f"{name}: {raw!r} is not {allowed}"))
-        in_range = (0 <= value < 1 if below_one else 0 < value <= 1) and not (
-            above_zero and value == 0
-        )
-        if not in_range:
+        low_ok = value >= 0 if below_one and not above_zero else value > 0
+        high_ok = value < 1 if below_one else value <= 1
+        if not (low_ok and high_ok):
             raise ValueError(f"{name}: {raw!r} is not {allowed}")
         return value
 
